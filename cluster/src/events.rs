@@ -1,0 +1,159 @@
+//! The events outbox (DESIGN §5): `events/{event_id}`, written in the same txn as the decision
+//! it announces. An event's id is derived from what it announces, and it is created only when
+//! absent, so a repeat after a crash is the same event (I10). Subscribers read `events/` by
+//! revision, or watch it from a revision.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::store::{Compare, KeyValue, Op, Revision, Store};
+use crate::{Error, Keys};
+
+/// The event kinds boxfleet announces (the spec's names).
+pub mod kind {
+    pub const RUN_STARTED: &str = "sandbox_run_started";
+    pub const RUN_FAILED: &str = "sandbox_run_failed";
+    pub const CLARIFICATION_REQUESTED: &str = "sandbox_clarification_requested";
+    pub const PHASE_COMPLETED: &str = "agent_phase_completed";
+}
+
+/// One announcement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub turn_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub launch_id: String,
+    pub seat: String,
+    pub at: DateTime<Utc>,
+    /// the event's own fields, in the spec's names
+    #[serde(default)]
+    pub body: serde_json::Value,
+}
+
+impl Event {
+    /// An event whose id is derived from `identity`: the same parts give the same id.
+    pub fn new(
+        kind: &str,
+        identity: &[&str],
+        turn_id: &str,
+        launch_id: &str,
+        seat: &str,
+        at: DateTime<Utc>,
+        body: serde_json::Value,
+    ) -> Self {
+        let mut parts = vec![kind];
+        parts.extend_from_slice(identity);
+        Self {
+            id: derive_id(&parts),
+            kind: kind.to_owned(),
+            turn_id: turn_id.to_owned(),
+            launch_id: launch_id.to_owned(),
+            seat: seat.to_owned(),
+            at,
+            body,
+        }
+    }
+
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_else(|error| panic!("event serializes: {error}"))
+    }
+}
+
+/// A stable id from its parts: 32 hex digits of their SHA-256 (parts separated unambiguously).
+pub fn derive_id(parts: &[&str]) -> String {
+    let mut hash = Sha256::new();
+    for part in parts {
+        hash.update((part.len() as u64).to_be_bytes());
+        hash.update(part.as_bytes());
+    }
+    hex::encode(&hash.finalize()[..16])
+}
+
+/// The compare and the put that create an event only if it is not there yet.
+pub fn create(keys: &Keys, event: &Event) -> (Compare, Op) {
+    let key = keys.event(&event.id);
+    (Compare::absent(key.clone()), Op::put(key, event.to_json()))
+}
+
+/// An event read back, with the revision it was written at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stored {
+    pub revision: Revision,
+    pub event: Event,
+}
+
+fn decode(kv: &KeyValue) -> Result<Stored, Error> {
+    let event = serde_json::from_slice(&kv.value).map_err(|error| Error::Decode {
+        key: kv.key.clone(),
+        message: error.to_string(),
+    })?;
+    Ok(Stored {
+        revision: kv.create_revision,
+        event,
+    })
+}
+
+/// Every event written at or after `from_revision`, in revision order.
+pub async fn read_from(
+    store: &dyn Store,
+    keys: &Keys,
+    from_revision: Revision,
+) -> Result<Vec<Stored>, Error> {
+    let range = store.range(&keys.events()).await?;
+    let mut events = range
+        .kvs
+        .iter()
+        .filter(|kv| kv.create_revision >= from_revision)
+        .map(decode)
+        .collect::<Result<Vec<_>, _>>()?;
+    events.sort_by_key(|stored| stored.revision);
+    Ok(events)
+}
+
+/// Decodes a watched put of an event key.
+pub fn from_watch(kv: &KeyValue) -> Result<Stored, Error> {
+    decode(kv)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_derived_from_what_is_announced() {
+        let at = Utc::now();
+        let a = Event::new(
+            kind::RUN_FAILED,
+            &["t", "x"],
+            "t",
+            "l",
+            "s",
+            at,
+            Default::default(),
+        );
+        let b = Event::new(
+            kind::RUN_FAILED,
+            &["t", "x"],
+            "t",
+            "l",
+            "s",
+            at,
+            Default::default(),
+        );
+        let c = Event::new(
+            kind::RUN_FAILED,
+            &["tx", ""],
+            "t",
+            "l",
+            "s",
+            at,
+            Default::default(),
+        );
+        assert_eq!(a.id, b.id);
+        assert_ne!(a.id, c.id, "parts are separated unambiguously");
+    }
+}

@@ -1,0 +1,29 @@
+//! Everything boxfleet's coordination store touches (DESIGN §5, §6).
+//!
+//! - [`store`]: the [`Store`] trait, the etcd and embedded implementations, failpoints.
+//! - [`keys`]: the whole key schema, in one file.
+//! - [`record`]: the run record, a JSON document that keeps the keys it cannot read.
+//! - [`transition`]: the run state machine's decisions, without I/O.
+//! - [`runs`]: every transition of a run as one fenced txn.
+//! - [`seat`]: seat leases (epoch = the holder key's create_revision) and node sessions.
+//! - [`inbox`], [`ledger`], [`spend`], [`events`]: the seat mailbox, the completion ledger,
+//!   the spend counters and the events outbox.
+//!
+//! Nothing here does sandbox I/O: the actors decide when to call these operations.
+
+pub mod error;
+pub mod events;
+pub mod inbox;
+pub mod keys;
+pub mod ledger;
+pub mod record;
+pub mod runs;
+pub mod seat;
+pub mod spend;
+pub mod store;
+pub mod transition;
+
+pub use error::{Class, Error};
+pub use keys::Keys;
+pub use record::{RunRecord, Status};
+pub use store::{Store, StoreExt};

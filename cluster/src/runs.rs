@@ -1,0 +1,367 @@
+//! Every transition of a run as one fenced compare-and-set (DESIGN §5, §6).
+//!
+//! [`Runs::apply`] reads the row, asks [`transition::decide`] what to write, and writes it in
+//! one txn that compares the seat holder's create_revision with the writer's epoch (the fence,
+//! I9) and the row's mod_revision with the one read (the CAS). The decision's effects ride the
+//! same txn: events are created only when absent (I10), delivery spends go to the ledger,
+//! charges move the spend counters under their own CAS.
+//!
+//! A txn that fails is diagnosed from its failure branch: the seat lost (`seat_not_held`), the
+//! row changed (re-read and decide again), or an event already announced (drop it and retry).
+//! A write whose outcome is unknown is resolved by re-reading: the row as intended means it
+//! landed; the row as read means it did not.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::events;
+use crate::ledger::{self, Ledger};
+use crate::record::{RunRecord, Status};
+use crate::seat::fence_compare;
+use crate::spend;
+use crate::store::{Compare, KeyValue, Op, OpResult, Store, Txn};
+use crate::transition::{self, Decision, Effect, Fence, Next, Refusal, Transition};
+use crate::{Error, Keys, keys::check_id};
+
+/// How many times a write is re-decided after the row moved under it.
+const MAX_ATTEMPTS: usize = 8;
+/// How many times a retryable store error is retried inside one apply.
+const MAX_STORE_RETRIES: usize = 3;
+
+/// A record with the revision it was read at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Versioned {
+    pub record: RunRecord,
+    pub mod_revision: i64,
+}
+
+/// What an applied transition left.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// the row as written
+    Written(Versioned),
+    /// the row is gone
+    Deleted,
+}
+
+impl Outcome {
+    pub fn record(&self) -> Option<&RunRecord> {
+        match self {
+            Outcome::Written(versioned) => Some(&versioned.record),
+            Outcome::Deleted => None,
+        }
+    }
+}
+
+/// Why a transition was not applied.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The run is not in a state the transition applies to.
+    #[error("{0}")]
+    Refused(#[from] Refusal),
+    /// The writer no longer holds the seat's lease: it must write nothing more on the seat.
+    #[error("sandbox_seat_not_held: seat {seat} is not held under epoch {epoch}")]
+    SeatNotHeld { seat: String, epoch: i64 },
+    /// The row kept changing under the write.
+    #[error("run {0} changed under {MAX_ATTEMPTS} attempts in a row")]
+    Contended(String),
+    /// The store failed; see its class.
+    #[error(transparent)]
+    Store(#[from] Error),
+}
+
+/// The run records of one store.
+#[derive(Debug, Clone)]
+pub struct Runs {
+    store: Arc<dyn Store>,
+    keys: Keys,
+    ledger: Arc<Ledger>,
+}
+
+enum Attempt {
+    Done(Outcome),
+    /// the row or a counter moved: read again and decide again
+    Moved,
+    /// these announcements are already in the outbox
+    Announced(Vec<String>),
+}
+
+impl Runs {
+    pub fn new(store: Arc<dyn Store>, keys: Keys) -> Self {
+        Self {
+            store,
+            keys,
+            ledger: Arc::new(Ledger::new()),
+        }
+    }
+
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Reads one run.
+    pub async fn read(&self, turn_id: &str) -> Result<Option<Versioned>, Error> {
+        let key = self.keys.run(turn_id);
+        self.store
+            .get(&key)
+            .await?
+            .map(|kv| decode(&kv))
+            .transpose()
+    }
+
+    /// Every run, in turn-id order.
+    pub async fn list(&self) -> Result<Vec<Versioned>, Error> {
+        let range = self.store.range(&self.keys.runs()).await?;
+        range.kvs.iter().map(decode).collect()
+    }
+
+    /// The runs of one seat.
+    pub async fn list_by_seat(&self, seat: &str) -> Result<Vec<Versioned>, Error> {
+        let mut runs = self.list().await?;
+        runs.retain(|run| run.record.seat == seat);
+        Ok(runs)
+    }
+
+    /// The runs parked on (or answered on) a conversation.
+    pub async fn list_by_conversation(
+        &self,
+        conversation_key: &str,
+    ) -> Result<Vec<Versioned>, Error> {
+        let mut runs = self.list().await?;
+        runs.retain(|run| run.record.conversation_key.as_deref() == Some(conversation_key));
+        Ok(runs)
+    }
+
+    /// The runs the completion poll looks at: running ones.
+    pub async fn list_running(&self) -> Result<Vec<Versioned>, Error> {
+        let mut runs = self.list().await?;
+        runs.retain(|run| run.record.status == Status::Running);
+        Ok(runs)
+    }
+
+    /// Applies `transition` to the run `turn_id` as it stands now.
+    pub async fn apply(
+        &self,
+        fence: &Fence,
+        turn_id: &str,
+        transition: Transition,
+    ) -> Result<Outcome, RunError> {
+        self.apply_at(fence, turn_id, transition, Utc::now()).await
+    }
+
+    /// [`Runs::apply`] with the decision's clock given (tests, replays).
+    pub async fn apply_at(
+        &self,
+        fence: &Fence,
+        turn_id: &str,
+        transition: Transition,
+        now: DateTime<Utc>,
+    ) -> Result<Outcome, RunError> {
+        check_id("turn_id", turn_id)?;
+        let mut announced: HashSet<String> = HashSet::new();
+        let mut store_retries = 0;
+        for _ in 0..MAX_ATTEMPTS {
+            let read = match self.read(turn_id).await {
+                Ok(read) => read,
+                Err(error) if error.is_retryable() && store_retries < MAX_STORE_RETRIES => {
+                    store_retries += 1;
+                    tokio::time::sleep(Duration::from_millis(50 << store_retries)).await;
+                    continue;
+                }
+                Err(error) => return Err(error.into()),
+            };
+            let mut decision =
+                transition::decide(read.as_ref().map(|v| &v.record), fence, &transition, now)?;
+            decision.effects.retain(|effect| match effect {
+                Effect::Announce(event) => !announced.contains(&event.id),
+                _ => true,
+            });
+            match self
+                .attempt(fence, turn_id, read.as_ref(), &decision, now)
+                .await
+            {
+                Ok(Attempt::Done(outcome)) => return Ok(outcome),
+                Ok(Attempt::Moved) => continue,
+                Ok(Attempt::Announced(ids)) => announced.extend(ids),
+                Err(RunError::Store(error)) if error.is_indeterminate() => {
+                    match self.resolve(turn_id, read.as_ref(), &decision).await? {
+                        Some(outcome) => return Ok(outcome),
+                        None => continue,
+                    }
+                }
+                Err(RunError::Store(error))
+                    if error.is_retryable() && store_retries < MAX_STORE_RETRIES =>
+                {
+                    store_retries += 1;
+                    tokio::time::sleep(Duration::from_millis(50 << store_retries)).await;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Err(RunError::Contended(turn_id.to_owned()))
+    }
+
+    /// Stamps `fence` on every run of its seat that is not ending: the recovery pass's fence,
+    /// so a node that lost the seat can neither take nor claim anything on it. Returns the
+    /// seat's runs as they stand after the fence.
+    pub async fn fence_seat_runs(&self, fence: &Fence) -> Result<Vec<Versioned>, RunError> {
+        let mut fenced = Vec::new();
+        for run in self.list_by_seat(&fence.seat).await? {
+            let turn_id = run.record.turn_id.clone();
+            match self.apply(fence, &turn_id, Transition::FenceRun).await {
+                Ok(Outcome::Written(run)) => fenced.push(run),
+                Ok(Outcome::Deleted) => {}
+                Err(RunError::Refused(Refusal::AlreadyDone | Refusal::EndingDecided(_))) => {
+                    if let Some(run) = self.read(&turn_id).await? {
+                        fenced.push(run);
+                    }
+                }
+                Err(RunError::Refused(Refusal::Missing)) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(fenced)
+    }
+
+    async fn attempt(
+        &self,
+        fence: &Fence,
+        turn_id: &str,
+        read: Option<&Versioned>,
+        decision: &Decision,
+        now: DateTime<Utc>,
+    ) -> Result<Attempt, RunError> {
+        let run_key = self.keys.run(turn_id);
+        let holder_key = self.keys.seat_holder(&fence.seat);
+        let mut compares = vec![
+            fence_compare(&self.keys, fence),
+            Compare::mod_revision(
+                &run_key,
+                crate::store::CompareOp::Equal,
+                read.map_or(0, |v| v.mod_revision),
+            ),
+        ];
+        let mut success = Vec::new();
+        let mut failure = vec![Op::get(&holder_key), Op::get(&run_key)];
+        let mut event_ids = Vec::new();
+        match &decision.next {
+            Next::Write(record) => success.push(Op::put(&run_key, record.to_json())),
+            Next::Delete => success.push(Op::delete(&run_key)),
+        }
+        for effect in &decision.effects {
+            match effect {
+                Effect::Announce(event) => {
+                    let (compare, put) = events::create(&self.keys, event);
+                    compares.push(compare);
+                    success.push(put);
+                    failure.push(Op::get(self.keys.event(&event.id)));
+                    event_ids.push(event.id.clone());
+                }
+                Effect::Spend { delivery_id } => {
+                    let lease = self.ledger.lease(self.store.as_ref(), now).await?;
+                    success.push(ledger::spend_op(&self.keys, delivery_id, lease, now));
+                }
+                Effect::AddSpend { share, usage } => {
+                    let seat = read.map_or("", |v| v.record.seat.as_str());
+                    let scope = spend::scope(*share, seat);
+                    for window in spend::windows(now) {
+                        let (counter, revision) =
+                            spend::read(self.store.as_ref(), &self.keys, &scope, &window).await?;
+                        let key = self.keys.spend(&scope, &window);
+                        compares.push(Compare::mod_revision(
+                            &key,
+                            crate::store::CompareOp::Equal,
+                            revision,
+                        ));
+                        let value = serde_json::to_vec(&counter.add(usage)).unwrap_or_default();
+                        success.push(Op::put(key, value));
+                    }
+                }
+            }
+        }
+        let txn = Txn::new().when(compares).and_then(success).or_else(failure);
+        let response = match self.store.txn(txn).await {
+            Err(Error::Invalid(message)) if message.contains("lease") => {
+                // the ledger's lease is gone (revoked, or expired while the store was down)
+                self.ledger.forget_lease();
+                return Ok(Attempt::Moved);
+            }
+            other => other?,
+        };
+        if response.succeeded {
+            return Ok(Attempt::Done(match &decision.next {
+                Next::Write(record) => Outcome::Written(Versioned {
+                    record: record.as_ref().clone(),
+                    mod_revision: response.revision,
+                }),
+                Next::Delete => Outcome::Deleted,
+            }));
+        }
+        let mut results = response.results.into_iter();
+        let holder = match results.next() {
+            Some(OpResult::Get(holder)) => holder,
+            _ => None,
+        };
+        if holder.is_none_or(|kv| kv.create_revision != fence.epoch) {
+            return Err(RunError::SeatNotHeld {
+                seat: fence.seat.clone(),
+                epoch: fence.epoch,
+            });
+        }
+        let run_now = match results.next() {
+            Some(OpResult::Get(run)) => run,
+            _ => None,
+        };
+        if run_now.map_or(0, |kv| kv.mod_revision) != read.map_or(0, |v| v.mod_revision) {
+            return Ok(Attempt::Moved);
+        }
+        let already: Vec<String> = event_ids
+            .into_iter()
+            .zip(results)
+            .filter_map(|(id, result)| matches!(result, OpResult::Get(Some(_))).then_some(id))
+            .collect();
+        if already.is_empty() {
+            // a spend counter moved
+            return Ok(Attempt::Moved);
+        }
+        Ok(Attempt::Announced(already))
+    }
+
+    /// After a write with an unknown outcome: `Some` when the re-read shows it landed, `None`
+    /// when it shows the write did not land (or the row moved on), so the caller decides again.
+    async fn resolve(
+        &self,
+        turn_id: &str,
+        read: Option<&Versioned>,
+        decision: &Decision,
+    ) -> Result<Option<Outcome>, RunError> {
+        let now = self.read(turn_id).await?;
+        let landed = match (&decision.next, &now) {
+            (Next::Delete, None) => return Ok(Some(Outcome::Deleted)),
+            (Next::Write(intended), Some(stored)) => {
+                stored.record == **intended
+                    && read.is_none_or(|read| stored.mod_revision != read.mod_revision)
+            }
+            _ => false,
+        };
+        Ok(if landed {
+            now.map(Outcome::Written)
+        } else {
+            None
+        })
+    }
+}
+
+fn decode(kv: &KeyValue) -> Result<Versioned, Error> {
+    Ok(Versioned {
+        record: RunRecord::from_json(&kv.key, &kv.value)?,
+        mod_revision: kv.mod_revision,
+    })
+}

@@ -1,0 +1,158 @@
+//! Seat leases and node sessions (DESIGN §5).
+//!
+//! A node holds one session lease, kept alive at ttl/3. It acquires a seat by creating
+//! `seats/{seat}/holder` on that lease; the seat's **epoch** is that key's create_revision, and
+//! every write on the seat's behalf compares it ([`fence_compare`]). When the session lease
+//! lapses the holder keys go with it, so a node cut off from the store loses its seats without
+//! doing anything, and its writes stop landing at once.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::store::{Compare, CompareOp, LeaseId, Op, OpResult, Store, Txn};
+use crate::transition::Fence;
+use crate::{Error, Keys, keys::check_id};
+
+/// Who holds a seat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Holder {
+    pub node: String,
+    /// distinguishes a node's restarts: a new process is a new incarnation
+    pub incarnation: String,
+}
+
+/// A node's registration under `nodes/{node}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub node: String,
+    pub addr: String,
+    pub incarnation: String,
+    pub started_at: DateTime<Utc>,
+    pub build: String,
+}
+
+/// The outcome of an acquire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acquire {
+    /// This holder has the seat under `fence`.
+    Held(Fence),
+    /// Another holder has it.
+    HeldBy { holder: Holder, epoch: i64 },
+}
+
+/// The compare every fenced write carries: the writer's holder key is still the one it created.
+pub fn fence_compare(keys: &Keys, fence: &Fence) -> Compare {
+    Compare::create_revision(keys.seat_holder(&fence.seat), CompareOp::Equal, fence.epoch)
+}
+
+/// Registers a node on its session lease.
+pub async fn register_node(
+    store: &dyn Store,
+    keys: &Keys,
+    info: &NodeInfo,
+    session: LeaseId,
+) -> Result<(), Error> {
+    check_id("node", &info.node)?;
+    let value = serde_json::to_vec(info).unwrap_or_default();
+    store
+        .txn(Txn::new().and_then([Op::put_on_lease(keys.node(&info.node), value, session)]))
+        .await?;
+    Ok(())
+}
+
+/// The nodes whose sessions are alive.
+pub async fn nodes(store: &dyn Store, keys: &Keys) -> Result<Vec<NodeInfo>, Error> {
+    let range = store.range(&keys.nodes()).await?;
+    range
+        .kvs
+        .iter()
+        .map(|kv| {
+            serde_json::from_slice(&kv.value).map_err(|error| Error::Decode {
+                key: kv.key.clone(),
+                message: error.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Acquires `seat` for `holder` on its session lease. Idempotent for the same holder: a
+/// second acquire (say after a lost reply) returns the epoch it already has.
+pub async fn acquire(
+    store: &dyn Store,
+    keys: &Keys,
+    seat: &str,
+    holder: &Holder,
+    session: LeaseId,
+) -> Result<Acquire, Error> {
+    check_id("seat", seat)?;
+    let key = keys.seat_holder(seat);
+    let value = serde_json::to_vec(holder).unwrap_or_default();
+    let response = store
+        .txn(
+            Txn::new()
+                .when([Compare::absent(key.clone())])
+                .and_then([Op::put_on_lease(key.clone(), value, session)])
+                .or_else([Op::get(key.clone())]),
+        )
+        .await?;
+    if response.succeeded {
+        return Ok(Acquire::Held(Fence {
+            seat: seat.to_owned(),
+            epoch: response.revision,
+        }));
+    }
+    let Some(OpResult::Get(Some(kv))) = response.results.into_iter().next() else {
+        // released between the compare and the read: the caller simply tries again
+        return Err(Error::Unavailable(format!(
+            "seat {seat} changed hands during acquire"
+        )));
+    };
+    let current: Holder = serde_json::from_slice(&kv.value).map_err(|error| Error::Decode {
+        key: key.clone(),
+        message: error.to_string(),
+    })?;
+    if current == *holder && kv.lease == session {
+        return Ok(Acquire::Held(Fence {
+            seat: seat.to_owned(),
+            epoch: kv.create_revision,
+        }));
+    }
+    Ok(Acquire::HeldBy {
+        holder: current,
+        epoch: kv.create_revision,
+    })
+}
+
+/// Releases the seat if `fence` still holds it; `false` when it did not.
+pub async fn release(store: &dyn Store, keys: &Keys, fence: &Fence) -> Result<bool, Error> {
+    let response = store
+        .txn(
+            Txn::new()
+                .when([fence_compare(keys, fence)])
+                .and_then([Op::delete(keys.seat_holder(&fence.seat))]),
+        )
+        .await?;
+    Ok(response.succeeded)
+}
+
+/// Whether `fence` still holds its seat.
+pub async fn holds(store: &dyn Store, keys: &Keys, fence: &Fence) -> Result<bool, Error> {
+    let current = store.get(&keys.seat_holder(&fence.seat)).await?;
+    Ok(current.is_some_and(|kv| kv.create_revision == fence.epoch))
+}
+
+/// The seat's holder and epoch, if held.
+pub async fn holder(
+    store: &dyn Store,
+    keys: &Keys,
+    seat: &str,
+) -> Result<Option<(Holder, i64)>, Error> {
+    let Some(kv) = store.get(&keys.seat_holder(seat)).await? else {
+        return Ok(None);
+    };
+    let holder = serde_json::from_slice(&kv.value).map_err(|error| Error::Decode {
+        key: kv.key.clone(),
+        message: error.to_string(),
+    })?;
+    Ok(Some((holder, kv.create_revision)))
+}

@@ -1,0 +1,87 @@
+//! Spend counters: `spend/{scope}/{window}` for the seat and company scopes over day, week
+//! and month windows. A job's charge lands once per share (I3): the run record says which
+//! shares landed, and each share's counters move in the same txn as that mark.
+
+use chrono::{DateTime, Datelike, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::record::Usage;
+use crate::store::Store;
+use crate::transition::Share;
+use crate::{Error, Keys};
+
+/// One window's totals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counter {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_micros: u64,
+    /// how many job charges were added
+    pub charges: u64,
+}
+
+impl Counter {
+    pub fn add(mut self, usage: &Usage) -> Self {
+        self.input_tokens += usage.input_tokens;
+        self.output_tokens += usage.output_tokens;
+        self.cost_micros += usage.cost_micros;
+        self.charges += 1;
+        self
+    }
+}
+
+/// The scope a share is counted under.
+pub fn scope(share: Share, seat: &str) -> String {
+    match share {
+        Share::Seat => format!("seat-{seat}"),
+        Share::Company => "company".to_owned(),
+    }
+}
+
+/// The day, ISO week and month windows `at` falls in.
+pub fn windows(at: DateTime<Utc>) -> [String; 3] {
+    let week = at.iso_week();
+    [
+        format!("day-{}", at.format("%Y-%m-%d")),
+        format!("week-{}-W{:02}", week.year(), week.week()),
+        format!("month-{}", at.format("%Y-%m")),
+    ]
+}
+
+/// Reads one window's counter with its revision (0 when absent).
+pub async fn read(
+    store: &dyn Store,
+    keys: &Keys,
+    scope: &str,
+    window: &str,
+) -> Result<(Counter, i64), Error> {
+    let key = keys.spend(scope, window);
+    match store.get(&key).await? {
+        None => Ok((Counter::default(), 0)),
+        Some(kv) => {
+            let counter = serde_json::from_slice(&kv.value).map_err(|error| Error::Decode {
+                key,
+                message: error.to_string(),
+            })?;
+            Ok((counter, kv.mod_revision))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn windows_name_day_iso_week_and_month() {
+        let at = Utc
+            .with_ymd_and_hms(2026, 11, 29, 6, 0, 0)
+            .single()
+            .expect("valid");
+        assert_eq!(
+            windows(at),
+            ["day-2026-11-29", "week-2026-W48", "month-2026-11"]
+        );
+    }
+}

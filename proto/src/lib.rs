@@ -1,0 +1,10 @@
+//! boxfleet's wire contract.
+//!
+//! `v1` holds the types generated from `proto/boxfleet/v1/*.proto`. Generated types stop at
+//! this crate: the rest of the workspace converts them to domain types at its edges.
+
+/// Generated from `proto/boxfleet/v1`.
+#[allow(clippy::all, missing_debug_implementations, unreachable_pub)]
+pub mod v1 {
+    tonic::include_proto!("boxfleet.v1");
+}
