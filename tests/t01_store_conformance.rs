@@ -797,7 +797,7 @@ async fn check_lease_revoke(store: Shared, prefix: String) {
         matches!(again, Err(Error::LeaseNotFound(_))),
         "second revoke: {again:?}"
     );
-    for error in [renew, again].into_iter().filter_map(Result::err) {
+    for error in [renew.err(), again.err()].into_iter().flatten() {
         assert_eq!(error.class(), Class::Terminal, "{error}");
     }
     store.lease_revoke(other).await.expect("revoke");

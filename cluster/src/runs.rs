@@ -212,6 +212,12 @@ impl Runs {
     /// so a node that lost the seat can neither take nor claim anything on it. Returns the
     /// seat's runs as they stand after the fence.
     pub async fn fence_seat_runs(&self, fence: &Fence) -> Result<Vec<Versioned>, RunError> {
+        if !crate::seat::holds(self.store.as_ref(), &self.keys, fence).await? {
+            return Err(RunError::SeatNotHeld {
+                seat: fence.seat.clone(),
+                epoch: fence.epoch,
+            });
+        }
         let mut fenced = Vec::new();
         for run in self.list_by_seat(&fence.seat).await? {
             let turn_id = run.record.turn_id.clone();

@@ -87,14 +87,21 @@ pub async fn acquire(
     check_id("seat", seat)?;
     let key = keys.seat_holder(seat);
     let value = serde_json::to_vec(holder).unwrap_or_default();
-    let response = store
-        .txn(
-            Txn::new()
-                .when([Compare::absent(key.clone())])
-                .and_then([Op::put_on_lease(key.clone(), value, session)])
-                .or_else([Op::get(key.clone())]),
-        )
-        .await?;
+    let txn = Txn::new()
+        .when([Compare::absent(key.clone())])
+        .and_then([Op::put_on_lease(key.clone(), value, session)])
+        .or_else([Op::get(key.clone())]);
+    let response = match store.txn(txn).await {
+        Ok(response) => response,
+        Err(error) if error.is_indeterminate() => {
+            // resolve by re-reading: the key is ours if the write landed
+            return match store.get(&key).await? {
+                Some(kv) => held_or_not(seat, &key, holder, session, kv),
+                None => Err(error),
+            };
+        }
+        Err(error) => return Err(error),
+    };
     if response.succeeded {
         return Ok(Acquire::Held(Fence {
             seat: seat.to_owned(),
@@ -107,8 +114,19 @@ pub async fn acquire(
             "seat {seat} changed hands during acquire"
         )));
     };
+    held_or_not(seat, &key, holder, session, kv)
+}
+
+/// Reads a holder key: ours (same holder on the same session lease) or somebody else's.
+fn held_or_not(
+    seat: &str,
+    key: &str,
+    holder: &Holder,
+    session: LeaseId,
+    kv: crate::store::KeyValue,
+) -> Result<Acquire, Error> {
     let current: Holder = serde_json::from_slice(&kv.value).map_err(|error| Error::Decode {
-        key: key.clone(),
+        key: key.to_owned(),
         message: error.to_string(),
     })?;
     if current == *holder && kv.lease == session {

@@ -259,7 +259,6 @@ impl EtcdServer {
     async fn wait_ready(&self) -> Result<(), String> {
         let deadline = Instant::now() + ETCD_UP_WITHIN;
         let endpoints = self.endpoints();
-        let mut last_error = String::from("no answer yet");
         loop {
             if let Some(status) = self.exited() {
                 return Err(format!("etcd exited with {status}"));
@@ -272,10 +271,10 @@ impl EtcdServer {
                     .await
                     .map_err(|error| format!("get: {error}"))
             };
-            match probe.await {
+            let last_error = match probe.await {
                 Ok(_) => return Ok(()),
-                Err(error) => last_error = error,
-            }
+                Err(error) => error,
+            };
             if Instant::now() >= deadline {
                 return Err(format!(
                     "no answer within {ETCD_UP_WITHIN:?} (last: {last_error})"

@@ -1492,12 +1492,14 @@ mod tests {
             history_revisions: 5,
         };
         let store = EmbeddedStore::open_with(dir.path(), options).await.unwrap();
-        // a fresh store keeps everything
-        let mut watch = store.watch("", 1).await.unwrap();
-        for n in 0..20 {
+        // a fresh store keeps everything; these watches fall behind the kept window below
+        let mut backlog = store.watch("", 1).await.unwrap();
+        let mut live = store.watch("", 0).await.unwrap();
+        store.put("k", vec![0]).await.unwrap();
+        assert_eq!(must_next(&mut live).await.revision(), 2);
+        for n in 1..20 {
             store.put("k", vec![n]).await.unwrap();
         }
-        assert_eq!(must_next(&mut watch).await.revision(), 2);
         assert_eq!(store.revision().await.unwrap(), 21);
         match store.watch("", 16).await {
             Err(Error::Compacted { requested, oldest }) => {
@@ -1510,21 +1512,36 @@ mod tests {
         for revision in 17..=21 {
             assert_eq!(must_next(&mut kept).await.revision(), revision);
         }
-        // the first watch fell behind the kept window while it waited
-        let mut outcome = Ok(());
-        for _ in 0..20 {
-            match watch.next().await {
-                Some(Ok(_)) => {}
-                Some(Err(error)) => {
-                    outcome = Err(error);
-                    break;
-                }
-                None => break,
-            }
-        }
+
+        // accepted at revision 1, its backlog was trimmed before it was read
+        let end = backlog.next().await;
         assert!(
-            matches!(outcome, Err(Error::Compacted { .. })),
-            "{outcome:?}"
+            matches!(
+                end,
+                Some(Err(Error::Compacted {
+                    requested: 1,
+                    oldest: 17
+                }))
+            ),
+            "{end:?}"
+        );
+        assert!(backlog.next().await.is_none());
+
+        // a live watch that falls further behind than the broadcast holds must refill from
+        // history, which is gone too
+        for n in 0..BROADCAST_CAPACITY + 10 {
+            store.put("k", n.to_le_bytes().to_vec()).await.unwrap();
+        }
+        let mut delivered = 0;
+        let end = loop {
+            match live.next().await {
+                Some(Ok(_)) => delivered += 1,
+                other => break other,
+            }
+        };
+        assert!(
+            matches!(end, Some(Err(Error::Compacted { requested, .. })) if requested > 2),
+            "{end:?} after {delivered} events"
         );
     }
 
