@@ -570,3 +570,95 @@ fn log_tail(path: &Path, lines: usize) -> String {
         Err(error) => format!("(could not read {}: {error})", path.display()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use boxfleet_cluster::store::{Op, Store, Txn};
+
+    async fn put(store: &EtcdStore, key: &str, value: &str) {
+        let written = store
+            .txn(Txn::new().and_then([Op::put(key, value)]))
+            .await
+            .map(|response| response.succeeded);
+        assert!(matches!(written, Ok(true)), "put {key}: {written:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_dedicated_etcd_pauses_restarts_with_its_data_and_dies_when_dropped() {
+        let server = EtcdServer::start();
+        let pid = server.pid().expect("running");
+        let store = server.store_with_timeout(Duration::from_millis(500)).await;
+        put(&store, "/harness/a", "1").await;
+
+        server.pause();
+        let frozen = store.get("/harness/a").await;
+        assert!(frozen.is_err(), "a paused etcd answers nothing: {frozen:?}");
+        server.resume();
+        wait_until(
+            "the resumed etcd answers",
+            Duration::from_secs(10),
+            async || store.get("/harness/a").await.is_ok(),
+        )
+        .await;
+
+        server.kill();
+        assert_eq!(server.pid(), None);
+        server.restart().await;
+        let store = server.store().await;
+        let kept = store
+            .get("/harness/a")
+            .await
+            .expect("get")
+            .map(|kv| kv.value);
+        assert_eq!(
+            kept.as_deref(),
+            Some(&b"1"[..]),
+            "the data survives a restart"
+        );
+
+        let dir = server.dir().to_owned();
+        drop(server);
+        assert!(
+            !dir.exists(),
+            "a dropped dedicated etcd removes its directory"
+        );
+        assert!(
+            !Path::new(&format!("/proc/{pid}/status")).exists()
+                || fs::read_to_string(format!("/proc/{pid}/status"))
+                    .is_ok_and(|status| status.contains("zombie")),
+            "the first etcd process is gone"
+        );
+    }
+
+    #[tokio::test]
+    async fn wait_until_names_what_it_waited_for() {
+        let waited = tokio::spawn(wait_until(
+            "pigs fly",
+            Duration::from_millis(50),
+            async || false,
+        ))
+        .await;
+        let message = waited
+            .expect_err("times out")
+            .into_panic()
+            .downcast::<String>()
+            .map(|message| *message)
+            .unwrap_or_default();
+        assert!(message.contains("waiting until pigs fly"), "{message}");
+        let mut polls = 0;
+        let value = wait_for("the third poll", Duration::from_secs(5), async || {
+            polls += 1;
+            (polls == 3).then_some(polls)
+        })
+        .await;
+        assert_eq!(value, 3);
+    }
+
+    #[test]
+    fn unique_prefixes_differ() {
+        let (a, b) = (unique_prefix("x"), unique_prefix("x"));
+        assert!(a.starts_with("/t/x/") && b.starts_with("/t/x/"));
+        assert_ne!(a, b);
+    }
+}
