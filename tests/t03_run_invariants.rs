@@ -50,6 +50,7 @@ on_both_stores!(
     i9_a_node_without_the_seat_writes_nothing,
     i10_every_event_is_announced_once,
     inbox_acks_dedupes_defers_and_dead_letters,
+    seat_leases_acquire_renew_release_and_expire,
 );
 
 fn claim(launch: &str) -> Transition {
@@ -726,4 +727,109 @@ async fn inbox_acks_dedupes_defers_and_dead_letters(store: Arc<dyn Store>, prefi
         .map(|m| m.delivery.delivery_id)
         .collect();
     assert_eq!(order, ["m2", "m3"]);
+}
+
+/// Seat leases: epoch = the holder key's create_revision; acquire is idempotent for its holder;
+/// a renewed session outlives its TTL; release and expiry free the seat for another node.
+async fn seat_leases_acquire_renew_release_and_expire(store: Arc<dyn Store>, prefix: &str) {
+    use boxfleet_cluster::seat::{self, Acquire, Holder, NodeInfo, Session};
+    use std::time::Duration;
+    let keys = boxfleet_cluster::Keys::new(prefix);
+    let info = |node: &str| NodeInfo {
+        node: node.into(),
+        addr: "127.0.0.1:7400".into(),
+        incarnation: format!("{node}-1"),
+        started_at: at(0),
+        build: "test".into(),
+    };
+    let holder = |node: &str| Holder {
+        node: node.into(),
+        incarnation: format!("{node}-1"),
+    };
+
+    // --- phase: a acquires; the epoch is the holder key's create_revision; again is the same
+    let a = Session::open(store.as_ref(), &keys, info("a"), 2)
+        .await
+        .expect("session a");
+    let Acquire::Held(fence) = seat::acquire(store.as_ref(), &keys, SEAT, &holder("a"), a.lease)
+        .await
+        .expect("acquire")
+    else {
+        panic!("a free seat is acquired");
+    };
+    let kv = store
+        .get(&keys.seat_holder(SEAT))
+        .await
+        .expect("get")
+        .expect("holder key");
+    assert_eq!(kv.create_revision, fence.epoch);
+    let again = seat::acquire(store.as_ref(), &keys, SEAT, &holder("a"), a.lease).await;
+    assert_eq!(again.expect("re-acquire"), Acquire::Held(fence.clone()));
+
+    // --- phase: b is refused while a renews past its TTL
+    let b = Session::open(store.as_ref(), &keys, info("b"), 2)
+        .await
+        .expect("session b");
+    for _ in 0..6 {
+        a.renew(store.as_ref()).await.expect("renew a");
+        b.renew(store.as_ref()).await.expect("renew b");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let refused = seat::acquire(store.as_ref(), &keys, SEAT, &holder("b"), b.lease).await;
+    assert!(matches!(refused.expect("acquire"), Acquire::HeldBy { .. }));
+    assert!(
+        seat::holds(store.as_ref(), &keys, &fence)
+            .await
+            .expect("holds")
+    );
+    let nodes = seat::nodes(store.as_ref(), &keys).await.expect("nodes");
+    assert_eq!(nodes.len(), 2);
+
+    // --- phase: a releases; b acquires under a newer epoch; a's fence no longer holds
+    assert!(
+        seat::release(store.as_ref(), &keys, &fence)
+            .await
+            .expect("release")
+    );
+    let Acquire::Held(b_fence) = seat::acquire(store.as_ref(), &keys, SEAT, &holder("b"), b.lease)
+        .await
+        .expect("acquire")
+    else {
+        panic!("a released seat is acquired");
+    };
+    assert!(b_fence.epoch > fence.epoch);
+    assert!(
+        !seat::holds(store.as_ref(), &keys, &fence)
+            .await
+            .expect("holds")
+    );
+    assert!(
+        !seat::release(store.as_ref(), &keys, &fence)
+            .await
+            .expect("stale release")
+    );
+
+    // --- phase: b stops renewing; its session expires and takes the seat with it
+    boxfleet_tests::wait_until(
+        "b's session to expire",
+        Duration::from_secs(20),
+        async || {
+            a.renew(store.as_ref()).await.is_ok()
+                && seat::holder(store.as_ref(), &keys, SEAT)
+                    .await
+                    .expect("holder")
+                    .is_none()
+        },
+    )
+    .await;
+    assert!(
+        b.renew(store.as_ref()).await.is_err(),
+        "an expired session renews"
+    );
+    let nodes = seat::nodes(store.as_ref(), &keys).await.expect("nodes");
+    assert_eq!(
+        nodes.iter().map(|n| n.node.as_str()).collect::<Vec<_>>(),
+        ["a"]
+    );
+    a.close(store.as_ref()).await.expect("close");
 }

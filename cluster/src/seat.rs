@@ -174,3 +174,43 @@ pub async fn holder(
     })?;
     Ok(Some((holder, kv.create_revision)))
 }
+
+/// A node's session: the lease its registration and every seat it holds ride on.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub lease: LeaseId,
+    pub ttl_seconds: i64,
+    pub info: NodeInfo,
+}
+
+impl Session {
+    /// Grants the session lease and registers the node on it.
+    pub async fn open(
+        store: &dyn Store,
+        keys: &Keys,
+        info: NodeInfo,
+        ttl_seconds: i64,
+    ) -> Result<Self, Error> {
+        let lease = store.lease_grant(ttl_seconds).await?;
+        register_node(store, keys, &info, lease).await?;
+        Ok(Self {
+            lease,
+            ttl_seconds,
+            info,
+        })
+    }
+
+    /// Renews the session (call every ttl/3). [`Error::LeaseNotFound`] means the session is
+    /// over: every seat it held is lost, and the node must open a new session.
+    pub async fn renew(&self, store: &dyn Store) -> Result<i64, Error> {
+        store.lease_keep_alive(self.lease).await
+    }
+
+    /// Ends the session, releasing every seat it holds at once.
+    pub async fn close(&self, store: &dyn Store) -> Result<(), Error> {
+        match store.lease_revoke(self.lease).await {
+            Ok(()) | Err(Error::LeaseNotFound(_)) => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+}
