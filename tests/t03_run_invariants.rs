@@ -51,6 +51,8 @@ on_both_stores!(
     i10_every_event_is_announced_once,
     inbox_acks_dedupes_defers_and_dead_letters,
     seat_leases_acquire_renew_release_and_expire,
+    ops_ids_are_rebased_past_29_days_and_inherited,
+    waiter_duty_is_held_by_one_node_until_it_lapses,
 );
 
 fn claim(launch: &str) -> Transition {
@@ -832,4 +834,65 @@ async fn seat_leases_acquire_renew_release_and_expire(store: Arc<dyn Store>, pre
         ["a"]
     );
     a.close(store.as_ref()).await.expect("close");
+}
+
+/// The 29/30-day rule: within 29 days an attempt mints at the work's start; past it, the first
+/// attempt records its own instant and later attempts inside 29 days of that inherit it.
+async fn ops_ids_are_rebased_past_29_days_and_inherited(store: Arc<dyn Store>, prefix: &str) {
+    use boxfleet_cluster::ops::{self, Mint};
+    use boxfleet_cluster::retention::Retention;
+    use chrono::Duration;
+    let keys = boxfleet_cluster::Keys::new(prefix);
+    let retention = Retention::ledger();
+    let began = at(0);
+    let day = |n: i64| began + Duration::days(n);
+    let mint = |now| ops::mint(store.as_ref(), &keys, &retention, "work-1", began, now);
+    assert_eq!(mint(day(28)).await.expect("mint"), Mint::Began(began));
+    assert_eq!(mint(day(30)).await.expect("mint"), Mint::Rebased(day(30)));
+    // a failed resume retried later, anywhere, derives the ids the attempt before it derived
+    assert_eq!(mint(day(40)).await.expect("mint"), Mint::Inherited(day(30)));
+    // past 29 days of the recorded instant, the attempt rebases again
+    assert_eq!(mint(day(60)).await.expect("mint"), Mint::Rebased(day(60)));
+}
+
+/// The waiter duty: one holder at a time, renewed by its holder, taken by a peer once lapsed.
+async fn waiter_duty_is_held_by_one_node_until_it_lapses(store: Arc<dyn Store>, prefix: &str) {
+    use boxfleet_cluster::duty::{self, Duty};
+    use boxfleet_cluster::seat::Holder;
+    use std::time::Duration;
+    let keys = boxfleet_cluster::Keys::new(prefix);
+    let a = Holder {
+        node: "a".into(),
+        incarnation: "1".into(),
+    };
+    let b = Holder {
+        node: "b".into(),
+        incarnation: "1".into(),
+    };
+    let Duty::Mine { lease, .. } = duty::claim_waiter(store.as_ref(), &keys, &a, None, 2)
+        .await
+        .expect("claim")
+    else {
+        panic!("a free duty is claimed");
+    };
+    let peer = duty::claim_waiter(store.as_ref(), &keys, &b, None, 2)
+        .await
+        .expect("claim");
+    assert_eq!(peer, Duty::Peer(a.clone()));
+    let renewed = duty::claim_waiter(store.as_ref(), &keys, &a, Some(lease), 2).await;
+    assert!(matches!(renewed.expect("renew"), Duty::Mine { lease: l, .. } if l == lease));
+    // a stops renewing; b takes the duty once it lapses
+    boxfleet_tests::wait_until(
+        "the duty to lapse to b",
+        Duration::from_secs(20),
+        async || {
+            matches!(
+                duty::claim_waiter(store.as_ref(), &keys, &b, None, 30).await,
+                Ok(Duty::Mine { .. })
+            )
+        },
+    )
+    .await;
+    let told = duty::claim_waiter(store.as_ref(), &keys, &a, Some(lease), 2).await;
+    assert_eq!(told.expect("claim"), Duty::Peer(b));
 }

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::store::{Compare, KeyValue, Op, Revision, Store};
+use crate::store::{Compare, KeyValue, LeaseId, Op, Revision, Store};
 use crate::{Error, Keys};
 
 /// The event kinds boxfleet announces (the spec's names).
@@ -73,10 +73,14 @@ pub fn derive_id(parts: &[&str]) -> String {
     hex::encode(&hash.finalize()[..16])
 }
 
-/// The compare and the put that create an event only if it is not there yet.
-pub fn create(keys: &Keys, event: &Event) -> (Compare, Op) {
+/// The compare and the put that create an event only if it is not there yet, on the outbox's
+/// retention `lease`.
+pub fn create(keys: &Keys, event: &Event, lease: LeaseId) -> (Compare, Op) {
     let key = keys.event(&event.id);
-    (Compare::absent(key.clone()), Op::put(key, event.to_json()))
+    (
+        Compare::absent(key.clone()),
+        Op::put_on_lease(key, event.to_json(), lease),
+    )
 }
 
 /// An event read back, with the revision it was written at.

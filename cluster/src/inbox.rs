@@ -12,7 +12,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::ledger::{self, Ledger};
+use crate::ledger;
+use crate::retention::Retention;
 use crate::seat::fence_compare;
 use crate::store::{Compare, CompareOp, KeyValue, Op, OpResult, Store, Txn};
 use crate::transition::Fence;
@@ -93,7 +94,7 @@ pub enum Rejected {
 pub struct Inbox {
     store: Arc<dyn Store>,
     keys: Keys,
-    ledger: Arc<Ledger>,
+    ledger: Arc<Retention>,
 }
 
 impl Inbox {
@@ -101,7 +102,7 @@ impl Inbox {
         Self {
             store,
             keys,
-            ledger: Arc::new(Ledger::new()),
+            ledger: Arc::new(Retention::ledger()),
         }
     }
 
@@ -186,6 +187,17 @@ impl Inbox {
 
     /// Deletes a worked message and records it in the ledger, in one fenced txn.
     pub async fn ack(&self, fence: &Fence, message: &Message) -> Result<(), Rejected> {
+        match self.ack_once(fence, message).await {
+            Err(Rejected::Store(Error::Invalid(reason))) if reason.contains("lease") => {
+                // the ledger's retention lease is gone: take a new one and try once more
+                self.ledger.forget();
+                self.ack_once(fence, message).await
+            }
+            other => other,
+        }
+    }
+
+    async fn ack_once(&self, fence: &Fence, message: &Message) -> Result<(), Rejected> {
         let now = Utc::now();
         let lease = self.ledger.lease(self.store.as_ref(), now).await?;
         let seat = &fence.seat;

@@ -7,16 +7,20 @@
 //! - [`runs`]: every transition of a run as one fenced txn.
 //! - [`seat`]: seat leases (epoch = the holder key's create_revision) and node sessions.
 //! - [`inbox`], [`ledger`], [`spend`], [`events`]: the seat mailbox, the completion ledger,
-//!   the spend counters and the events outbox.
+//!   the spend counters and the events outbox; [`retention`] the leases that bound them.
+//! - [`ops`]: the rebased-instant records of the 29/30-day rule; [`duty`]: the waiter's poll duty.
 //!
 //! Nothing here does sandbox I/O: the actors decide when to call these operations.
 
+pub mod duty;
 pub mod error;
 pub mod events;
 pub mod inbox;
 pub mod keys;
 pub mod ledger;
+pub mod ops;
 pub mod record;
+pub mod retention;
 pub mod runs;
 pub mod seat;
 pub mod spend;

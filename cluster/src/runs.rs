@@ -18,8 +18,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::events;
-use crate::ledger::{self, Ledger};
+use crate::ledger;
 use crate::record::{RunRecord, Status};
+use crate::retention::Retention;
 use crate::seat::fence_compare;
 use crate::spend;
 use crate::store::{Compare, KeyValue, Op, OpResult, Store, Txn};
@@ -78,7 +79,8 @@ pub enum RunError {
 pub struct Runs {
     store: Arc<dyn Store>,
     keys: Keys,
-    ledger: Arc<Ledger>,
+    ledger: Arc<Retention>,
+    events: Arc<Retention>,
 }
 
 enum Attempt {
@@ -94,7 +96,8 @@ impl Runs {
         Self {
             store,
             keys,
-            ledger: Arc::new(Ledger::new()),
+            ledger: Arc::new(Retention::ledger()),
+            events: Arc::new(Retention::events()),
         }
     }
 
@@ -264,7 +267,8 @@ impl Runs {
         for effect in &decision.effects {
             match effect {
                 Effect::Announce(event) => {
-                    let (compare, put) = events::create(&self.keys, event);
+                    let lease = self.events.lease(self.store.as_ref(), now).await?;
+                    let (compare, put) = events::create(&self.keys, event, lease);
                     compares.push(compare);
                     success.push(put);
                     failure.push(Op::get(self.keys.event(&event.id)));
@@ -295,8 +299,9 @@ impl Runs {
         let txn = Txn::new().when(compares).and_then(success).or_else(failure);
         let response = match self.store.txn(txn).await {
             Err(Error::Invalid(message)) if message.contains("lease") => {
-                // the ledger's lease is gone (revoked, or expired while the store was down)
-                self.ledger.forget_lease();
+                // a retention lease is gone (revoked, or expired while the node slept)
+                self.ledger.forget();
+                self.events.forget();
                 return Ok(Attempt::Moved);
             }
             other => other?,

@@ -19,8 +19,8 @@
 //!     the test's stdout; failures to come up quote the log's tail. Directories left by earlier
 //!     test processes that have exited are swept on the next start.
 //! - [`unique_prefix`]: `/t/{name}/{uuid}`, the key prefix a test owns.
-//! - [`wait_until`] / [`wait_for`]: poll a condition with a bound instead of sleeping; a
-//!   timeout panics naming what was awaited.
+//! - [`wait_until`] / [`wait_for`] / [`poll_until`]: poll a condition with a bound instead of
+//!   sleeping; a timeout panics naming what was awaited.
 
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
@@ -381,33 +381,73 @@ pub fn unique_prefix(name: &str) -> String {
 /// })
 /// .await;
 /// ```
+///
+/// The async closure may borrow from the test, but its future is not `Send`: await it in the
+/// test's own task. Inside a `tokio::spawn`ed task, use [`poll_until`].
 pub async fn wait_until(what: &str, timeout: Duration, mut condition: impl AsyncFnMut() -> bool) {
     wait_for(what, timeout, async || condition().await.then_some(())).await
 }
 
 /// Polls `probe` until it returns `Some`, and returns that; panics naming `what` when
-/// `timeout` passes first.
+/// `timeout` passes first. Not `Send`, like [`wait_until`].
 pub async fn wait_for<T>(
     what: &str,
     timeout: Duration,
     mut probe: impl AsyncFnMut() -> Option<T>,
 ) -> T {
-    let started = tokio::time::Instant::now();
-    let deadline = started + timeout;
-    let mut pause = Duration::from_millis(10);
+    let mut poll = Poll::new(timeout);
     loop {
-        if let Ok(Some(value)) = tokio::time::timeout_at(deadline, probe()).await {
+        if let Ok(Some(value)) = tokio::time::timeout_at(poll.deadline, probe()).await {
             return value;
         }
+        poll.pause(what).await;
+    }
+}
+
+/// [`wait_until`] for a spawned task: `condition` returns a future that owns what it uses
+/// (`move || { let store = store.clone(); async move { .. } }`), so the wait is `Send`.
+pub async fn poll_until<F, Fut>(what: &str, timeout: Duration, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let mut poll = Poll::new(timeout);
+    loop {
+        if let Ok(true) = tokio::time::timeout_at(poll.deadline, condition()).await {
+            return;
+        }
+        poll.pause(what).await;
+    }
+}
+
+/// The pacing of the polling helpers: 10 ms doubling to 200 ms, never past the deadline.
+struct Poll {
+    started: tokio::time::Instant,
+    deadline: tokio::time::Instant,
+    pause: Duration,
+}
+
+impl Poll {
+    fn new(timeout: Duration) -> Self {
+        let started = tokio::time::Instant::now();
+        Self {
+            started,
+            deadline: started + timeout,
+            pause: Duration::from_millis(10),
+        }
+    }
+
+    /// Sleeps before the next poll, or panics when the deadline has passed.
+    async fn pause(&mut self, what: &str) {
         let now = tokio::time::Instant::now();
-        if now >= deadline {
+        if now >= self.deadline {
             panic!(
                 "timed out after {:?} waiting until {what}",
-                now.duration_since(started)
+                now.duration_since(self.started)
             );
         }
-        tokio::time::sleep(pause.min(deadline - now)).await;
-        pause = (pause * 2).min(Duration::from_millis(200));
+        tokio::time::sleep(self.pause.min(self.deadline - now)).await;
+        self.pause = (self.pause * 2).min(Duration::from_millis(200));
     }
 }
 
@@ -623,29 +663,30 @@ mod tests {
             !dir.exists(),
             "a dropped dedicated etcd removes its directory"
         );
+        // killed and reaped by `kill` before the restart
         assert!(
-            !Path::new(&format!("/proc/{pid}/status")).exists()
-                || fs::read_to_string(format!("/proc/{pid}/status"))
-                    .is_ok_and(|status| status.contains("zombie")),
+            !Path::new(&format!("/proc/{pid}")).exists(),
             "the first etcd process is gone"
         );
     }
 
     #[tokio::test]
-    async fn wait_until_names_what_it_waited_for() {
-        let waited = tokio::spawn(wait_until(
+    async fn the_polling_helpers_wait_and_name_what_they_waited_for() {
+        use futures::FutureExt;
+        let timed_out = std::panic::AssertUnwindSafe(wait_until(
             "pigs fly",
             Duration::from_millis(50),
             async || false,
         ))
+        .catch_unwind()
         .await;
-        let message = waited
+        let message = timed_out
             .expect_err("times out")
-            .into_panic()
             .downcast::<String>()
             .map(|message| *message)
             .unwrap_or_default();
         assert!(message.contains("waiting until pigs fly"), "{message}");
+
         let mut polls = 0;
         let value = wait_for("the third poll", Duration::from_secs(5), async || {
             polls += 1;
@@ -653,6 +694,21 @@ mod tests {
         })
         .await;
         assert_eq!(value, 3);
+
+        // poll_until's wait can run in a spawned task
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let waiter = tokio::spawn({
+            let flag = flag.clone();
+            async move {
+                poll_until("the flag is up", Duration::from_secs(5), move || {
+                    let flag = flag.clone();
+                    async move { flag.load(Ordering::SeqCst) }
+                })
+                .await;
+            }
+        });
+        flag.store(true, Ordering::SeqCst);
+        waiter.await.expect("poll_until saw the flag");
     }
 
     #[test]

@@ -109,6 +109,10 @@ fn classify(error: etcd::Error, effect: Effect) -> Error {
         }
         etcd::Error::TransportError(error) => unknown_outcome(format!("transport: {error}")),
         etcd::Error::IoError(error) => unknown_outcome(format!("io: {error}")),
+        // etcd-client's own word for a keep-alive of an expired or revoked lease
+        etcd::Error::LeaseKeepAliveError(message) if message == "lease not found" => {
+            Error::LeaseNotFound(0)
+        }
         etcd::Error::LeaseKeepAliveError(message) => Error::Unavailable(message),
         etcd::Error::WatchError(message) => Error::Unavailable(message),
         other => Error::Invalid(other.to_string()),
@@ -224,7 +228,7 @@ impl Store for EtcdStore {
 
     async fn lease_keep_alive(&self, id: LeaseId) -> Result<i64, Error> {
         let mut lease = self.client.lease_client();
-        let ttl = self
+        let ttl = match self
             .bounded(Effect::Read, async move {
                 let (mut keeper, mut responses) = lease.keep_alive(id).await?;
                 keeper.keep_alive().await?;
@@ -235,7 +239,11 @@ impl Store for EtcdStore {
                     )),
                 }
             })
-            .await?;
+            .await
+        {
+            Err(Error::LeaseNotFound(_)) => return Err(Error::LeaseNotFound(id)),
+            other => other?,
+        };
         if ttl <= 0 {
             return Err(Error::LeaseNotFound(id));
         }
