@@ -121,6 +121,8 @@ struct Harness {
     share_charges: [u64; 2],
     published: HashSet<(String, String)>,
     taken: HashSet<String>,
+    /// the reference model's runs
+    model: model::Runs,
 }
 
 fn turn_id(turn: usize) -> String {
@@ -159,6 +161,7 @@ impl Harness {
             share_charges: [0, 0],
             published: HashSet::new(),
             taken: HashSet::new(),
+            model: model::Runs::new(),
         };
         harness.acquire(0).await;
         harness
@@ -301,6 +304,7 @@ impl Harness {
                 // the new holder's recovery pass fences every run of the seat first
                 let fence = self.nodes[self.holder].fence.clone().expect("fence");
                 self.runs.fence_seat_runs(&fence).await.expect("fence runs");
+                self.model_fence(fence.epoch);
             }
             Action::LoseReply => self.faults.lose_next_reply(1),
             Action::Apply { who, turn, step } => self.apply(who, turn, step).await,
@@ -317,7 +321,16 @@ impl Harness {
         });
         let holds = who == self.holder;
         let result = if let Step::FenceAll = step {
-            self.runs.fence_seat_runs(&fence).await.map(|_| None)
+            let fenced = self.runs.fence_seat_runs(&fence).await.map(|_| None);
+            assert_eq!(
+                fenced.is_ok(),
+                holds,
+                "fence_seat_runs by holds={holds}: {fenced:?}"
+            );
+            if holds {
+                self.model_fence(fence.epoch);
+            }
+            fenced
         } else {
             let Some(transition) = self.transition(step, row, &turn) else {
                 return;
@@ -332,13 +345,19 @@ impl Harness {
                     placement: "direct".into(),
                     job: None,
                 };
-                let _ = self.runs.apply_at(&fence, &turn, attach, at(30)).await;
+                let predicted = model::predict(self.model.get(&turn), &attach, fence.epoch, holds);
+                let actual = self.runs.apply_at(&fence, &turn, attach, at(30)).await;
+                self.follow_model(&turn, "attach_box", predicted, actual.is_ok());
             }
             let kind = transition.clone();
-            self.runs
+            let predicted = model::predict(self.model.get(&turn), &transition, fence.epoch, holds);
+            let actual = self
+                .runs
                 .apply_at(&fence, &turn, transition, at(30))
                 .await
-                .map(|_| Some(kind))
+                .map(|_| Some(kind));
+            self.follow_model(&turn, &format!("{step:?}"), predicted, actual.is_ok());
+            actual
         };
         self.faults.clear();
         let after = self.rows().await;
@@ -455,8 +474,57 @@ impl Harness {
         }
     }
 
+    /// Checks the store's answer against the model's prediction and moves the model on.
+    fn follow_model(
+        &mut self,
+        turn: &str,
+        what: &str,
+        predicted: Option<Option<model::Run>>,
+        landed: bool,
+    ) {
+        let before = self.model.get(turn).cloned();
+        assert_eq!(
+            predicted.is_some(),
+            landed,
+            "{what} on {turn}: the model says {}, the store says {}; run was {before:?}",
+            if predicted.is_some() {
+                "it lands"
+            } else {
+                "refused"
+            },
+            if landed { "landed" } else { "refused" },
+        );
+        match predicted {
+            Some(Some(run)) => {
+                self.model.insert(turn.to_owned(), run);
+            }
+            Some(None) => {
+                self.model.remove(turn);
+            }
+            None => {}
+        }
+    }
+
+    /// A seat holder's recovery fence, in the model.
+    fn model_fence(&mut self, epoch: i64) {
+        for run in self.model.values_mut() {
+            if let Some(Some(next)) = model::predict(Some(run), &Transition::FenceRun, epoch, true)
+            {
+                *run = next;
+            }
+        }
+    }
+
     /// Invariants over the whole store, after every step.
     async fn check_store(&self) {
+        // the store holds exactly the runs the model holds, as the model says
+        let stored: BTreeMap<String, model::Run> = self
+            .rows()
+            .await
+            .iter()
+            .map(|(turn, row)| (turn.clone(), model::Run::project(row)))
+            .collect();
+        assert_eq!(stored, self.model, "the store and the model disagree");
         for (turn, row) in self.rows().await {
             transition::check_record(&row).unwrap_or_else(|problem| panic!("{turn}: {problem}"));
             for copy in &row.hand_back {
@@ -539,4 +607,290 @@ proptest! {
             run_actions(Arc::new(store), &unique_prefix("sm"), actions).await;
         });
     }
+}
+
+/// The reference model: what each run should look like, written from the spec independently
+/// of `transition::decide`, and the oracle for whether each step may land.
+mod model {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use boxfleet_cluster::record::{ClaimKind, RunRecord, Status};
+    use boxfleet_cluster::transition::{EndingGuard, Share, Transition};
+
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Claim {
+        pub kind: ClaimKind,
+        pub launch: String,
+        pub epoch: i64,
+        pub from: Status,
+    }
+
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Run {
+        pub status: Status,
+        pub launch: String,
+        pub epoch: i64,
+        pub claim: Option<Claim>,
+        /// (delivery, taken, lost claims)
+        pub answer: Option<(String, bool, u32)>,
+        pub declined: BTreeSet<String>,
+        pub owed: usize,
+        pub sandbox: Option<String>,
+        pub charged: (bool, bool),
+        pub published: bool,
+    }
+
+    impl Run {
+        /// The model's view of a stored record.
+        pub fn project(record: &RunRecord) -> Run {
+            let charged = record
+                .charged
+                .as_ref()
+                .filter(|c| c.launch_id == record.launch_id)
+                .map_or((false, false), |c| (c.seat, c.company));
+            Run {
+                status: record.status,
+                launch: record.launch_id.clone(),
+                epoch: record.epoch,
+                claim: record.claim.as_ref().map(|c| Claim {
+                    kind: c.kind,
+                    launch: c.launch_id.clone(),
+                    epoch: c.epoch,
+                    from: c.from,
+                }),
+                answer: record
+                    .answer
+                    .as_ref()
+                    .map(|a| (a.delivery_id.clone(), a.taken_at.is_some(), a.lost_claims)),
+                declined: record
+                    .declined_answers
+                    .iter()
+                    .filter(|d| !d.starts_with("copy-"))
+                    .cloned()
+                    .collect(),
+                owed: record.hand_back.len(),
+                sandbox: record.sandbox_id.clone(),
+                charged,
+                published: record.phase_published.as_deref() == Some(record.launch_id.as_str()),
+            }
+        }
+
+        fn own_claim(&self, launch: &str, epoch: i64, kind: Option<ClaimKind>) -> bool {
+            self.status == Status::Resumed
+                && self.launch == launch
+                && self.claim.as_ref().is_some_and(|c| {
+                    c.launch == launch && c.epoch == epoch && kind.is_none_or(|k| k == c.kind)
+                })
+        }
+
+        /// Takes an untaken answer off the run into an owed copy.
+        fn let_go(&mut self) {
+            if let Some((delivery, taken, _)) = self.answer.take()
+                && !taken
+            {
+                self.declined.insert(delivery);
+                self.owed += 1;
+            }
+        }
+    }
+
+    /// What the model predicts for one transition: `None` = refused, `Some(None)` = the row is
+    /// deleted, `Some(Some(run))` = the row as it must be after.
+    pub fn predict(
+        current: Option<&Run>,
+        transition: &Transition,
+        epoch: i64,
+        holds: bool,
+    ) -> Option<Option<Run>> {
+        if !holds || epoch <= 0 {
+            return None;
+        }
+        let Some(run) = current else {
+            let Transition::OpenLaunch { record } = transition else {
+                return None;
+            };
+            return Some(Some(Run {
+                status: Status::Launching,
+                launch: record.launch_id.clone(),
+                epoch,
+                claim: None,
+                answer: None,
+                declined: BTreeSet::new(),
+                owed: 0,
+                sandbox: None,
+                charged: (false, false),
+                published: false,
+            }));
+        };
+        if run.epoch > epoch {
+            return None;
+        }
+        let mut next = run.clone();
+        let ending = run.status == Status::Ending;
+        match transition {
+            Transition::ClearHandBack { delivery_ids }
+                if run.owed > 0 && !delivery_ids.is_empty() =>
+            {
+                next.owed = 0;
+            }
+            Transition::ReleaseBox { sandbox_id }
+                if ending && run.sandbox.as_ref() == Some(sandbox_id) =>
+            {
+                next.sandbox = None;
+            }
+            Transition::Finish if ending && run.owed == 0 && run.sandbox.is_none() => {
+                return Some(None);
+            }
+            _ if ending => return None,
+            Transition::AttachBox {
+                launch_id,
+                sandbox_id,
+                ..
+            } if run.status == Status::Launching && run.launch == *launch_id => {
+                next.sandbox = Some(sandbox_id.clone());
+            }
+            Transition::CommitSuspension { launch_id, .. }
+                if run.status == Status::Launching && run.launch == *launch_id =>
+            {
+                next.status = Status::Running;
+            }
+            Transition::ClaimCompletion { launch_id }
+                if run.status == Status::Running && run.launch == *launch_id =>
+            {
+                next.status = Status::Resumed;
+                next.epoch = epoch;
+                next.claim = Some(Claim {
+                    kind: ClaimKind::Completion,
+                    launch: launch_id.clone(),
+                    epoch,
+                    from: Status::Running,
+                });
+            }
+            Transition::HandBackClaim { launch_id, .. }
+                if run.own_claim(launch_id, epoch, None) =>
+            {
+                let claim = next.claim.take().expect("claim");
+                next.status = claim.from;
+                if claim.from == Status::Answered
+                    && let Some(answer) = next.answer.as_mut()
+                {
+                    answer.1 = false;
+                }
+            }
+            Transition::Charge {
+                launch_id, share, ..
+            } if run.own_claim(launch_id, epoch, None) => {
+                let landed = match share {
+                    Share::Seat => &mut next.charged.0,
+                    Share::Company => &mut next.charged.1,
+                };
+                if *landed {
+                    return None;
+                }
+                *landed = true;
+            }
+            Transition::PublishPhase { launch_id, .. }
+                if run.own_claim(launch_id, epoch, None) && !run.published =>
+            {
+                next.published = true;
+            }
+            Transition::Park { launch_id, .. }
+                if run.own_claim(launch_id, epoch, Some(ClaimKind::Completion)) =>
+            {
+                next.status = Status::AwaitingClarification;
+                next.claim = None;
+                next.answer = None;
+            }
+            Transition::RecordAnswer { answer }
+                if matches!(run.status, Status::AwaitingClarification | Status::Reseed)
+                    && answer.posted_at >= crate::support::at(10)
+                    && !run.declined.contains(&answer.delivery_id) =>
+            {
+                next.status = Status::Answered;
+                next.epoch = epoch;
+                next.answer = Some((answer.delivery_id.clone(), false, 0));
+            }
+            Transition::ClaimAnswer { launch_id }
+                if run.status == Status::Answered && run.launch == *launch_id =>
+            {
+                next.status = Status::Resumed;
+                next.epoch = epoch;
+                next.claim = Some(Claim {
+                    kind: ClaimKind::Answer,
+                    launch: launch_id.clone(),
+                    epoch,
+                    from: Status::Answered,
+                });
+            }
+            Transition::Take { launch_id }
+                if run.own_claim(launch_id, epoch, Some(ClaimKind::Answer))
+                    && run.answer.as_ref().is_some_and(|a| !a.1) =>
+            {
+                next.answer.as_mut().expect("answer").1 = true;
+            }
+            Transition::Revive
+                if run.status == Status::Resumed
+                    && run
+                        .claim
+                        .as_ref()
+                        .is_some_and(|c| c.kind == ClaimKind::Answer)
+                    && run.answer.as_ref().is_some_and(|a| !a.1 && a.2 < 3) =>
+            {
+                next.status = Status::Answered;
+                next.claim = None;
+                next.epoch = epoch;
+                next.answer.as_mut().expect("answer").2 += 1;
+            }
+            Transition::LetGo
+                if run.status == Status::Answered
+                    && run.owed == 0
+                    && run.answer.as_ref().is_some_and(|a| !a.1) =>
+            {
+                next.let_go();
+                next.status = if run.sandbox.is_some() {
+                    Status::AwaitingClarification
+                } else {
+                    Status::Reseed
+                };
+            }
+            Transition::DecideEnding { guard, .. }
+                if match guard {
+                    EndingGuard::Any => true,
+                    EndingGuard::Claim { launch_id } => run.own_claim(launch_id, epoch, None),
+                } =>
+            {
+                next.let_go();
+                next.status = Status::Ending;
+                next.epoch = epoch;
+            }
+            Transition::Relaunch {
+                launch_id,
+                new_launch_id,
+                ..
+            } if run.own_claim(launch_id, epoch, None)
+                && (run
+                    .claim
+                    .as_ref()
+                    .is_some_and(|c| c.kind == ClaimKind::Completion)
+                    || run.answer.as_ref().is_some_and(|a| a.1)) =>
+            {
+                next = Run {
+                    status: Status::Launching,
+                    launch: new_launch_id.clone(),
+                    claim: None,
+                    answer: None,
+                    declined: BTreeSet::new(),
+                    charged: (false, false),
+                    published: false,
+                    ..next
+                };
+            }
+            Transition::FenceRun if run.epoch != epoch => next.epoch = epoch,
+            _ => return None,
+        }
+        Some(Some(next))
+    }
+
+    /// The model of every run.
+    pub type Runs = BTreeMap<String, Run>;
 }

@@ -142,6 +142,14 @@ impl Runs {
         Ok(runs)
     }
 
+    /// The runs of a seat that hold its inbox (launching, running, resumed, answered, ending):
+    /// the seat is busy while any exists.
+    pub async fn list_active(&self, seat: &str) -> Result<Vec<Versioned>, Error> {
+        let mut runs = self.list_by_seat(seat).await?;
+        runs.retain(|run| run.record.status.holds_seat());
+        Ok(runs)
+    }
+
     /// The runs the completion poll looks at: running ones.
     pub async fn list_running(&self) -> Result<Vec<Versioned>, Error> {
         let mut runs = self.list().await?;

@@ -20,6 +20,10 @@
 //!   the redb transaction until its changes are broadcast to watchers. A watch subscribes to the
 //!   broadcast while holding the same lock, then reads the backlog from `history`; a watcher
 //!   checks that revisions arrive without a gap and refills from `history` when one is missed.
+//!   `history` keeps the last [`EmbeddedOptions::history_revisions`] revisions: a watch from
+//!   an older revision is refused by [`Store::watch`] itself with [`Error::Compacted`] (etcd's
+//!   adapter reports it as the stream's first item), and a watch that falls behind the kept
+//!   window later ends with it.
 //! - **Leases.** A lease's TTL is persisted; its deadline lives in memory. A background task,
 //!   holding only a [`Weak`] to the store, expires leases whose deadline passed exactly as
 //!   [`Store::lease_revoke`] does. On reopen every surviving lease gets a fresh full TTL, as
@@ -52,8 +56,9 @@ pub const FILE_NAME: &str = "store.redb";
 /// How often the lease reaper looks for leases whose deadline passed.
 const EXPIRY_INTERVAL: Duration = Duration::from_millis(200);
 
-/// How many committed revisions a watch may fall behind before it re-reads them from history.
-const BROADCAST_CAPACITY: usize = 1024;
+/// How many committed revisions a watch may fall behind before it re-reads them from history
+/// (small in unit tests, so they reach the re-read path with few commits).
+const BROADCAST_CAPACITY: usize = if cfg!(test) { 64 } else { 1024 };
 
 /// How many revisions a watch reads from history at a time while catching up.
 const BACKLOG_BATCH: i64 = 512;
@@ -320,6 +325,15 @@ impl Inner {
         disk(&self.path, doing, error)
     }
 
+    /// A commit that failed may still reach the disk (the data was written, its fsync failed):
+    /// the caller must re-read before deciding, and the store should be reopened.
+    fn commit_failed(&self, doing: &str, error: redb::CommitError) -> Error {
+        Error::Indeterminate(format!(
+            "embedded store at {}: {doing}: {error}: the write may or may not have landed; check the disk, restart the node",
+            self.path.display()
+        ))
+    }
+
     fn lock_commits(&self) -> MutexGuard<'_, ()> {
         self.commits.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -503,7 +517,9 @@ impl Inner {
             });
         }
         let revision = head + 1;
-        write.commit().map_err(|e| self.disk("commit a txn", e))?;
+        write
+            .commit()
+            .map_err(|e| self.commit_failed("commit a txn", e))?;
         self.announce(revision, events);
         Ok(TxnResponse {
             succeeded,
@@ -561,7 +577,9 @@ impl Inner {
                 .map_err(|e| self.disk("write a lease", e))?;
             id
         };
-        write.commit().map_err(|e| self.disk("commit a lease", e))?;
+        write
+            .commit()
+            .map_err(|e| self.commit_failed("commit a lease", e))?;
         self.lease_clocks().insert(
             id,
             LeaseClock {
@@ -629,7 +647,7 @@ impl Inner {
         };
         write
             .commit()
-            .map_err(|e| self.disk("commit a lease revoke", e))?;
+            .map_err(|e| self.commit_failed("commit a lease revoke", e))?;
         self.lease_clocks().remove(&id);
         if !events.is_empty() {
             tracing::debug!(lease = id, keys = events.len(), ?end, "lease ended");
@@ -1432,7 +1450,7 @@ mod tests {
         let writer = {
             let store = store.clone();
             tokio::spawn(async move {
-                for n in 40..2000 {
+                for n in 40..400 {
                     store
                         .txn(Txn::new().and_then([
                             Op::put(format!("w/{n:03}"), n.to_string()),
@@ -1445,14 +1463,21 @@ mod tests {
         };
         let mut expected = Vec::new();
         expected.extend((4..40).map(|n| (2 + 2 * n, format!("w/{n:03}"))));
-        expected.extend((40..2000).map(|n| (82 + (n - 40), format!("w/{n:03}"))));
+        expected.extend((40..400).map(|n| (82 + (n - 40), format!("w/{n:03}"))));
+        let last_revision = expected.last().unwrap().0;
         let mut seen = Vec::new();
         while seen.len() < expected.len() {
             let event = must_next(&mut watch).await;
             seen.push((event.revision(), event.key().to_owned()));
-            // fall behind the broadcast now and then, so the watch must refill from history
-            if seen.len() % 700 == 0 {
-                tokio::time::sleep(Duration::from_millis(300)).await;
+            // now and then stop reading until the writer is further ahead than the broadcast
+            // holds, so the watch must refill from history while the writer goes on
+            if seen.len() % 100 == 0 {
+                let ahead = store.revision().await.unwrap() + BROADCAST_CAPACITY as i64 + 5;
+                let target = ahead.min(last_revision);
+                wait_until("the writer got ahead", || async {
+                    store.revision().await.unwrap() >= target
+                })
+                .await;
             }
         }
         writer.await.unwrap();
