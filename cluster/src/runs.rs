@@ -43,7 +43,7 @@ pub struct Versioned {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     /// the row as written
-    Written(Versioned),
+    Written(Box<Versioned>),
     /// the row is gone
     Deleted,
 }
@@ -233,7 +233,7 @@ impl Runs {
         for run in self.list_by_seat(&fence.seat).await? {
             let turn_id = run.record.turn_id.clone();
             match self.apply(fence, &turn_id, Transition::FenceRun).await {
-                Ok(Outcome::Written(run)) => fenced.push(run),
+                Ok(Outcome::Written(run)) => fenced.push(*run),
                 Ok(Outcome::Deleted) => {}
                 Err(RunError::Refused(Refusal::AlreadyDone | Refusal::EndingDecided(_))) => {
                     if let Some(run) = self.read(&turn_id).await? {
@@ -298,7 +298,7 @@ impl Runs {
                             crate::store::CompareOp::Equal,
                             revision,
                         ));
-                        let value = serde_json::to_vec(&counter.add(usage)).unwrap_or_default();
+                        let value = serde_json::to_vec(&counter.plus(usage)).unwrap_or_default();
                         success.push(Op::put(key, value));
                     }
                 }
@@ -316,10 +316,10 @@ impl Runs {
         };
         if response.succeeded {
             return Ok(Attempt::Done(match &decision.next {
-                Next::Write(record) => Outcome::Written(Versioned {
+                Next::Write(record) => Outcome::Written(Box::new(Versioned {
                     record: record.as_ref().clone(),
                     mod_revision: response.revision,
-                }),
+                })),
                 Next::Delete => Outcome::Deleted,
             }));
         }
@@ -371,7 +371,7 @@ impl Runs {
             _ => false,
         };
         Ok(if landed {
-            now.map(Outcome::Written)
+            now.map(|run| Outcome::Written(Box::new(run)))
         } else {
             None
         })

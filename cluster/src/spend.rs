@@ -21,7 +21,7 @@ pub struct Counter {
 }
 
 impl Counter {
-    pub fn add(mut self, usage: &Usage) -> Self {
+    pub fn plus(mut self, usage: &Usage) -> Self {
         self.input_tokens += usage.input_tokens;
         self.output_tokens += usage.output_tokens;
         self.cost_micros += usage.cost_micros;
