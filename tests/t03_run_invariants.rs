@@ -641,6 +641,16 @@ async fn i10_every_event_is_announced_once(store: Arc<dyn Store>, prefix: &str) 
     must_refuse(&world, &fence, "t1", end).await;
     assert_eq!(event_count(&world, events::kind::RUN_FAILED).await, 1);
 
+    // --- phase: the engine repeats the launch after the run ended: the same announcement
+    let release = Transition::ReleaseBox {
+        sandbox_id: "none".into(),
+    };
+    must_refuse(&world, &fence, "t1", release).await;
+    must_apply(&world, &fence, "t1", Transition::Finish).await;
+    let record = Box::new(launching("t1", "l1"));
+    must_apply(&world, &fence, "t1", Transition::OpenLaunch { record }).await;
+    assert_eq!(event_count(&world, events::kind::RUN_STARTED).await, 1);
+
     // --- phase: no event key was ever written twice
     let stored = events::read_from(world.store.as_ref(), &world.keys, from)
         .await

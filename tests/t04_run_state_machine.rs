@@ -61,8 +61,12 @@ enum Step {
 
 #[derive(Debug, Clone, Copy)]
 enum Action {
-    /// node `who` (0 or 1) applies `step` to turn `turn`
-    Apply { who: usize, turn: usize, step: Step },
+    /// the seat's holder (`by_holder`) or the other node applies `step` to turn `turn`
+    Apply {
+        by_holder: bool,
+        turn: usize,
+        step: Step,
+    },
     /// the current holder's session ends and the other node acquires the seat
     Handoff,
     /// the next write lands and its reply is lost
@@ -94,7 +98,8 @@ fn step() -> impl Strategy<Value = Step> {
 
 fn action() -> impl Strategy<Value = Action> {
     prop_oneof![
-        20 => (0usize..2, 0usize..TURNS, step()).prop_map(|(who, turn, step)| Action::Apply { who, turn, step }),
+        20 => (prop::bool::weighted(0.85), 0usize..TURNS, step())
+            .prop_map(|(by_holder, turn, step)| Action::Apply { by_holder, turn, step }),
         1 => Just(Action::Handoff),
         2 => Just(Action::LoseReply),
     ]
@@ -307,7 +312,18 @@ impl Harness {
                 self.model_fence(fence.epoch);
             }
             Action::LoseReply => self.faults.lose_next_reply(1),
-            Action::Apply { who, turn, step } => self.apply(who, turn, step).await,
+            Action::Apply {
+                by_holder,
+                turn,
+                step,
+            } => {
+                let who = if by_holder {
+                    self.holder
+                } else {
+                    1 - self.holder
+                };
+                self.apply(who, turn, step).await
+            }
         }
     }
 
@@ -587,10 +603,10 @@ fn cases(default: u32) -> u32 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(24), failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(48), failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
-    fn embedded_random_interleavings_keep_the_invariants(actions in prop::collection::vec(action(), 1..60)) {
+    fn embedded_random_interleavings_keep_the_invariants(actions in prop::collection::vec(action(), 1..80)) {
         let runtime = tokio::runtime::Runtime::new().expect("runtime");
         runtime.block_on(async {
             let dir = tempfile::tempdir().expect("tempdir");
@@ -600,7 +616,7 @@ proptest! {
     }
 
     #[test]
-    fn etcd_random_interleavings_keep_the_invariants(actions in prop::collection::vec(action(), 1..60)) {
+    fn etcd_random_interleavings_keep_the_invariants(actions in prop::collection::vec(action(), 1..80)) {
         let runtime = tokio::runtime::Runtime::new().expect("runtime");
         runtime.block_on(async {
             let store = EtcdServer::shared().store().await;

@@ -26,7 +26,9 @@
 //! Environment: `BENCH_SECONDS` (measuring window per cell, default 3), `BENCH_WARMUP`
 //! (default 1), `BENCH_ROUNDS` (default 2), `BENCH_BREAKDOWN=1` (adds a cell per writer count
 //! that drives the same get + txn through the `EtcdStore` adapter alone, without `Runs`: it
-//! splits the gap between the adapter and the layer above it).
+//! splits the gap between the adapter and the layer above it), `BENCH_ONLY=<cell>[,<cell>…]`
+//! (`ours`, `raw`, `embedded`, `adapter`, and optionally `@<writers>`, e.g. `ours@32`: runs only
+//! those cells and prints their figures, no table; for profiling one cell under `perf`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -57,15 +59,27 @@ const PROFILE_APPLIES: u32 = 400;
 /// Decode/decide/encode iterations of the CPU-only profile.
 const CPU_ITERATIONS: u32 = 5000;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Config {
     seconds: f64,
     warmup: f64,
     rounds: usize,
     breakdown: bool,
+    only: Option<Vec<String>>,
 }
 
 impl Config {
+    /// Whether the cell runs at all (`BENCH_ONLY`).
+    fn runs(&self, kind: Kind, writers: usize) -> bool {
+        let Some(only) = &self.only else {
+            return true;
+        };
+        only.iter().any(|cell| {
+            let (name, at) = cell.split_once('@').unwrap_or((cell.as_str(), ""));
+            name == kind.short() && (at.is_empty() || at == writers.to_string())
+        })
+    }
+
     fn from_env() -> Self {
         let number = |name: &str, default: f64| match std::env::var(name) {
             Ok(text) => match text.trim().parse::<f64>() {
@@ -79,6 +93,9 @@ impl Config {
             warmup: number("BENCH_WARMUP", 1.0),
             rounds: number("BENCH_ROUNDS", 2.0).round().max(1.0) as usize,
             breakdown: std::env::var("BENCH_BREAKDOWN").is_ok_and(|value| value == "1"),
+            only: std::env::var("BENCH_ONLY")
+                .ok()
+                .map(|list| list.split(',').map(|cell| cell.trim().to_owned()).collect()),
         }
     }
 }
@@ -96,9 +113,18 @@ enum Kind {
 }
 
 impl Kind {
+    fn short(self) -> &'static str {
+        match self {
+            Kind::OursEtcd => "ours",
+            Kind::RawEtcd => "raw",
+            Kind::OursEmbedded => "embedded",
+            Kind::StoreEtcd => "adapter",
+        }
+    }
+
     fn all(breakdown: bool) -> Vec<Kind> {
         let mut kinds = vec![Kind::OursEtcd, Kind::RawEtcd, Kind::OursEmbedded];
-        if breakdown {
+        if breakdown || std::env::var_os("BENCH_ONLY").is_some() {
             kinds.push(Kind::StoreEtcd);
         }
         kinds
@@ -184,7 +210,7 @@ async fn main() {
         .expect("read a row")
         .map_or(0, |kv| kv.value.len());
     let bench = Bench {
-        config,
+        config: config.clone(),
         raw,
         fence_etcd,
         fence_embedded,
@@ -207,6 +233,9 @@ async fn main() {
     for round in 1..=config.rounds {
         for &writers in &WRITER_COUNTS {
             for kind in Kind::all(config.breakdown) {
+                if !config.runs(kind, writers) {
+                    continue;
+                }
                 let measure = bench.cell(kind, writers).await;
                 eprintln!(
                     "round {round}: {kind:?} × {writers:>2} writers: {:>8.0} transitions/s",
@@ -234,6 +263,18 @@ async fn main() {
             .unwrap_or_default();
         (best, rates)
     };
+
+    if config.only.is_some() {
+        for (kind, writers, measures) in &results {
+            for measure in measures {
+                println!(
+                    "{kind:?} × {writers}: {:.0} transitions/s, CPU µs/tx: bench {:.0}, etcd {:.0}",
+                    measure.rate, measure.bench_cpu_us, measure.etcd_cpu_us
+                );
+            }
+        }
+        return;
+    }
 
     // ---- the profile, at 1 writer
     let profile = bench.profile().await;
