@@ -434,9 +434,12 @@ impl Harness {
         }
         match (transition, after) {
             (Transition::ClaimCompletion { launch_id }, _) => {
-                // I2
+                // I2: one claim of a job at a time; a hand-back gives it back for the retry
                 let fresh = self.claimed.insert((turn.to_owned(), launch_id.clone()));
                 assert!(fresh, "completion of {turn}/{launch_id} claimed twice");
+            }
+            (Transition::HandBackClaim { launch_id, .. }, _) => {
+                self.claimed.remove(&(turn.to_owned(), launch_id.clone()));
             }
             (
                 Transition::Charge {
