@@ -3,11 +3,19 @@
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     use_vendored_protoc(&protoc_bin_vendored::protoc_bin_path()?);
-    let protos = ["boxfleet/v1/common.proto"];
+    let protos = [
+        "boxfleet/v1/common.proto",
+        "boxfleet/v1/runs.proto",
+        "boxfleet/v1/engine.proto",
+        "boxfleet/v1/ops.proto",
+    ];
     for proto in protos {
         println!("cargo:rerun-if-changed={proto}");
     }
-    tonic_prost_build::configure().compile_protos(&protos, &["."])?;
+    let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
+    tonic_prost_build::configure()
+        .file_descriptor_set_path(out_dir.join("boxfleet_descriptor.bin"))
+        .compile_protos(&protos, &["."])?;
     Ok(())
 }
 

@@ -1,5 +1,6 @@
-//! boxfleet's node-local actors and their supervision (DESIGN §7).
+//! boxfleet's node-local actors, their supervision, and the ports they drive boxes and
+//! coding agents through (DESIGN §7, §9, §10).
 //!
-//! Built on the store layer of `boxfleet-cluster`; the actor tree (Session, Seats, Runs,
-//! Boxes, Waiter, Collectors, TailOwner, Board, Engines, Api) is the next piece of work and
-//! lands here.
+//! - [`ports`]: the `Provider` / `Sandbox` / `Runner` traits the backends implement.
+
+pub mod ports;

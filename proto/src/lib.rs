@@ -8,3 +8,6 @@
 pub mod v1 {
     tonic::include_proto!("boxfleet.v1");
 }
+
+/// The encoded descriptors of every boxfleet proto, for gRPC reflection.
+pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("boxfleet_descriptor");

@@ -1,0 +1,226 @@
+//! The ports the actors drive boxes and coding agents through (DESIGN §9, §10). Backends
+//! (`fake`, `direct`, `container`, `e2b`) implement [`Provider`] and [`Sandbox`]; runners
+//! (`command`, `claude-code`, `opencode`) implement [`Runner`]. They live in
+//! `boxfleet-services`; the actors see only these traits.
+//!
+//! Every operation is bounded: a backend that cannot answer inside its bound returns
+//! [`BoxError::Unreachable`], never hangs.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// The largest file read whole; past it a read is refused, never clipped.
+pub const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
+
+/// Why a box operation failed. A failed or refused read is never "the file is absent".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BoxError {
+    /// The provider says the box no longer exists.
+    #[error("box {0} is gone")]
+    Gone(String),
+    /// The box could not be reached (network, timeout, a paused box a reader must not wake).
+    #[error("box unreachable: {0}")]
+    Unreachable(String),
+    /// A path is not a regular file where it lies (a link, a named pipe, a directory).
+    #[error("refused to read {path}: it is {what}, not a regular file")]
+    NotRegular { path: String, what: String },
+    /// A whole-file read past [`MAX_FILE_BYTES`].
+    #[error("refused to read {path}: {size} bytes is over the {limit}-byte bound")]
+    TooLarge { path: String, size: u64, limit: u64 },
+    /// The backend refused or failed the operation.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// What a new box is made for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoxSpec {
+    pub turn_id: String,
+    pub seat: String,
+    /// the run environment (allowlisted by the backend; never put on argv)
+    pub env: BTreeMap<String, String>,
+    /// how long the box lives without a keepalive
+    pub timeout_seconds: u64,
+}
+
+/// A job started in a box: enough to find it again from another process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobHandle {
+    /// backend-specific identity (e.g. `pid:start_time:boot_id` for a direct box)
+    pub id: String,
+    /// where the job's artefacts live in the box (`~/.boxfleet/…`)
+    pub dir: String,
+}
+
+/// The output of a command run to completion.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecOutput {
+    pub exit_code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// The end of a stream read from a byte offset.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TailRead {
+    /// the bytes read, starting at `offset`
+    pub bytes: Vec<u8>,
+    pub offset: u64,
+    /// the file's length when read
+    pub len: u64,
+}
+
+/// A sandbox backend for one cell.
+#[async_trait]
+pub trait Provider: Send + Sync + fmt::Debug {
+    /// The cell's name (`direct`, `container`, `e2b`, `fake`).
+    fn cell(&self) -> &str;
+    /// Makes a new box.
+    async fn create(&self, spec: &BoxSpec) -> Result<Arc<dyn Sandbox>, BoxError>;
+    /// Reaches a box without waking it: a paused box is refused where reading it would wake it.
+    async fn attach(&self, sandbox_id: &str) -> Result<Arc<dyn Sandbox>, BoxError>;
+    /// Reaches a box, resuming it if paused.
+    async fn connect(&self, sandbox_id: &str) -> Result<Arc<dyn Sandbox>, BoxError>;
+    /// Destroys a box. Never resumes it; a box already gone is success.
+    async fn kill(&self, sandbox_id: &str) -> Result<(), BoxError>;
+}
+
+/// One box.
+#[async_trait]
+pub trait Sandbox: Send + Sync + fmt::Debug {
+    fn id(&self) -> &str;
+    /// The agent's home in the box; artefacts go under `{home}/.boxfleet/`.
+    fn home(&self) -> &str;
+    /// Runs a command to completion, bounded by `timeout`.
+    async fn exec(
+        &self,
+        command: &str,
+        env: &BTreeMap<String, String>,
+        timeout: Duration,
+    ) -> Result<ExecOutput, BoxError>;
+    /// Starts a command in the background, detached from the caller; it outlives the node.
+    async fn start_background(
+        &self,
+        command: &str,
+        env: &BTreeMap<String, String>,
+        dir: &str,
+    ) -> Result<JobHandle, BoxError>;
+    /// Whether the job's wrapper is still alive (a recycled pid is never mistaken for it).
+    async fn job_running(&self, job: &JobHandle) -> Result<bool, BoxError>;
+    /// Signals the job's whole process group to stop.
+    async fn kill_job(&self, job: &JobHandle) -> Result<(), BoxError>;
+    /// Writes a whole file (regular file or nothing at the path; a link is refused).
+    async fn write_file(&self, path: &str, bytes: &[u8]) -> Result<(), BoxError>;
+    /// Reads a whole regular file, `None` when nothing is at the path. Past
+    /// [`MAX_FILE_BYTES`] it is refused.
+    async fn read_file(&self, path: &str) -> Result<Option<Vec<u8>>, BoxError>;
+    /// Reads a stream from `offset` to its end, at most `max` bytes (the last `max` when more).
+    async fn read_tail(&self, path: &str, offset: u64, max: u64) -> Result<TailRead, BoxError>;
+    /// Keepalive: the box lives `timeout` from now.
+    async fn set_timeout(&self, timeout: Duration) -> Result<(), BoxError>;
+    /// Pauses the box (its jobs stop; its files stay).
+    async fn pause(&self) -> Result<(), BoxError>;
+}
+
+/// What a launch asks the runner to start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LaunchSpec {
+    pub turn_id: String,
+    pub launch_id: String,
+    pub seat: String,
+    /// the brief for a coding agent, or the command for the `command` runner
+    pub brief: String,
+    pub command: Option<String>,
+    /// the in-box deadline (the check's own clock), distinct from any engine backstop
+    pub timeout_seconds: Option<u64>,
+    pub model: Option<String>,
+    pub env: BTreeMap<String, String>,
+}
+
+/// What a poll found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobState {
+    Running,
+    /// finished: the done marker's exit code, or `None` when the wrapper died without one
+    Done {
+        exit_code: Option<i32>,
+    },
+}
+
+/// A question the job parked on (`boxfleet-ask`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AskedQuestion {
+    pub question: String,
+    pub audience: String,
+    pub branch: Option<String>,
+}
+
+/// What a collection read back from a finished job.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Collected {
+    pub exit_code: Option<i32>,
+    /// the findings report (or the final message when no report was written)
+    pub report: String,
+    pub delivered_refs: Vec<String>,
+    /// one line per tool call / step
+    pub transcript: Vec<String>,
+    pub question: Option<AskedQuestion>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub cost_micros: u64,
+    /// pieces that could not be read: each an infrastructure error, never "absent"
+    pub read_errors: Vec<String>,
+    /// the end of the job's stderr
+    pub stderr_tail: String,
+}
+
+impl Collected {
+    /// Whether the run succeeded: it exited 0, asked nothing, and every piece was read.
+    pub fn succeeded(&self) -> bool {
+        self.exit_code == Some(0) && self.read_errors.is_empty()
+    }
+}
+
+/// A live reading of a job's output.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Followed {
+    pub text: String,
+    /// where the reading began (0 when it holds the stream from its start)
+    pub start: u64,
+    /// the offset the reading holds through
+    pub end: u64,
+}
+
+/// A coding-agent runner.
+#[async_trait]
+pub trait Runner: Send + Sync + fmt::Debug {
+    /// `command`, `claude-code`, `opencode`.
+    fn name(&self) -> &str;
+    /// Installs the runner's pieces in a box (the ask shim, the artefact dir), clearing the
+    /// previous job's markers.
+    async fn install(&self, sandbox: &dyn Sandbox) -> Result<(), BoxError>;
+    /// Starts the job in the background.
+    async fn start(
+        &self,
+        sandbox: &dyn Sandbox,
+        launch: &LaunchSpec,
+    ) -> Result<JobHandle, BoxError>;
+    /// Whether the job finished: the done marker, else the wrapper's liveness.
+    async fn poll(&self, sandbox: &dyn Sandbox, job: &JobHandle) -> Result<JobState, BoxError>;
+    /// Reads everything the job left (before the box is paused or killed).
+    async fn collect(&self, sandbox: &dyn Sandbox, job: &JobHandle) -> Result<Collected, BoxError>;
+    /// Reads the job's output written at or after `from`.
+    async fn follow(
+        &self,
+        sandbox: &dyn Sandbox,
+        job: &JobHandle,
+        from: u64,
+    ) -> Result<Followed, BoxError>;
+}

@@ -1,0 +1,1 @@
+//! boxfleet's coding-agent runners (DESIGN §10).

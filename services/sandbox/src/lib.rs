@@ -1,0 +1,1 @@
+//! boxfleet's sandbox backends (DESIGN §9): `fake` and `direct`.
