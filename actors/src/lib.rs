@@ -3,4 +3,7 @@
 //!
 //! - [`ports`]: the `Provider` / `Sandbox` / `Runner` traits the backends implement.
 
+pub mod coordinator;
 pub mod ports;
+pub mod supervisor;
+pub mod workers;

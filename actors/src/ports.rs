@@ -112,7 +112,7 @@ pub trait Sandbox: Send + Sync + fmt::Debug {
     ) -> Result<JobHandle, BoxError>;
     /// Whether the job's wrapper is still alive (a recycled pid is never mistaken for it).
     async fn job_running(&self, job: &JobHandle) -> Result<bool, BoxError>;
-    /// Signals the job's whole process group to stop.
+    /// Kills the job's whole process group (SIGKILL), only while its identity still matches.
     async fn kill_job(&self, job: &JobHandle) -> Result<(), BoxError>;
     /// Writes a whole file (regular file or nothing at the path; a link is refused).
     async fn write_file(&self, path: &str, bytes: &[u8]) -> Result<(), BoxError>;
@@ -182,7 +182,8 @@ pub struct Collected {
 }
 
 impl Collected {
-    /// Whether the run succeeded: it exited 0, asked nothing, and every piece was read.
+    /// Whether the job succeeded: it exited 0 and every piece was read. A job that parked on a
+    /// question exits 0 too; whether it asked is [`Collected::question`].
     pub fn succeeded(&self) -> bool {
         self.exit_code == Some(0) && self.read_errors.is_empty()
     }

@@ -109,6 +109,120 @@ impl Default for StoreConfig {
     }
 }
 
+/// The `node:` section as written in the file (DESIGN §12).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSection {
+    /// the node's id; default: the host name
+    pub id: Option<String>,
+    /// the gRPC listener; default 127.0.0.1:7400
+    pub listen: Option<String>,
+    /// the embedded store and local boxes live here; default ./.boxfleet
+    pub data_dir: Option<std::path::PathBuf>,
+    /// the session lease's TTL; default 15
+    pub lease_ttl_seconds: Option<u64>,
+    /// the completion poll's interval; default 15
+    pub poll_interval_seconds: Option<u64>,
+}
+
+/// A config file: `node:` and `store:` (the company section arrives with the fleet work).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct File {
+    #[serde(default)]
+    pub node: NodeSection,
+    #[serde(default)]
+    pub store: Option<StoreSection>,
+}
+
+/// A validated node configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeConfig {
+    pub id: String,
+    pub listen: std::net::SocketAddr,
+    pub data_dir: std::path::PathBuf,
+    pub lease_ttl_seconds: u64,
+    pub poll_interval_seconds: u64,
+    pub store: StoreConfig,
+}
+
+/// The listener when none is configured.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7400";
+
+impl File {
+    /// Reads a config file; a missing or malformed file is an error naming the path.
+    pub fn load(path: &std::path::Path) -> Result<Self, Error> {
+        let text = std::fs::read_to_string(path).map_err(|error| Error::Invalid {
+            field: "--config",
+            problem: format!("cannot read {}: {error}", path.display()),
+            remedy: "pass the path of a readable YAML file",
+        })?;
+        Ok(serde_yaml::from_str(&text)?)
+    }
+
+    /// Checks the file and fills every default.
+    pub fn validate(self) -> Result<NodeConfig, Error> {
+        let File { node, store } = self;
+        let NodeSection {
+            id,
+            listen,
+            data_dir,
+            lease_ttl_seconds,
+            poll_interval_seconds,
+        } = node;
+        let id = id.unwrap_or_else(default_node_id);
+        if id.is_empty() || id.contains('/') || id.chars().any(char::is_whitespace) {
+            return Err(Error::Invalid {
+                field: "node.id",
+                problem: format!("{id:?} cannot name a node"),
+                remedy: "use letters, digits, '-' or '_'",
+            });
+        }
+        let listen_text = listen.unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+        let listen = listen_text.parse().map_err(|_| Error::Invalid {
+            field: "node.listen",
+            problem: format!("{listen_text:?} is not an address"),
+            remedy: "write it as HOST:PORT, e.g. 127.0.0.1:7400",
+        })?;
+        let lease_ttl_seconds = lease_ttl_seconds.unwrap_or(15);
+        if !(2..=3600).contains(&lease_ttl_seconds) {
+            return Err(Error::Invalid {
+                field: "node.lease_ttl_seconds",
+                problem: format!("{lease_ttl_seconds} is out of range"),
+                remedy: "use 2 to 3600 seconds (default 15)",
+            });
+        }
+        let poll_interval_seconds = poll_interval_seconds.unwrap_or(15);
+        if !(1..=3600).contains(&poll_interval_seconds) {
+            return Err(Error::Invalid {
+                field: "node.poll_interval_seconds",
+                problem: format!("{poll_interval_seconds} is out of range"),
+                remedy: "use 1 to 3600 seconds (default 15)",
+            });
+        }
+        let store = match store {
+            Some(section) => section.validate()?,
+            None => StoreConfig::default(),
+        };
+        Ok(NodeConfig {
+            id,
+            listen,
+            data_dir: data_dir.unwrap_or_else(|| std::path::PathBuf::from(".boxfleet")),
+            lease_ttl_seconds,
+            poll_interval_seconds,
+            store,
+        })
+    }
+}
+
+fn default_node_id() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "node".to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +241,26 @@ mod tests {
         let section: StoreSection = serde_yaml::from_str("prefix: boxfleet/\n").expect("parses");
         let error = section.validate().expect_err("relative prefix refused");
         assert!(error.to_string().contains("store.prefix"), "{error}");
+    }
+}
+
+#[cfg(test)]
+mod file_tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_file_is_a_working_single_node() {
+        let config = File::default().validate().expect("defaults are valid");
+        assert_eq!(config.listen.to_string(), DEFAULT_LISTEN);
+        assert_eq!(config.store.kind, StoreKind::Embedded);
+        assert_eq!(config.poll_interval_seconds, 15);
+    }
+
+    #[test]
+    fn a_bad_field_is_named_with_its_remedy() {
+        let file: File = serde_yaml::from_str("node:\n  listen: nowhere\n").expect("parses");
+        let error = file.validate().expect_err("bad listen refused");
+        assert!(error.to_string().contains("node.listen"), "{error}");
+        assert!(serde_yaml::from_str::<File>("node:\n  lissen: x\n").is_err());
     }
 }

@@ -22,6 +22,8 @@
 //! - [`wait_until`] / [`wait_for`] / [`poll_until`]: poll a condition with a bound instead of
 //!   sleeping; a timeout panics naming what was awaited.
 
+pub mod node;
+
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::net::TcpListener;

@@ -1,1 +1,10 @@
-//! boxfleet's sandbox backends (DESIGN §9): `fake` and `direct`.
+//! boxfleet's sandbox backends (DESIGN §9): `fake` and `direct`. Both implement the
+//! [`Provider`](boxfleet_actors::ports::Provider) and
+//! [`Sandbox`](boxfleet_actors::ports::Sandbox) ports and pass one box-contract suite
+//! (`tests/contract.rs`).
+
+pub mod direct;
+pub mod fake;
+
+pub use direct::{DirectProvider, DirectSandbox};
+pub use fake::{FakeCounters, FakeKeepalive, FakeNode, FakeProvider, FakeSandbox, ScriptedJob};

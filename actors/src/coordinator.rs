@@ -1,0 +1,1373 @@
+//! The run lifecycle on one node (DESIGN §4): launch, completion, collection, park, answer,
+//! resume, take, settle, endings, and the seat recovery pass. The run state machine in
+//! `boxfleet_cluster::transition` decides every step; this module performs them — box and
+//! runner I/O around fenced store transitions — and tells the engine what to run.
+//!
+//! One seat's work is serialized by its [`crate::seat`] actor; the operations here are the
+//! bodies those actors (and the waiter's completions) run.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use boxfleet_cluster::events::{self, Event};
+use boxfleet_cluster::inbox::{Delivery, Enqueued, Inbox, Message};
+use boxfleet_cluster::keys::check_id;
+use boxfleet_cluster::record::{
+    Answer, ClaimKind, EndingReason, Question, RunRecord, Status, Usage,
+};
+use boxfleet_cluster::runs::{Outcome, RunError, Runs, Versioned};
+use boxfleet_cluster::seat::{self, Acquire, Holder, Session};
+use boxfleet_cluster::transition::{EndingGuard, Fence, Refusal, Share, Transition};
+use boxfleet_cluster::{Keys, Store};
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+use crate::ports::{
+    BoxError, BoxSpec, Collected, JobHandle, JobState, LaunchSpec, Provider, Runner, Sandbox,
+};
+
+/// How long a box lives without a keepalive (default_timeout_seconds).
+pub const DEFAULT_BOX_TIMEOUT: Duration = Duration::from_secs(900);
+/// Bounds on the text a phase record carries (DESIGN §11).
+pub const MAX_REPORT_BYTES: usize = 256 * 1024;
+pub const MAX_QUESTION_BYTES: usize = 16 * 1024;
+
+/// Why an operation did not happen. Per-request failures travel in replies.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Run(#[from] RunError),
+    #[error("{0}")]
+    Store(#[from] boxfleet_cluster::Error),
+    #[error("{0}")]
+    Box(#[from] BoxError),
+    #[error("sandbox_seat_not_held: seat {seat} is held by {holder}")]
+    SeatHeldElsewhere { seat: String, holder: String },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The class of a refused launch (DESIGN §8.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RefusalClass {
+    Unavailable,
+    Refused,
+    Budget,
+}
+
+/// What a launch asks for (run_sandbox).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LaunchRequest {
+    pub seat: String,
+    pub turn_id: Option<String>,
+    pub iteration: u32,
+    pub brief: String,
+    pub task: String,
+    pub conversation: Vec<u8>,
+    pub requester: Option<String>,
+    pub work_item: Option<String>,
+    pub conversation_key: Option<String>,
+    pub partition: Option<String>,
+    pub runner: String,
+    pub command: Option<String>,
+    pub model: Option<String>,
+    pub pause_ttl_seconds: Option<u64>,
+    pub timeout_seconds: Option<u64>,
+    pub owes_answer: bool,
+    pub trace: Option<String>,
+}
+
+/// What a launch did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LaunchOutcome {
+    Launched {
+        turn_id: String,
+        launch_id: String,
+        sandbox_id: String,
+    },
+    Refused {
+        class: RefusalClass,
+        reason: String,
+    },
+}
+
+/// What the resumed turn is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ResumeKind {
+    Findings,
+    Answer,
+    Reseed,
+}
+
+/// Work for the engine (DESIGN §8.2, down).
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineDown {
+    /// An ordinary message to run as a turn.
+    Turn { seat: String, delivery: Delivery },
+    /// A suspended turn to resume.
+    Resume(Box<Resume>),
+}
+
+/// A resume: everything the engine needs is in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resume {
+    pub seat: String,
+    pub turn_id: String,
+    pub launch_id: String,
+    pub kind: ResumeKind,
+    pub conversation: Vec<u8>,
+    pub iteration: u32,
+    pub work_item: Option<String>,
+    /// the findings report (Findings), or the answer (Answer / Reseed)
+    pub reply: String,
+    pub succeeded: bool,
+    pub question: Option<String>,
+    pub branch: Option<String>,
+    pub command: Option<String>,
+}
+
+/// How a resumed turn ended (DESIGN §8.2, up).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settle {
+    Finished {
+        reply: String,
+    },
+    Relaunched {
+        brief: String,
+        conversation: Vec<u8>,
+        command: Option<String>,
+        env: BTreeMap<String, String>,
+    },
+    BrokeAfterExternalWrite {
+        error: String,
+    },
+    Retry {
+        error: String,
+    },
+}
+
+/// What answering a run by name did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnswerOutcome {
+    Recorded,
+    NotAwaiting(String),
+    Gone,
+    WrongLaunch(String),
+    AlreadyAnswered,
+}
+
+impl AnswerOutcome {
+    pub fn word(&self) -> &'static str {
+        match self {
+            AnswerOutcome::Recorded => "recorded",
+            AnswerOutcome::NotAwaiting(_) => "not_awaiting",
+            AnswerOutcome::Gone => "gone",
+            AnswerOutcome::WrongLaunch(_) => "wrong_launch",
+            AnswerOutcome::AlreadyAnswered => "already_answered",
+        }
+    }
+}
+
+/// The job handle and runner a record names, as stored in `RunRecord::job`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct StoredJob {
+    runner: String,
+    handle: JobHandle,
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    timeout_seconds: Option<u64>,
+}
+
+/// A node's coordinator: its store handles, its boxes and runners, and the engine link.
+#[derive(Debug)]
+pub struct Coordinator {
+    pub node: String,
+    pub incarnation: String,
+    pub store: Arc<dyn Store>,
+    pub keys: Keys,
+    pub runs: Runs,
+    pub inbox: Inbox,
+    providers: BTreeMap<String, Arc<dyn Provider>>,
+    runners: BTreeMap<String, Arc<dyn Runner>>,
+    default_cell: String,
+    session: Session,
+    seats: Mutex<HashMap<String, Fence>>,
+    /// seats with a turn out at the engine (dispatched, not yet acked)
+    in_flight: Mutex<HashMap<String, Message>>,
+    engine: mpsc::UnboundedSender<EngineDown>,
+    box_timeout: Duration,
+}
+
+fn new_id(prefix: &str) -> String {
+    format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
+}
+
+fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let kept = &text[..end];
+    let kept = kept.rfind('\n').map_or(kept, |i| &kept[..i]);
+    let left = text.len() - kept.len();
+    format!("{kept}\n[… {left} bytes left out]")
+}
+
+impl Coordinator {
+    /// A coordinator for a node whose session is already open.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        node: String,
+        incarnation: String,
+        store: Arc<dyn Store>,
+        keys: Keys,
+        session: Session,
+        providers: BTreeMap<String, Arc<dyn Provider>>,
+        runners: BTreeMap<String, Arc<dyn Runner>>,
+        default_cell: String,
+        engine: mpsc::UnboundedSender<EngineDown>,
+    ) -> Self {
+        Self {
+            runs: Runs::new(store.clone(), keys.clone()),
+            inbox: Inbox::new(store.clone(), keys.clone()),
+            node,
+            incarnation,
+            store,
+            keys,
+            providers,
+            runners,
+            default_cell,
+            session,
+            seats: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(HashMap::new()),
+            engine,
+            box_timeout: DEFAULT_BOX_TIMEOUT,
+        }
+    }
+
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    fn holder(&self) -> Holder {
+        Holder {
+            node: self.node.clone(),
+            incarnation: self.incarnation.clone(),
+        }
+    }
+
+    /// The seats this node holds, with their fences.
+    pub fn held_seats(&self) -> Vec<Fence> {
+        let seats = self.seats.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held: Vec<Fence> = seats.values().cloned().collect();
+        held.sort_by(|a, b| a.seat.cmp(&b.seat));
+        held
+    }
+
+    fn known_fence(&self, seat: &str) -> Option<Fence> {
+        let seats = self.seats.lock().unwrap_or_else(|p| p.into_inner());
+        seats.get(seat).cloned()
+    }
+
+    /// The fence this node holds `seat` under, acquiring it (and running its recovery
+    /// pass) when it does not hold it yet.
+    pub async fn seat_fence(&self, seat: &str) -> Result<Fence, Error> {
+        check_id("seat", seat)?;
+        if let Some(fence) = self.known_fence(seat) {
+            return Ok(fence);
+        }
+        match seat::acquire(
+            self.store.as_ref(),
+            &self.keys,
+            seat,
+            &self.holder(),
+            self.session.lease,
+        )
+        .await?
+        {
+            Acquire::Held(fence) => {
+                info!(seat, epoch = fence.epoch, node = %self.node, "seat_acquired");
+                self.seats
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(seat.to_owned(), fence.clone());
+                self.recover(&fence).await?;
+                Ok(fence)
+            }
+            Acquire::HeldBy { holder, .. } => Err(Error::SeatHeldElsewhere {
+                seat: seat.to_owned(),
+                holder: format!("{} ({})", holder.node, holder.incarnation),
+            }),
+        }
+    }
+
+    /// The fence of the seat a run belongs to.
+    pub async fn seat_fence_of_run(&self, turn_id: &str) -> Result<Fence, Error> {
+        let run = self
+            .runs
+            .read(turn_id)
+            .await?
+            .ok_or_else(|| Error::Invalid(format!("run {turn_id} is gone")))?;
+        self.seat_fence(&run.record.seat).await
+    }
+
+    /// Forgets a seat this node found it no longer holds.
+    pub fn lose_seat(&self, seat: &str) {
+        self.seats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(seat);
+        warn!(seat, node = %self.node, "sandbox_seat_not_held");
+    }
+
+    fn provider(&self, cell: &str) -> Result<&Arc<dyn Provider>, Error> {
+        self.providers.get(cell).ok_or_else(|| {
+            Error::Invalid(format!("no sandbox cell {cell:?} on node {}", self.node))
+        })
+    }
+
+    fn runner(&self, name: &str) -> Result<&Arc<dyn Runner>, Error> {
+        self.runners.get(name).ok_or_else(|| {
+            let known: Vec<&str> = self.runners.keys().map(String::as_str).collect();
+            Error::Invalid(format!(
+                "no runner {name:?}: this node runs {}",
+                known.join(", ")
+            ))
+        })
+    }
+
+    /// Whether a run holds the seat's inbox.
+    pub async fn seat_busy(&self, seat: &str) -> Result<bool, Error> {
+        Ok(!self.runs.list_active(seat).await?.is_empty())
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // launch
+
+    /// run_sandbox: opens the row (the seat is busy from here), makes the box, starts the job,
+    /// and commits the conversation. A failure after the row opened ends the run.
+    pub async fn launch(&self, request: LaunchRequest) -> LaunchOutcome {
+        match self.try_launch(request).await {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                let class = match &error {
+                    Error::Invalid(_) => RefusalClass::Refused,
+                    Error::Run(RunError::Refused(_)) => RefusalClass::Refused,
+                    _ => RefusalClass::Unavailable,
+                };
+                LaunchOutcome::Refused {
+                    class,
+                    reason: error.to_string(),
+                }
+            }
+        }
+    }
+
+    async fn try_launch(&self, request: LaunchRequest) -> Result<LaunchOutcome, Error> {
+        let runner_name = if request.runner.is_empty() {
+            "command".to_owned()
+        } else {
+            request.runner.clone()
+        };
+        let runner = self.runner(&runner_name)?.clone();
+        if runner_name == "command" && request.command.as_deref().is_none_or(str::is_empty) {
+            return Err(Error::Invalid("the command runner needs --command".into()));
+        }
+        let provider = self.provider(&self.default_cell)?.clone();
+        let fence = self.seat_fence(&request.seat).await?;
+        if let Some(busy) = self.runs.list_active(&request.seat).await?.first() {
+            return Ok(LaunchOutcome::Refused {
+                class: RefusalClass::Unavailable,
+                reason: format!(
+                    "seat {} is busy with run {} ({}); it takes one coding job at a time",
+                    request.seat, busy.record.turn_id, busy.record.status
+                ),
+            });
+        }
+        let turn_id = request.turn_id.clone().unwrap_or_else(|| new_id("turn"));
+        check_id("turn_id", &turn_id)?;
+        let launch_id = new_id("launch");
+        let now = Utc::now();
+        let mut record =
+            RunRecord::launching(&turn_id, &launch_id, &request.seat, &runner_name, now);
+        record.iteration = request.iteration;
+        record.brief = request.brief.clone();
+        record.task = if request.task.is_empty() {
+            request
+                .command
+                .clone()
+                .unwrap_or_else(|| request.brief.clone())
+        } else {
+            request.task.clone()
+        };
+        record.requester = request.requester.clone();
+        record.work_item = request.work_item.clone();
+        record.conversation_key = request.conversation_key.clone();
+        record.partition = request.partition.clone();
+        record.owes_answer = request.owes_answer;
+        record.trace = request.trace.clone();
+        record.pause_ttl_seconds = request.pause_ttl_seconds;
+        record.owner = Some(self.incarnation.clone());
+        record.placement = Some(self.default_cell.clone());
+        self.runs
+            .apply(
+                &fence,
+                &turn_id,
+                Transition::OpenLaunch {
+                    record: Box::new(record),
+                },
+            )
+            .await?;
+        info!(seat = %request.seat, turn_id, launch_id, "sandbox_run_started");
+
+        let started = self
+            .provision_and_start(
+                &fence,
+                &turn_id,
+                &launch_id,
+                provider.as_ref(),
+                runner.as_ref(),
+                &request,
+                None,
+            )
+            .await;
+        match started {
+            Ok(sandbox_id) => {
+                let commit = Transition::CommitSuspension {
+                    launch_id: launch_id.clone(),
+                    conversation: request.conversation.clone(),
+                };
+                if let Err(error) = self.runs.apply(&fence, &turn_id, commit).await {
+                    self.end_run(
+                        &fence,
+                        &turn_id,
+                        EndingReason::LaunchFailed,
+                        &error.to_string(),
+                        EndingGuard::Any,
+                    )
+                    .await;
+                    return Err(error.into());
+                }
+                Ok(LaunchOutcome::Launched {
+                    turn_id,
+                    launch_id,
+                    sandbox_id,
+                })
+            }
+            Err(error) => {
+                warn!(turn_id, %error, "sandbox_launch_failed");
+                self.end_run(
+                    &fence,
+                    &turn_id,
+                    EndingReason::LaunchFailed,
+                    &error.to_string(),
+                    EndingGuard::Any,
+                )
+                .await;
+                Ok(LaunchOutcome::Refused {
+                    class: RefusalClass::Unavailable,
+                    reason: format!("the launch failed: {error}"),
+                })
+            }
+        }
+    }
+
+    /// Makes (or reuses) the box and starts the job, naming both on the row.
+    #[allow(clippy::too_many_arguments)]
+    async fn provision_and_start(
+        &self,
+        fence: &Fence,
+        turn_id: &str,
+        launch_id: &str,
+        provider: &dyn Provider,
+        runner: &dyn Runner,
+        request: &LaunchRequest,
+        reuse: Option<String>,
+    ) -> Result<String, Error> {
+        let sandbox: Arc<dyn Sandbox> = match &reuse {
+            Some(sandbox_id) => provider.connect(sandbox_id).await?,
+            None => {
+                let spec = BoxSpec {
+                    turn_id: turn_id.to_owned(),
+                    seat: request.seat.clone(),
+                    env: BTreeMap::new(),
+                    timeout_seconds: self.box_timeout.as_secs(),
+                };
+                provider.create(&spec).await?
+            }
+        };
+        let sandbox_id = sandbox.id().to_owned();
+        runner.install(sandbox.as_ref()).await?;
+        let mut env = BTreeMap::new();
+        env.insert("BOXFLEET_AGENT_HANDLE".to_owned(), request.seat.clone());
+        env.insert("BOXFLEET_TURN_ID".to_owned(), turn_id.to_owned());
+        let spec = LaunchSpec {
+            turn_id: turn_id.to_owned(),
+            launch_id: launch_id.to_owned(),
+            seat: request.seat.clone(),
+            brief: request.brief.clone(),
+            command: request.command.clone(),
+            timeout_seconds: request.timeout_seconds,
+            model: request.model.clone(),
+            env,
+        };
+        let handle = runner.start(sandbox.as_ref(), &spec).await?;
+        let job = StoredJob {
+            runner: runner.name().to_owned(),
+            handle,
+            command: request.command.clone(),
+            timeout_seconds: request.timeout_seconds,
+        };
+        let attach = Transition::AttachBox {
+            launch_id: launch_id.to_owned(),
+            sandbox_id: sandbox_id.clone(),
+            placement: provider.cell().to_owned(),
+            job: Some(serde_json::to_string(&job).unwrap_or_default()),
+        };
+        self.runs.apply(fence, turn_id, attach).await?;
+        Ok(sandbox_id)
+    }
+
+    fn job_of(record: &RunRecord) -> Option<StoredJob> {
+        serde_json::from_str(record.job.as_deref()?).ok()
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // the completion poll
+
+    /// Polls one running run's job (attach: never wakes), refreshing its keepalive. `Some`
+    /// when the job finished.
+    pub async fn poll(&self, run: &RunRecord) -> Result<Option<JobState>, Error> {
+        let (Some(sandbox_id), Some(job)) = (&run.sandbox_id, Self::job_of(run)) else {
+            return Ok(None);
+        };
+        let provider = self.provider(run.placement.as_deref().unwrap_or(&self.default_cell))?;
+        let sandbox = match provider.attach(sandbox_id).await {
+            Ok(sandbox) => sandbox,
+            Err(BoxError::Gone(_)) => return Ok(Some(JobState::Done { exit_code: None })),
+            Err(error) => return Err(error.into()),
+        };
+        if let Err(error) = sandbox.set_timeout(self.box_timeout).await {
+            warn!(turn_id = %run.turn_id, %error, "sandbox_keepalive_failed");
+        }
+        let runner = self.runner(&job.runner)?;
+        match runner.poll(sandbox.as_ref(), &job.handle).await? {
+            JobState::Running => Ok(None),
+            done => Ok(Some(done)),
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // completion → collect → charge → publish → park or resume
+
+    /// A job finished: claims its completion (at most once), collects everything before the
+    /// box is paused, charges, publishes the phase record once, then parks on the job's
+    /// question or hands the findings to the engine.
+    pub async fn complete(&self, turn_id: &str, launch_id: &str) -> Result<(), Error> {
+        let Some(run) = self.runs.read(turn_id).await? else {
+            return Ok(());
+        };
+        let fence = self.seat_fence(&run.record.seat).await?;
+        let claim = Transition::ClaimCompletion {
+            launch_id: launch_id.to_owned(),
+        };
+        let claimed = match self.runs.apply(&fence, turn_id, claim).await {
+            Ok(Outcome::Written(run)) => run.record,
+            Ok(Outcome::Deleted) => return Ok(()),
+            // a duplicate, an old job's completion, or a launch still unwinding: nothing to do
+            Err(RunError::Refused(_)) => return Ok(()),
+            Err(error) => return Err(error.into()),
+        };
+        match self.collect_claimed(&fence, &claimed).await {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                warn!(turn_id, %error, "sandbox_collect_retried");
+                let hand_back = Transition::HandBackClaim {
+                    launch_id: launch_id.to_owned(),
+                    collect_failed: true,
+                };
+                if let Err(error) = self.runs.apply(&fence, turn_id, hand_back).await {
+                    warn!(turn_id, %error, "sandbox_claim_unreverted");
+                    self.end_run(
+                        &fence,
+                        turn_id,
+                        EndingReason::ClaimUnreverted,
+                        &error.to_string(),
+                        EndingGuard::Claim {
+                            launch_id: launch_id.to_owned(),
+                        },
+                    )
+                    .await;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    async fn collect_claimed(&self, fence: &Fence, run: &RunRecord) -> Result<(), Error> {
+        let turn_id = &run.turn_id;
+        let launch_id = &run.launch_id;
+        let job = Self::job_of(run)
+            .ok_or_else(|| Error::Invalid(format!("run {turn_id} names no job")))?;
+        let runner = self.runner(&job.runner)?.clone();
+        let provider = self
+            .provider(run.placement.as_deref().unwrap_or(&self.default_cell))?
+            .clone();
+        let sandbox_id = run.sandbox_id.clone().unwrap_or_default();
+        let (collected, sandbox) = match provider.connect(&sandbox_id).await {
+            Ok(sandbox) => match runner.collect(sandbox.as_ref(), &job.handle).await {
+                Ok(collected) => (collected, Some(sandbox)),
+                Err(error) => (
+                    Collected {
+                        read_errors: vec![format!("the job's output could not be read: {error}")],
+                        ..Collected::default()
+                    },
+                    Some(sandbox),
+                ),
+            },
+            Err(BoxError::Gone(_)) => (
+                Collected {
+                    read_errors: vec![format!("box {sandbox_id} is gone")],
+                    ..Collected::default()
+                },
+                None,
+            ),
+            Err(error) => return Err(error.into()),
+        };
+        if sandbox.is_none() {
+            self.end_run(
+                fence,
+                turn_id,
+                EndingReason::CollectUnreachable,
+                &format!("box {sandbox_id} is gone"),
+                EndingGuard::Claim {
+                    launch_id: launch_id.clone(),
+                },
+            )
+            .await;
+            return Ok(());
+        }
+        let usage = Usage {
+            input_tokens: collected.input_tokens,
+            output_tokens: collected.output_tokens,
+            cache_read_tokens: collected.cache_read_tokens,
+            cache_write_tokens: collected.cache_write_tokens,
+            cost_micros: collected.cost_micros,
+        };
+        for share in [Share::Seat, Share::Company] {
+            let charge = Transition::Charge {
+                launch_id: launch_id.clone(),
+                share,
+                usage,
+            };
+            match self.runs.apply(fence, turn_id, charge).await {
+                Ok(_) | Err(RunError::Refused(Refusal::AlreadyDone)) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        let failed = !collected.succeeded() && collected.question.is_none();
+        let error_text = if failed {
+            let mut parts = collected.read_errors.clone();
+            match collected.exit_code {
+                Some(124) if job.timeout_seconds.is_some() => parts.push(format!(
+                    "the check timed out (its in-box deadline of {}s)",
+                    job.timeout_seconds.unwrap_or_default()
+                )),
+                Some(code) if code != 0 => parts.push(format!("exited with status {code}")),
+                None => parts.push("the job's process group died without an exit status".into()),
+                _ => {}
+            }
+            if !collected.stderr_tail.is_empty() {
+                parts.push(collected.stderr_tail.clone());
+            }
+            parts.join("\n")
+        } else {
+            String::new()
+        };
+        let phase = serde_json::json!({
+            "turn_id": turn_id,
+            "iteration": run.iteration,
+            "launch_id": launch_id,
+            "started_at": run.created_at.to_rfc3339(),
+            "duration_ms": (Utc::now() - run.created_at).num_milliseconds().max(0),
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "total_tokens": usage.input_tokens + usage.output_tokens,
+            "cache_read_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens,
+            "cost_usd": usage.cost_micros as f64 / 1e6,
+            "model": "",
+            "coding_agent": run.coding_agent,
+            "sandbox_id": sandbox_id,
+            "response": cut(&collected.report, MAX_REPORT_BYTES),
+            "delivered_refs": collected.delivered_refs,
+            "activity_transcript": collected.transcript,
+            "failed": failed,
+            "error": cut(&error_text, MAX_REPORT_BYTES),
+            "exit_code": collected.exit_code,
+            "notes": collected.question.as_ref().map(|q| q.question.clone()),
+            "work_item": run.work_item,
+            "conversation_key": run.conversation_key,
+        });
+        let publish = Transition::PublishPhase {
+            launch_id: launch_id.clone(),
+            phase,
+        };
+        match self.runs.apply(fence, turn_id, publish).await {
+            Ok(_) | Err(RunError::Refused(Refusal::AlreadyDone)) => {}
+            Err(error) => return Err(error.into()),
+        }
+        // evidence is read; now the box may be paused
+        if let Some(sandbox) = &sandbox {
+            match sandbox.pause().await {
+                Ok(()) => {
+                    let mark = Transition::MarkPaused {
+                        sandbox_id: sandbox_id.clone(),
+                    };
+                    let _ = self.runs.apply(fence, turn_id, mark).await;
+                }
+                Err(error) => warn!(turn_id, %error, "sandbox_pause_failed"),
+            }
+        }
+        if let Some(asked) = &collected.question {
+            let question = Question {
+                text: cut(&asked.question, MAX_QUESTION_BYTES),
+                audience: asked.audience.clone(),
+                audience_handles: self.audience_handles(run, &asked.audience),
+                audience_fallback: false,
+                asked_at: Utc::now(),
+                branch: asked.branch.clone(),
+            };
+            let park = Transition::Park {
+                launch_id: launch_id.clone(),
+                question,
+            };
+            self.runs.apply(fence, turn_id, park).await?;
+            info!(turn_id, launch_id, "sandbox_clarification_requested");
+            return Ok(());
+        }
+        let resume = Resume {
+            seat: run.seat.clone(),
+            turn_id: turn_id.clone(),
+            launch_id: launch_id.clone(),
+            kind: ResumeKind::Findings,
+            conversation: run.conversation.clone().unwrap_or_default(),
+            iteration: run.iteration,
+            work_item: run.work_item.clone(),
+            reply: if failed {
+                format!("{}\n{}", collected.report, error_text)
+            } else {
+                collected.report.clone()
+            },
+            succeeded: !failed,
+            question: None,
+            branch: None,
+            command: job.command.clone(),
+        };
+        self.dispatch(EngineDown::Resume(Box::new(resume)));
+        Ok(())
+    }
+
+    /// The seats a question's audience names. Without a company document the requester, or
+    /// a named handle, is the audience as written.
+    fn audience_handles(&self, run: &RunRecord, audience: &str) -> Vec<String> {
+        match audience {
+            "requester" | "" => run.requester.clone().into_iter().collect(),
+            "manager" | "team" => Vec::new(),
+            name => vec![name.to_owned()],
+        }
+    }
+
+    fn dispatch(&self, work: EngineDown) {
+        if self.engine.send(work).is_err() {
+            warn!(node = %self.node, "engine_detached");
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // answers
+
+    /// answer_run: records the answer on a parked run, then drives its resume.
+    pub async fn answer(
+        &self,
+        turn_id: &str,
+        launch_id: &str,
+        text: &str,
+        from: &str,
+    ) -> Result<AnswerOutcome, Error> {
+        let Some(run) = self.runs.read(turn_id).await? else {
+            return Ok(AnswerOutcome::Gone);
+        };
+        if !launch_id.is_empty() && run.record.launch_id != launch_id {
+            return Ok(AnswerOutcome::WrongLaunch(run.record.launch_id.clone()));
+        }
+        let fence = self.seat_fence(&run.record.seat).await?;
+        let now = Utc::now();
+        let answer = Answer {
+            text: text.to_owned(),
+            from: from.to_owned(),
+            delivery_id: new_id("answer"),
+            posted_at: now,
+            recorded_at: now,
+            taken_at: None,
+            lost_claims: 0,
+            first_lost_at: None,
+            attempts: 0,
+            first_failed_at: None,
+            conversation_key: run.record.conversation_key.clone(),
+            partition: run.record.partition.clone(),
+        };
+        match self
+            .runs
+            .apply(&fence, turn_id, Transition::RecordAnswer { answer })
+            .await
+        {
+            Ok(_) => {}
+            Err(RunError::Refused(Refusal::AlreadyAnswered | Refusal::AlreadyRecorded)) => {
+                return Ok(AnswerOutcome::AlreadyAnswered);
+            }
+            Err(RunError::Refused(Refusal::WrongStatus { found, .. })) => {
+                return Ok(AnswerOutcome::NotAwaiting(found.to_string()));
+            }
+            Err(RunError::Refused(Refusal::Missing)) => return Ok(AnswerOutcome::Gone),
+            Err(error) => return Err(error.into()),
+        }
+        info!(turn_id, from, "sandbox_answer_recorded");
+        self.drive_answer(&fence, turn_id).await?;
+        Ok(AnswerOutcome::Recorded)
+    }
+
+    /// Claims an answered run and hands its resume to the engine.
+    pub async fn drive_answer(&self, fence: &Fence, turn_id: &str) -> Result<(), Error> {
+        let Some(run) = self.runs.read(turn_id).await? else {
+            return Ok(());
+        };
+        if run.record.status != Status::Answered {
+            return Ok(());
+        }
+        let claim = Transition::ClaimAnswer {
+            launch_id: run.record.launch_id.clone(),
+        };
+        let claimed = match self.runs.apply(fence, turn_id, claim).await? {
+            Outcome::Written(run) => run.record,
+            Outcome::Deleted => return Ok(()),
+        };
+        let answer = claimed.answer.clone().map(|a| a.text).unwrap_or_default();
+        let job = Self::job_of(&claimed);
+        let resume = Resume {
+            seat: claimed.seat.clone(),
+            turn_id: turn_id.to_owned(),
+            launch_id: claimed.launch_id.clone(),
+            kind: if claimed.sandbox_id.is_some() {
+                ResumeKind::Answer
+            } else {
+                ResumeKind::Reseed
+            },
+            conversation: claimed.conversation.clone().unwrap_or_default(),
+            iteration: claimed.iteration,
+            work_item: claimed.work_item.clone(),
+            reply: answer,
+            succeeded: true,
+            question: claimed.question.as_ref().map(|q| q.text.clone()),
+            branch: claimed.question.as_ref().and_then(|q| q.branch.clone()),
+            command: job.and_then(|job| job.command),
+        };
+        self.dispatch(EngineDown::Resume(Box::new(resume)));
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // take and settle (the engine's side of a resume)
+
+    /// The last moment before the resumed turn runs: an answer's claim records the take.
+    pub async fn take(&self, turn_id: &str, launch_id: &str) -> Result<(), Error> {
+        let Some(run) = self.runs.read(turn_id).await? else {
+            return Err(Error::Invalid(format!("run {turn_id} is gone")));
+        };
+        let fence = self.seat_fence(&run.record.seat).await?;
+        if run
+            .record
+            .claim
+            .as_ref()
+            .is_some_and(|c| c.kind == ClaimKind::Answer)
+        {
+            let take = Transition::Take {
+                launch_id: launch_id.to_owned(),
+            };
+            self.runs.apply(&fence, turn_id, take).await?;
+        }
+        Ok(())
+    }
+
+    /// How the resumed turn ended.
+    pub async fn settle(
+        &self,
+        turn_id: &str,
+        launch_id: &str,
+        settle: Settle,
+    ) -> Result<Option<String>, Error> {
+        let Some(run) = self.runs.read(turn_id).await? else {
+            return Err(Error::Invalid(format!("run {turn_id} is gone")));
+        };
+        let fence = self.seat_fence(&run.record.seat).await?;
+        let guard = EndingGuard::Claim {
+            launch_id: launch_id.to_owned(),
+        };
+        match settle {
+            Settle::Finished { reply } => {
+                self.end_run(&fence, turn_id, EndingReason::Finished, &reply, guard)
+                    .await;
+                self.pump(&run.record.seat).await;
+                Ok(None)
+            }
+            Settle::BrokeAfterExternalWrite { error } => {
+                self.end_run(
+                    &fence,
+                    turn_id,
+                    EndingReason::BrokeAfterExternalWrite,
+                    &error,
+                    guard,
+                )
+                .await;
+                self.pump(&run.record.seat).await;
+                Ok(None)
+            }
+            Settle::Retry { error } => {
+                warn!(turn_id, %error, "sandbox_resume_retried");
+                let hand_back = Transition::HandBackClaim {
+                    launch_id: launch_id.to_owned(),
+                    collect_failed: false,
+                };
+                self.runs.apply(&fence, turn_id, hand_back).await?;
+                Ok(None)
+            }
+            Settle::Relaunched {
+                brief,
+                conversation,
+                command,
+                env,
+            } => {
+                let new_launch = new_id("launch");
+                let relaunch = Transition::Relaunch {
+                    launch_id: launch_id.to_owned(),
+                    new_launch_id: new_launch.clone(),
+                    brief: brief.clone(),
+                };
+                let relaunched = match self.runs.apply(&fence, turn_id, relaunch).await? {
+                    Outcome::Written(run) => run.record,
+                    Outcome::Deleted => return Ok(None),
+                };
+                let old_job = Self::job_of(&run.record);
+                let runner_name = old_job
+                    .as_ref()
+                    .map_or("command".to_owned(), |j| j.runner.clone());
+                let runner = self.runner(&runner_name)?.clone();
+                let cell = relaunched
+                    .placement
+                    .clone()
+                    .unwrap_or_else(|| self.default_cell.clone());
+                let provider = self.provider(&cell)?.clone();
+                let request = LaunchRequest {
+                    seat: relaunched.seat.clone(),
+                    brief,
+                    command: command.or_else(|| old_job.as_ref().and_then(|j| j.command.clone())),
+                    timeout_seconds: old_job.as_ref().and_then(|j| j.timeout_seconds),
+                    ..LaunchRequest::default()
+                };
+                let mut request = request;
+                request.turn_id = Some(turn_id.to_owned());
+                let started = self
+                    .provision_and_start_with_env(
+                        &fence,
+                        turn_id,
+                        &new_launch,
+                        provider.as_ref(),
+                        runner.as_ref(),
+                        &request,
+                        relaunched.sandbox_id.clone(),
+                        env,
+                    )
+                    .await;
+                match started {
+                    Ok(_) => {
+                        let commit = Transition::CommitSuspension {
+                            launch_id: new_launch.clone(),
+                            conversation,
+                        };
+                        self.runs.apply(&fence, turn_id, commit).await?;
+                        info!(turn_id, launch_id = %new_launch, "sandbox_run_started");
+                        Ok(Some(new_launch))
+                    }
+                    Err(error) => {
+                        self.end_run(
+                            &fence,
+                            turn_id,
+                            EndingReason::LaunchFailed,
+                            &error.to_string(),
+                            EndingGuard::Any,
+                        )
+                        .await;
+                        Err(error)
+                    }
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn provision_and_start_with_env(
+        &self,
+        fence: &Fence,
+        turn_id: &str,
+        launch_id: &str,
+        provider: &dyn Provider,
+        runner: &dyn Runner,
+        request: &LaunchRequest,
+        reuse: Option<String>,
+        env: BTreeMap<String, String>,
+    ) -> Result<String, Error> {
+        // the extra environment rides the command: the runner's launch env carries it
+        let mut request = request.clone();
+        if !env.is_empty() {
+            let exports: String = env
+                .iter()
+                .map(|(k, v)| format!("export {k}={}\n", shell_quote(v)))
+                .collect();
+            request.command = request.command.map(|command| format!("{exports}{command}"));
+        }
+        self.provision_and_start(fence, turn_id, launch_id, provider, runner, &request, reuse)
+            .await
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // endings
+
+    /// Decides an ending (announced once), then finishes it: copies owed handed back, the box
+    /// reclaimed, the row deleted. A step that fails keeps the row for the next reader.
+    pub async fn end_run(
+        &self,
+        fence: &Fence,
+        turn_id: &str,
+        reason: EndingReason,
+        detail: &str,
+        guard: EndingGuard,
+    ) {
+        let decide = Transition::DecideEnding {
+            reason,
+            detail: cut(detail, 16 * 1024),
+            guard,
+        };
+        match self.runs.apply(fence, turn_id, decide).await {
+            Ok(_) | Err(RunError::Refused(Refusal::EndingDecided(_))) => {}
+            Err(error) => {
+                warn!(turn_id, %error, reason = reason.as_str(), "sandbox_ending_refused");
+                return;
+            }
+        }
+        if reason.is_failure() {
+            warn!(turn_id, reason = reason.as_str(), "sandbox_run_failed");
+        }
+        if let Err(error) = self.finish_ending(fence, turn_id).await {
+            warn!(turn_id, %error, "sandbox_ending_kept");
+        }
+    }
+
+    /// Finishes a decided ending from wherever it stopped.
+    pub async fn finish_ending(&self, fence: &Fence, turn_id: &str) -> Result<(), Error> {
+        let Some(run) = self.runs.read(turn_id).await? else {
+            return Ok(());
+        };
+        let record = run.record;
+        if record.status != Status::Ending {
+            return Ok(());
+        }
+        self.publish_hand_backs(fence, &record).await?;
+        if let Some(sandbox_id) = &record.sandbox_id {
+            let cell = record
+                .placement
+                .clone()
+                .unwrap_or_else(|| self.default_cell.clone());
+            self.provider(&cell)?.kill(sandbox_id).await?;
+            let release = Transition::ReleaseBox {
+                sandbox_id: sandbox_id.clone(),
+            };
+            match self.runs.apply(fence, turn_id, release).await {
+                Ok(_) | Err(RunError::Refused(Refusal::AlreadyDone)) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        match self.runs.apply(fence, turn_id, Transition::Finish).await {
+            Ok(_) | Err(RunError::Refused(Refusal::Missing)) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Publishes the reply copies a run owes its seat, then clears them.
+    async fn publish_hand_backs(&self, fence: &Fence, record: &RunRecord) -> Result<(), Error> {
+        if record.hand_back.is_empty() {
+            return Ok(());
+        }
+        let mut ids = Vec::new();
+        for copy in &record.hand_back {
+            let delivery = Delivery {
+                delivery_id: copy.delivery_id.clone(),
+                conversation_key: copy.conversation_key.clone(),
+                partition: copy.partition.clone(),
+                from: copy.from.clone(),
+                text: copy.text.clone(),
+                posted_at: copy.posted_at,
+            };
+            self.inbox.enqueue(&record.seat, &delivery).await?;
+            ids.push(copy.delivery_id.clone());
+        }
+        let clear = Transition::ClearHandBack { delivery_ids: ids };
+        match self.runs.apply(fence, &record.turn_id, clear).await {
+            Ok(_) | Err(RunError::Refused(Refusal::AlreadyDone)) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // recovery
+
+    /// The recovery pass on acquiring a seat (boot included): fence every run to this lease
+    /// first, then take each over as its status says.
+    pub async fn recover(&self, fence: &Fence) -> Result<(), Error> {
+        let runs = self.runs.fence_seat_runs(fence).await?;
+        for run in runs {
+            let record = &run.record;
+            let turn_id = record.turn_id.as_str();
+            match record.status {
+                Status::Launching => {
+                    self.end_run(
+                        fence,
+                        turn_id,
+                        EndingReason::AbandonedTail,
+                        "the launch's node stopped before the conversation was written",
+                        EndingGuard::Any,
+                    )
+                    .await;
+                }
+                Status::Resumed => match record.claim.as_ref().map(|c| c.kind) {
+                    Some(ClaimKind::Answer) if !record.answer_taken() => {
+                        match self.runs.apply(fence, turn_id, Transition::Revive).await {
+                            Ok(_) => {
+                                info!(turn_id, "sandbox_answer_revived");
+                                self.drive_answer(fence, turn_id).await?;
+                            }
+                            Err(RunError::Refused(Refusal::RevivalsSpent { .. })) => {
+                                info!(turn_id, "sandbox_answer_not_revived");
+                                self.end_run(
+                                    fence,
+                                    turn_id,
+                                    EndingReason::AbandonedTail,
+                                    "the answer's resume took its node down too often",
+                                    EndingGuard::Any,
+                                )
+                                .await;
+                            }
+                            Err(error) => return Err(error.into()),
+                        }
+                    }
+                    _ => {
+                        self.end_run(
+                            fence,
+                            turn_id,
+                            EndingReason::AbandonedTail,
+                            "the claim's node stopped before it settled",
+                            EndingGuard::Any,
+                        )
+                        .await;
+                    }
+                },
+                Status::Answered => self.drive_answer(fence, turn_id).await?,
+                Status::Ending => self.finish_ending(fence, turn_id).await?,
+                Status::AwaitingClarification | Status::Reseed => {
+                    self.publish_hand_backs(fence, record).await?;
+                }
+                Status::Running => {}
+            }
+        }
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // the inbox
+
+    /// A message into a seat's inbox; the seat is pumped if this node holds it.
+    pub async fn deliver(&self, seat: &str, delivery: Delivery) -> Result<Enqueued, Error> {
+        let enqueued = self.inbox.enqueue(seat, &delivery).await?;
+        self.pump(seat).await;
+        Ok(enqueued)
+    }
+
+    /// Works the seat's inbox while nothing holds it: each delivery is offered to a parked
+    /// run first, and becomes a turn otherwise. One turn at a time is out at the engine.
+    pub async fn pump(&self, seat: &str) {
+        if let Err(error) = self.try_pump(seat).await {
+            warn!(seat, %error, "seat_pump_failed");
+        }
+    }
+
+    async fn try_pump(&self, seat: &str) -> Result<(), Error> {
+        let fence = self.seat_fence(seat).await?;
+        loop {
+            if self
+                .in_flight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(seat)
+            {
+                return Ok(());
+            }
+            if self.seat_busy(seat).await? {
+                return Ok(());
+            }
+            let Some(message) = self.inbox.head(seat).await? else {
+                return Ok(());
+            };
+            if self.offer_to_parked(&fence, &message).await? {
+                continue;
+            }
+            self.in_flight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(seat.to_owned(), message.clone());
+            self.dispatch(EngineDown::Turn {
+                seat: seat.to_owned(),
+                delivery: message.delivery.clone(),
+            });
+            return Ok(());
+        }
+    }
+
+    /// Offers a delivery to the seat's parked runs: `true` when it was consumed as an answer.
+    async fn offer_to_parked(&self, fence: &Fence, message: &Message) -> Result<bool, Error> {
+        let Some(conversation) = &message.delivery.conversation_key else {
+            return Ok(false);
+        };
+        let mut parked: Vec<Versioned> = self
+            .runs
+            .list_by_conversation(conversation)
+            .await?
+            .into_iter()
+            .filter(|run| {
+                run.record.seat == fence.seat
+                    && matches!(
+                        run.record.status,
+                        Status::AwaitingClarification | Status::Reseed
+                    )
+            })
+            .collect();
+        // the most recently parked question answers a reply that names no thread
+        parked.sort_by_key(|run| run.record.question.as_ref().map(|q| q.asked_at));
+        let Some(run) = parked.pop() else {
+            return Ok(false);
+        };
+        let delivery = &message.delivery;
+        let answer = Answer {
+            text: delivery.text.clone(),
+            from: delivery.from.clone(),
+            delivery_id: delivery.delivery_id.clone(),
+            posted_at: delivery.posted_at,
+            recorded_at: Utc::now(),
+            taken_at: None,
+            lost_claims: 0,
+            first_lost_at: None,
+            attempts: 0,
+            first_failed_at: None,
+            conversation_key: delivery.conversation_key.clone(),
+            partition: delivery.partition.clone(),
+        };
+        let turn_id = run.record.turn_id.clone();
+        match self
+            .runs
+            .apply(fence, &turn_id, Transition::RecordAnswer { answer })
+            .await
+        {
+            Ok(_) | Err(RunError::Refused(Refusal::AlreadyRecorded)) => {
+                // recorded before the delivery is acked
+                if let Err(error) = self.inbox.ack(fence, message).await {
+                    warn!(seat = %fence.seat, %error, "sandbox_answer_ack_failed");
+                }
+                self.drive_answer(fence, &turn_id).await?;
+                Ok(true)
+            }
+            Err(RunError::Refused(_)) => Ok(false),
+            Err(error) => {
+                let _ = self.inbox.defer(fence, message).await;
+                Err(error.into())
+            }
+        }
+    }
+
+    /// The engine worked (or handed back) the turn it was given.
+    pub async fn turn_done(
+        &self,
+        seat: &str,
+        delivery_id: &str,
+        worked: bool,
+    ) -> Result<(), Error> {
+        let message = {
+            let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            match in_flight.get(seat) {
+                Some(message) if message.delivery.delivery_id == delivery_id => {
+                    in_flight.remove(seat)
+                }
+                _ => None,
+            }
+        };
+        let fence = self.seat_fence(seat).await?;
+        if let Some(message) = message {
+            if worked {
+                self.inbox
+                    .ack(&fence, &message)
+                    .await
+                    .map_err(|e| Error::Invalid(e.to_string()))?;
+            } else {
+                self.inbox
+                    .defer(&fence, &message)
+                    .await
+                    .map_err(|e| Error::Invalid(e.to_string()))?;
+            }
+        }
+        self.pump(seat).await;
+        Ok(())
+    }
+
+    /// A job's output from `from` (the live tail's first form).
+    pub async fn follow(
+        &self,
+        run: &RunRecord,
+        from: u64,
+    ) -> Result<crate::ports::Followed, Error> {
+        let (Some(sandbox_id), Some(job)) = (&run.sandbox_id, Self::job_of(run)) else {
+            return Err(Error::Invalid("the run names no job".into()));
+        };
+        let provider = self.provider(run.placement.as_deref().unwrap_or(&self.default_cell))?;
+        let sandbox = provider.attach(sandbox_id).await?;
+        let runner = self.runner(&job.runner)?;
+        Ok(runner.follow(sandbox.as_ref(), &job.handle, from).await?)
+    }
+
+    /// The events of one turn, oldest first.
+    pub async fn turn_events(&self, turn_id: &str) -> Result<Vec<Event>, Error> {
+        Ok(events::read_from(self.store.as_ref(), &self.keys, 0)
+            .await?
+            .into_iter()
+            .filter(|stored| stored.event.turn_id == turn_id)
+            .map(|stored| stored.event)
+            .collect())
+    }
+}
+
+fn shell_quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "'\\''"))
+}

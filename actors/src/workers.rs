@@ -1,0 +1,363 @@
+//! The node's long-lived workers as supervised actors (DESIGN §7):
+//!
+//! - [`SessionKeeper`]: renews the node's session lease at ttl/3; a lost session loses every
+//!   seat the node held.
+//! - [`Waiter`]: the completion poll. Every tick lists the running runs of the seats this
+//!   node holds and polls each (at most 16 at once, never one box twice at once); a finished
+//!   job's completion goes to the collectors.
+//! - [`Collectors`]: a bounded pool running claimed collections. A collection that panics is
+//!   counted as a restart and its claim handed back, so the completion comes round again.
+//!
+//! Each is restarted by its supervisor when it fails; a restart re-reads its truth from the
+//! store (the waiter's list, the session's lease).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use boxfleet_cluster::record::Status;
+use boxfleet_cluster::transition::Transition;
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tokio::sync::Semaphore;
+use tracing::{info, warn};
+
+use crate::coordinator::Coordinator;
+
+/// Polls in flight at once across the node (sandbox.MaxConcurrentPolls).
+pub const MAX_CONCURRENT_POLLS: usize = 16;
+/// Collections in flight at once.
+pub const MAX_CONCURRENT_COLLECTIONS: usize = 4;
+/// One poll's bound (the control plane's whole-request budget).
+pub const POLL_BOUND: Duration = Duration::from_secs(60);
+
+/// Failures a worker saw but handled, for `Ops.Tree`'s `last_error`.
+#[derive(Debug, Default)]
+pub struct LastErrors {
+    errors: Mutex<std::collections::BTreeMap<String, String>>,
+}
+
+impl LastErrors {
+    pub fn record(&self, actor: &str, error: &str) {
+        self.errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(actor.to_owned(), error.to_owned());
+    }
+    pub fn get(&self, actor: &str) -> Option<String> {
+        self.errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(actor)
+            .cloned()
+    }
+}
+
+/// A test failpoint named in `BOXFLEET_FAILPOINTS` (comma-separated) fires once per process.
+fn failpoint_once(name: &str) -> bool {
+    static FIRED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let armed = std::env::var("BOXFLEET_FAILPOINTS")
+        .map(|list| list.split(',').any(|point| point.trim() == name))
+        .unwrap_or(false);
+    if !armed {
+        return false;
+    }
+    let mut fired = FIRED.lock().unwrap_or_else(|p| p.into_inner());
+    if fired.iter().any(|point| point == name) {
+        return false;
+    }
+    fired.push(name.to_owned());
+    true
+}
+
+// -------------------------------------------------------------------------------------------
+// session
+
+/// Keeps the node's session alive.
+#[derive(Debug)]
+pub struct SessionKeeper;
+
+#[derive(Debug, Clone)]
+pub struct SessionArgs {
+    pub coordinator: Arc<Coordinator>,
+    pub ttl_seconds: u64,
+    pub errors: Arc<LastErrors>,
+}
+
+#[derive(Debug)]
+pub enum SessionMsg {
+    Renew,
+}
+
+impl Actor for SessionKeeper {
+    type Msg = SessionMsg;
+    type State = SessionArgs;
+    type Arguments = SessionArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: SessionArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let every = Duration::from_millis((args.ttl_seconds * 1000 / 3).max(500));
+        myself.send_interval(every, || SessionMsg::Renew);
+        Ok(args)
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        SessionMsg::Renew: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let coordinator = &state.coordinator;
+        if let Err(error) = coordinator
+            .session()
+            .renew(coordinator.store.as_ref())
+            .await
+        {
+            warn!(node = %coordinator.node, %error, "session_renew_failed");
+            state.errors.record("session", &error.to_string());
+            if matches!(error, boxfleet_cluster::Error::LeaseNotFound(_)) {
+                for fence in coordinator.held_seats() {
+                    coordinator.lose_seat(&fence.seat);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// waiter
+
+/// The completion poll.
+#[derive(Debug)]
+pub struct Waiter;
+
+#[derive(Debug, Clone)]
+pub struct WaiterArgs {
+    pub coordinator: Arc<Coordinator>,
+    pub interval: Duration,
+    pub collectors: String,
+    pub errors: Arc<LastErrors>,
+}
+
+#[derive(Debug)]
+pub struct WaiterState {
+    args: WaiterArgs,
+    slots: Arc<Semaphore>,
+    polling: Arc<Mutex<HashSet<String>>>,
+}
+
+#[derive(Debug)]
+pub enum WaiterMsg {
+    Tick,
+    /// A test's way to make the poller fail (a panic inside the actor).
+    #[doc(hidden)]
+    Crash,
+}
+
+impl Actor for Waiter {
+    type Msg = WaiterMsg;
+    type State = WaiterState;
+    type Arguments = WaiterArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: WaiterArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        // a (re)started waiter polls at once, then on its interval
+        let _ = myself.cast(WaiterMsg::Tick);
+        myself.send_interval(args.interval, || WaiterMsg::Tick);
+        Ok(WaiterState {
+            args,
+            slots: Arc::new(Semaphore::new(MAX_CONCURRENT_POLLS)),
+            polling: Arc::new(Mutex::new(HashSet::new())),
+        })
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        if let WaiterMsg::Crash = message {
+            panic!("waiter crash requested");
+        }
+        if failpoint_once("waiter-panic-once") {
+            panic!("failpoint waiter-panic-once");
+        }
+        let coordinator = state.args.coordinator.clone();
+        let held: HashSet<String> = coordinator
+            .held_seats()
+            .into_iter()
+            .map(|fence| fence.seat)
+            .collect();
+        let runs = match coordinator.runs.list_running().await {
+            Ok(runs) => runs,
+            Err(error) => {
+                warn!(%error, "waiter_list_failed");
+                state.args.errors.record("waiter", &error.to_string());
+                return Ok(());
+            }
+        };
+        // oldest-polled first: a box whose poll just ended goes to the back of the line
+        for run in runs {
+            let record = run.record;
+            if record.status != Status::Running || !held.contains(&record.seat) {
+                continue;
+            }
+            if !state
+                .polling
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(record.turn_id.clone())
+            {
+                continue;
+            }
+            let coordinator = coordinator.clone();
+            let slots = state.slots.clone();
+            let polling = state.polling.clone();
+            let errors = state.args.errors.clone();
+            let collectors = state.args.collectors.clone();
+            tokio::spawn(async move {
+                let turn_id = record.turn_id.clone();
+                if let Ok(_slot) = slots.acquire().await {
+                    match tokio::time::timeout(POLL_BOUND, coordinator.poll(&record)).await {
+                        Ok(Ok(Some(_))) => {
+                            info!(turn_id, launch_id = %record.launch_id, "sandbox_run_completed");
+                            match ActorRef::<CollectMsg>::where_is(collectors) {
+                                Some(collectors) => {
+                                    let _ = collectors.cast(CollectMsg::Collect {
+                                        turn_id: turn_id.clone(),
+                                        launch_id: record.launch_id.clone(),
+                                    });
+                                }
+                                None => warn!(turn_id, "collectors_not_running"),
+                            }
+                        }
+                        Ok(Ok(None)) => {}
+                        Ok(Err(error)) => {
+                            warn!(turn_id, %error, "sandbox_poll_failed");
+                            errors.record("waiter", &error.to_string());
+                        }
+                        Err(_) => warn!(turn_id, "sandbox_poll_timed_out"),
+                    }
+                }
+                polling
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&turn_id);
+            });
+        }
+        Ok(())
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// collectors
+
+/// The bounded pool of collections.
+#[derive(Debug)]
+pub struct Collectors;
+
+#[derive(Debug, Clone)]
+pub struct CollectorsArgs {
+    pub coordinator: Arc<Coordinator>,
+    pub errors: Arc<LastErrors>,
+    /// collections that panicked (the claim was handed back)
+    pub panics: Arc<std::sync::atomic::AtomicU32>,
+}
+
+#[derive(Debug)]
+pub struct CollectorsState {
+    args: CollectorsArgs,
+    slots: Arc<Semaphore>,
+    running: Arc<Mutex<HashSet<String>>>,
+}
+
+#[derive(Debug)]
+pub enum CollectMsg {
+    Collect { turn_id: String, launch_id: String },
+}
+
+impl Actor for Collectors {
+    type Msg = CollectMsg;
+    type State = CollectorsState;
+    type Arguments = CollectorsArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: CollectorsArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(CollectorsState {
+            args,
+            slots: Arc::new(Semaphore::new(MAX_CONCURRENT_COLLECTIONS)),
+            running: Arc::new(Mutex::new(HashSet::new())),
+        })
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        CollectMsg::Collect { turn_id, launch_id }: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let key = format!("{turn_id}/{launch_id}");
+        if !state
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.clone())
+        {
+            return Ok(());
+        }
+        let args = state.args.clone();
+        let slots = state.slots.clone();
+        let running = state.running.clone();
+        tokio::spawn(async move {
+            let _slot = slots.acquire().await;
+            let coordinator = args.coordinator.clone();
+            let (turn, launch) = (turn_id.clone(), launch_id.clone());
+            let collection =
+                tokio::spawn(async move { coordinator.complete(&turn, &launch).await });
+            match collection.await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    warn!(turn_id, %error, "sandbox_collect_failed");
+                    args.errors.record("collectors", &error.to_string());
+                }
+                Err(join) if join.is_panic() => {
+                    // the collection died holding the claim: give it back for the retry
+                    warn!(turn_id, "sandbox_collect_panicked");
+                    args.panics
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    args.errors.record(
+                        "collectors",
+                        "a collection panicked; its claim was handed back",
+                    );
+                    if let Ok(fence) = args.coordinator.seat_fence_of_run(&turn_id).await {
+                        let hand_back = Transition::HandBackClaim {
+                            launch_id: launch_id.clone(),
+                            collect_failed: true,
+                        };
+                        let _ = args
+                            .coordinator
+                            .runs
+                            .apply(&fence, &turn_id, hand_back)
+                            .await;
+                    }
+                }
+                Err(_) => {}
+            }
+            running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&key);
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,428 @@
+//! The `command` runner: runs a shell command as the job — a check, an eval, a one-off
+//! script — with an optional in-box deadline (`timeout N`, exit 124) kept apart from the
+//! engine's own backstop (DESIGN §10, §11).
+//!
+//! `start` writes the command to `{home}/.boxfleet/jobs/{launch_id}/command.sh` (never on
+//! argv) and a POSIX-sh wrapper beside it, then starts the wrapper in the background under
+//! the configured shell. The wrapper exports `BOXFLEET_REPORT`, puts
+//! `{home}/.boxfleet/bin` (the ask shim) first on `PATH`, runs `sh command.sh` (under
+//! `timeout N` when the launch has a deadline) with its stdout and stderr in `stdout.log` and
+//! `stderr.log`, then writes the exit status to `done.tmp` and renames it to `done`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use boxfleet_actors::ports::{
+    BoxError, Collected, Followed, JobHandle, JobState, LaunchSpec, Runner, Sandbox,
+};
+
+use crate::ask;
+use crate::layout::{self, sh_quote};
+use crate::refs::delivered_refs;
+
+/// The stdout tail that stands in for a report nobody wrote.
+pub const REPORT_FALLBACK_BYTES: u64 = 64 * 1024;
+/// The stderr tail a collection keeps.
+pub const STDERR_TAIL_BYTES: u64 = 64 * 1024;
+/// The stdout lines a transcript keeps (its last ones).
+pub const TRANSCRIPT_LINES: usize = 500;
+/// How much of stdout's end a transcript is read from.
+pub const TRANSCRIPT_READ_BYTES: u64 = 256 * 1024;
+/// The most a `follow` returns (the last of it when more was written).
+pub const FOLLOW_WINDOW_BYTES: u64 = 1024 * 1024;
+/// How long `install`'s one command may take.
+const INSTALL_BOUND: Duration = Duration::from_secs(60);
+/// How long a command that outlives its deadline gets after SIGTERM before SIGKILL.
+const KILL_AFTER_SECONDS: u64 = 10;
+
+/// The `command` runner.
+#[derive(Debug, Clone)]
+pub struct CommandRunner {
+    shell: Vec<String>,
+}
+
+impl Default for CommandRunner {
+    fn default() -> Self {
+        CommandRunner::new()
+    }
+}
+
+impl CommandRunner {
+    /// A runner whose wrapper runs under `sh`.
+    pub fn new() -> Self {
+        CommandRunner {
+            shell: vec!["sh".to_owned()],
+        }
+    }
+
+    /// A runner whose wrapper runs under another POSIX shell: `["/bin/dash"]`,
+    /// `["bash", "--posix"]`, `["busybox", "ash"]`. An empty list keeps `sh`.
+    pub fn with_shell<I, S>(shell: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let shell: Vec<String> = shell.into_iter().map(Into::into).collect();
+        if shell.is_empty() {
+            CommandRunner::new()
+        } else {
+            CommandRunner { shell }
+        }
+    }
+
+    /// The shell the wrapper runs under.
+    pub fn shell(&self) -> &[String] {
+        &self.shell
+    }
+}
+
+/// The wrapper script for one job (POSIX sh: no bashisms; it runs under dash, `bash
+/// --posix` and busybox ash).
+pub fn wrapper_script(home: &str, dir: &str, timeout_seconds: Option<u64>) -> String {
+    let run = match timeout_seconds {
+        Some(seconds) => format!(
+            "timeout -k {KILL_AFTER_SECONDS} {seconds} sh \"$dir/{}\"",
+            layout::COMMAND
+        ),
+        None => format!("sh \"$dir/{}\"", layout::COMMAND),
+    };
+    format!(
+        r#"# boxfleet command wrapper: runs command.sh, then records its exit status in done.
+# POSIX sh only.
+dir={dir}
+home={home}
+BOXFLEET_REPORT={report}
+export BOXFLEET_REPORT
+export BOXFLEET_AGENT_HANDLE
+PATH={bin}:"${{PATH:-/usr/bin:/bin}}"
+export PATH
+rm -f "$dir/{done}" "$dir/{done}.tmp"
+if cd "$home"; then
+  {run} </dev/null >"$dir/{stdout}" 2>"$dir/{stderr}"
+  status=$?
+else
+  status=126
+fi
+printf '%s\n' "$status" >"$dir/{done}.tmp" && mv -f "$dir/{done}.tmp" "$dir/{done}"
+"#,
+        dir = sh_quote(dir),
+        home = sh_quote(home),
+        report = sh_quote(&layout::report(home)),
+        bin = sh_quote(&layout::bin_dir(home)),
+        done = layout::DONE,
+        stdout = layout::STDOUT,
+        stderr = layout::STDERR,
+    )
+}
+
+/// Parses a done marker: `None` while it is absent or empty (not done), `Some(None)` when it
+/// holds something that is not an exit status.
+fn parse_done(bytes: Option<Vec<u8>>) -> Option<Option<i32>> {
+    let bytes = bytes?;
+    let text = String::from_utf8_lossy(&bytes);
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    Some(text.parse().ok())
+}
+
+/// Cuts bytes read from `start` of a stream to whole UTF-8 characters: drops a partial
+/// character at the front when the read began mid-stream and one still being written at the
+/// end. Returns the text and the offsets it spans.
+fn whole_chars(bytes: &[u8], start: u64) -> (String, u64, u64) {
+    let mut front = 0;
+    if start > 0 {
+        while front < bytes.len().min(3) && (bytes[front] & 0xC0) == 0x80 {
+            front += 1;
+        }
+    }
+    let body = &bytes[front..];
+    let keep = match std::str::from_utf8(body) {
+        Ok(_) => body.len(),
+        // an incomplete character at the very end: leave it for the next reading
+        Err(error) if error.error_len().is_none() => error.valid_up_to(),
+        Err(_) => {
+            // invalid bytes inside: keep all but an incomplete tail
+            let tail_start = body.len().saturating_sub(3);
+            match (tail_start..body.len()).find(|&i| (body[i] & 0xC0) != 0x80) {
+                Some(i)
+                    if std::str::from_utf8(&body[i..]).is_err_and(|e| e.error_len().is_none()) =>
+                {
+                    i
+                }
+                _ => body.len(),
+            }
+        }
+    };
+    let text = String::from_utf8_lossy(&body[..keep]).into_owned();
+    let begin = start + front as u64;
+    (text, begin, begin + keep as u64)
+}
+
+/// The lines of a stream's end, the first dropped when the read began mid-line.
+fn tail_lines(bytes: &[u8], clipped: bool, keep: usize) -> Vec<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut lines: Vec<&str> = text.lines().collect();
+    if clipped && !lines.is_empty() {
+        lines.remove(0);
+    }
+    let skip = lines.len().saturating_sub(keep);
+    lines.into_iter().skip(skip).map(str::to_owned).collect()
+}
+
+#[async_trait]
+impl Runner for CommandRunner {
+    fn name(&self) -> &str {
+        "command"
+    }
+
+    async fn install(&self, sandbox: &dyn Sandbox) -> Result<(), BoxError> {
+        let home = sandbox.home();
+        let shim = layout::ask_shim(home);
+        sandbox
+            .write_file(&shim, ask::shim_script(&layout::ask_dir(home)).as_bytes())
+            .await?;
+        let jobs = layout::jobs_dir(home);
+        let script = format!(
+            "chmod 755 {shim} && mkdir -p {jobs} && rm -f {report} && rm -rf {ask} && rm -f {jobs}/*/{done} {jobs}/*/{done}.tmp",
+            shim = sh_quote(&shim),
+            jobs = sh_quote(&jobs),
+            report = sh_quote(&layout::report(home)),
+            ask = sh_quote(&layout::ask_dir(home)),
+            done = layout::DONE,
+        );
+        let out = sandbox
+            .exec(&script, &BTreeMap::new(), INSTALL_BOUND)
+            .await?;
+        if out.exit_code != 0 {
+            return Err(BoxError::Failed(format!(
+                "installing the command runner failed with exit {}: {}",
+                out.exit_code,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(())
+    }
+
+    async fn start(
+        &self,
+        sandbox: &dyn Sandbox,
+        launch: &LaunchSpec,
+    ) -> Result<JobHandle, BoxError> {
+        if !layout::valid_launch_id(&launch.launch_id) {
+            return Err(BoxError::Failed(format!(
+                "not a usable launch id: {:?}",
+                launch.launch_id
+            )));
+        }
+        let command = match launch.command.as_deref() {
+            Some(command) if !command.trim().is_empty() => command,
+            _ if !launch.brief.trim().is_empty() => launch.brief.as_str(),
+            _ => {
+                return Err(BoxError::Failed(
+                    "the command runner was given no command".into(),
+                ));
+            }
+        };
+        let home = sandbox.home();
+        let dir = layout::job_dir(home, &launch.launch_id);
+        let mut body = command.to_owned();
+        if !body.ends_with('\n') {
+            body.push('\n');
+        }
+        sandbox
+            .write_file(&layout::in_job(&dir, layout::COMMAND), body.as_bytes())
+            .await?;
+        let wrapper = layout::in_job(&dir, layout::WRAPPER);
+        sandbox
+            .write_file(
+                &wrapper,
+                wrapper_script(home, &dir, launch.timeout_seconds).as_bytes(),
+            )
+            .await?;
+        let mut env = launch.env.clone();
+        env.insert("BOXFLEET_REPORT".to_owned(), layout::report(home));
+        env.insert("BOXFLEET_AGENT_HANDLE".to_owned(), launch.seat.clone());
+        let shell: Vec<String> = self.shell.iter().map(|part| sh_quote(part)).collect();
+        let run = format!("exec {} {}", shell.join(" "), sh_quote(&wrapper));
+        sandbox.start_background(&run, &env, &dir).await
+    }
+
+    async fn poll(&self, sandbox: &dyn Sandbox, job: &JobHandle) -> Result<JobState, BoxError> {
+        let done = layout::in_job(&job.dir, layout::DONE);
+        if let Some(exit_code) = parse_done(sandbox.read_file(&done).await?) {
+            return Ok(JobState::Done { exit_code });
+        }
+        if sandbox.job_running(job).await? {
+            return Ok(JobState::Running);
+        }
+        // the wrapper may have written the marker and exited between the two reads
+        Ok(JobState::Done {
+            exit_code: parse_done(sandbox.read_file(&done).await?).flatten(),
+        })
+    }
+
+    async fn collect(&self, sandbox: &dyn Sandbox, job: &JobHandle) -> Result<Collected, BoxError> {
+        let home = sandbox.home();
+        let mut collected = Collected::default();
+        let mut errors = Vec::new();
+        let mut failed = |piece: &str, path: &str, error: BoxError| {
+            errors.push(format!("{piece} ({path}): {error}"));
+        };
+
+        // the exit status
+        let done = layout::in_job(&job.dir, layout::DONE);
+        match sandbox.read_file(&done).await {
+            Ok(bytes) => match parse_done(bytes) {
+                Some(Some(code)) => collected.exit_code = Some(code),
+                Some(None) => failed(
+                    "exit status",
+                    &done,
+                    BoxError::Failed("the done marker holds no exit status".into()),
+                ),
+                None => {}
+            },
+            Err(error) => failed("exit status", &done, error),
+        }
+
+        // stdout: the transcript, and the report when none was written
+        let stdout = layout::in_job(&job.dir, layout::STDOUT);
+        let stdout_tail = match sandbox.read_tail(&stdout, 0, TRANSCRIPT_READ_BYTES).await {
+            Ok(tail) => {
+                collected.transcript = tail_lines(&tail.bytes, tail.offset > 0, TRANSCRIPT_LINES);
+                Some(tail)
+            }
+            Err(error) => {
+                failed("stdout", &stdout, error);
+                None
+            }
+        };
+
+        // the report
+        let report = layout::report(home);
+        match sandbox.read_file(&report).await {
+            Ok(Some(bytes)) if !String::from_utf8_lossy(&bytes).trim().is_empty() => {
+                collected.report = String::from_utf8_lossy(&bytes).into_owned();
+            }
+            Ok(_) => {
+                if let Some(tail) = &stdout_tail {
+                    let skip = tail.bytes.len().saturating_sub(
+                        usize::try_from(REPORT_FALLBACK_BYTES).unwrap_or(usize::MAX),
+                    );
+                    let (text, _, _) = whole_chars(&tail.bytes[skip..], tail.offset + skip as u64);
+                    collected.report = text;
+                }
+            }
+            Err(error) => failed("report", &report, error),
+        }
+        collected.delivered_refs = delivered_refs(&collected.report);
+
+        // stderr's end
+        let stderr = layout::in_job(&job.dir, layout::STDERR);
+        match sandbox.read_tail(&stderr, 0, STDERR_TAIL_BYTES).await {
+            Ok(tail) => {
+                let (text, _, _) = whole_chars(&tail.bytes, tail.offset);
+                collected.stderr_tail = if tail.offset > 0 {
+                    format!(
+                        "[the first {} bytes of stderr are not shown]\n{text}",
+                        tail.offset
+                    )
+                } else {
+                    text
+                };
+            }
+            Err(error) => failed("stderr", &stderr, error),
+        }
+
+        // the question the ask shim recorded
+        let ask_dir = layout::ask_dir(home);
+        let mut pieces: Vec<Option<Vec<u8>>> = Vec::new();
+        let mut readable = true;
+        for name in ["question", "audience", "branch"] {
+            let path = format!("{ask_dir}/{name}");
+            match sandbox.read_file(&path).await {
+                Ok(bytes) => pieces.push(bytes),
+                Err(error) => {
+                    readable = false;
+                    failed(&format!("question's {name}"), &path, error);
+                    pieces.push(None);
+                }
+            }
+        }
+        if readable {
+            collected.question = ask::from_files(
+                pieces[0].as_deref(),
+                pieces[1].as_deref(),
+                pieces[2].as_deref(),
+            );
+        }
+
+        collected.read_errors = errors;
+        Ok(collected)
+    }
+
+    async fn follow(
+        &self,
+        sandbox: &dyn Sandbox,
+        job: &JobHandle,
+        from: u64,
+    ) -> Result<Followed, BoxError> {
+        let stdout = layout::in_job(&job.dir, layout::STDOUT);
+        let tail = sandbox
+            .read_tail(&stdout, from, FOLLOW_WINDOW_BYTES)
+            .await?;
+        let (text, start, end) = whole_chars(&tail.bytes, tail.offset);
+        Ok(Followed { text, start, end })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn done_markers() {
+        assert_eq!(parse_done(None), None);
+        assert_eq!(parse_done(Some(Vec::new())), None);
+        assert_eq!(parse_done(Some(b"0\n".to_vec())), Some(Some(0)));
+        assert_eq!(parse_done(Some(b"124\n".to_vec())), Some(Some(124)));
+        assert_eq!(parse_done(Some(b"what".to_vec())), Some(None));
+    }
+
+    #[test]
+    fn whole_characters_only() {
+        let text = "aé€".as_bytes(); // 1 + 2 + 3 bytes
+        assert_eq!(whole_chars(text, 0), ("aé€".to_owned(), 0, 6));
+        // cut inside the euro sign: held back for the next reading
+        assert_eq!(whole_chars(&text[..4], 0), ("aé".to_owned(), 0, 3));
+        // began inside the e-acute: its tail dropped
+        assert_eq!(whole_chars(&text[2..], 2), ("€".to_owned(), 3, 6));
+    }
+
+    #[test]
+    fn transcript_keeps_whole_lines_from_the_end() {
+        assert_eq!(tail_lines(b"a\nb\nc\n", false, 2), vec!["b", "c"]);
+        assert_eq!(tail_lines(b"rtial\nb\nc", true, 10), vec!["b", "c"]);
+    }
+
+    #[test]
+    fn the_wrapper_is_plain_sh() {
+        let script = wrapper_script("/h/o'me", "/h/o'me/.boxfleet/jobs/L", Some(5));
+        assert!(script.contains(r"home='/h/o'\''me'"));
+        assert!(script.contains("timeout -k 10 5 sh \"$dir/command.sh\""));
+        for bashism in [
+            "[[",
+            "function ",
+            "$'",
+            "<<<",
+            "&>",
+            "source ",
+            "pipefail",
+            "local ",
+        ] {
+            assert!(!script.contains(bashism), "the wrapper has {bashism:?}");
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! `Delivered:` lines: what a run says it delivered — a URL (without credentials) or a git
+//! branch name — one per line, in report order, deduplicated. A list marker, backticks,
+//! emphasis or angle brackets around the key or the value are allowed.
+
+/// The largest branch name kept (the spec's `sandbox.MaxBranchBytes`).
+pub const MAX_BRANCH_BYTES: usize = 1024;
+
+/// Every delivered ref in `report`, in order, each once.
+pub fn delivered_refs(report: &str) -> Vec<String> {
+    let mut refs: Vec<String> = Vec::new();
+    for line in report.lines() {
+        if let Some(found) = delivered_on(line) {
+            if !refs.contains(&found) {
+                refs.push(found);
+            }
+        }
+    }
+    refs
+}
+
+fn is_decoration(c: char) -> bool {
+    matches!(c, '*' | '_' | '`')
+}
+
+/// Strips a leading list marker (`-`, `*`, `+`, `1.`, `1)`) and quote marker (`>`).
+fn strip_marker(line: &str) -> &str {
+    let mut s = line.trim_start();
+    while let Some(rest) = s.strip_prefix('>') {
+        s = rest.trim_start();
+    }
+    for marker in ["- ", "* ", "+ "] {
+        if let Some(rest) = s.strip_prefix(marker) {
+            return rest.trim_start();
+        }
+    }
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    if digits > 0 {
+        let rest = &s[digits..];
+        if let Some(rest) = rest.strip_prefix(". ").or_else(|| rest.strip_prefix(") ")) {
+            return rest.trim_start();
+        }
+    }
+    s
+}
+
+/// Strips wrappers that come in pairs around a value: `**x**`, `*x*`, `_x_`, `` `x` ``, `<x>`.
+fn unwrap_value(mut value: &str) -> &str {
+    loop {
+        let before = value;
+        for (open, close) in [
+            ("**", "**"),
+            ("__", "__"),
+            ("*", "*"),
+            ("_", "_"),
+            ("`", "`"),
+            ("<", ">"),
+            ("\"", "\""),
+        ] {
+            if value.len() > open.len() + close.len()
+                && value.starts_with(open)
+                && value.ends_with(close)
+            {
+                value = &value[open.len()..value.len() - close.len()];
+            }
+        }
+        if value == before {
+            return value;
+        }
+    }
+}
+
+fn delivered_on(line: &str) -> Option<String> {
+    let s = strip_marker(line).trim_start_matches(is_decoration);
+    let key = s.get(..9)?;
+    if !key.eq_ignore_ascii_case("delivered") {
+        return None;
+    }
+    // the colon may sit inside the emphasis (`**Delivered:**`) or after it (`**Delivered**:`)
+    let rest = s[9..].trim_start_matches(is_decoration);
+    let rest = rest
+        .strip_prefix(':')?
+        .trim_start_matches(is_decoration)
+        .trim_start();
+    let token = rest.split_whitespace().next()?;
+    let token = token.trim_end_matches([',', ';']);
+    let token = unwrap_value(token);
+    let token = token.trim_end_matches(['.', ',', ';']);
+    let token = unwrap_value(token);
+    (is_clean_url(token) || is_branch_name(token)).then(|| token.to_owned())
+}
+
+/// An `http(s)://` URL with a host and no credentials in it.
+pub fn is_clean_url(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    let Some(rest) = lower
+        .strip_prefix("https://")
+        .or_else(|| lower.strip_prefix("http://"))
+    else {
+        return false;
+    };
+    if text.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return false;
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.is_empty() || authority.contains('@') {
+        return false;
+    }
+    // a credential in the query: `?access_token=…`, `&password=…`
+    let query = rest.split_once('?').map(|(_, q)| q).unwrap_or("");
+    !query.split('&').any(|pair| {
+        let key = pair.split('=').next().unwrap_or("");
+        ["token", "password", "passwd", "secret", "credential"]
+            .iter()
+            .any(|word| key.contains(word))
+            || ["key", "apikey", "api_key", "sig", "signature", "auth"].contains(&key)
+    })
+}
+
+/// A name git accepts for a branch (`git check-ref-format --branch`), at most
+/// [`MAX_BRANCH_BYTES`], and not a placeholder such as `none`.
+pub fn is_branch_name(name: &str) -> bool {
+    if name.is_empty() || name.len() > MAX_BRANCH_BYTES || name == "@" {
+        return false;
+    }
+    if ["none", "nothing", "n/a", "na", "tbd", "null", "nil", "-"]
+        .iter()
+        .any(|p| name.eq_ignore_ascii_case(p))
+    {
+        return false;
+    }
+    if name.starts_with('-') || name.starts_with('/') || name.ends_with('/') || name.ends_with('.')
+    {
+        return false;
+    }
+    if name.contains("..") || name.contains("@{") || name.contains("//") {
+        return false;
+    }
+    if name
+        .chars()
+        .any(|c| c.is_ascii_control() || c == ' ' || "~^:?*[\\".contains(c))
+    {
+        return false;
+    }
+    name.split('/')
+        .all(|part| !part.is_empty() && !part.starts_with('.') && !part.ends_with(".lock"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_refs_in_their_wrappings() {
+        let report = "# Findings\n\
+            Delivered: https://git.example.com/acme/app/pull/7\n\
+            - Delivered: `feature/login`\n\
+            * **Delivered:** <https://git.example.com/acme/app/pull/8>.\n\
+            1. **Delivered**: _wip/x_ (pushed)\n\
+            > delivered: fix-1\n\
+            Delivered: https://git.example.com/acme/app/pull/7\n\
+            We Delivered: not-this\n";
+        assert_eq!(
+            delivered_refs(report),
+            vec![
+                "https://git.example.com/acme/app/pull/7",
+                "feature/login",
+                "https://git.example.com/acme/app/pull/8",
+                "wip/x",
+                "fix-1",
+            ]
+        );
+    }
+
+    #[test]
+    fn refuses_credentials_and_what_is_not_a_branch() {
+        let report = "Delivered: https://user:pw@example.com/x\n\
+            Delivered: https://example.com/x?access_token=abc\n\
+            Delivered: none\n\
+            Delivered: bad..name\n\
+            Delivered: -rf\n\
+            Delivered: a.lock\n\
+            Delivered: ftp://example.com/x\n\
+            Delivered:\n";
+        assert_eq!(delivered_refs(report), Vec::<String>::new());
+        assert!(is_clean_url("https://example.com/a?page=2&design=1"));
+        assert!(!is_clean_url("https://example.com/a?X-Amz-Credential=x"));
+        assert!(is_branch_name("release/1.2"));
+    }
+}

@@ -1,0 +1,418 @@
+//! The `boxfleet` command line (DESIGN §16): the clap definitions of every command.
+//!
+//! `demo`, `node` and `validate` run in this process; every other command is a gRPC client of a
+//! running node ([`Conn`] says which) and is carried out by `client::run`.
+
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+
+/// The node a client command talks to when neither `--addr` nor `BOXFLEET_ADDR` names one.
+pub const DEFAULT_ADDR: &str = "http://127.0.0.1:7400";
+
+/// boxfleet runs coding agents in sandboxes on behalf of agent seats, as a fleet of nodes.
+#[derive(Debug, Parser)]
+#[command(
+    name = "boxfleet",
+    version,
+    about,
+    long_about = None,
+    after_help = "Start a node with 'boxfleet node', then launch work with 'boxfleet launch'. \
+                  Client commands reach the node at --addr (env BOXFLEET_ADDR, default \
+                  http://127.0.0.1:7400)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Every `boxfleet` command.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a one-process walkthrough on embedded defaults (a node, a launch, a question, an
+    /// answer, a collection); exits 0 when it all worked.
+    Demo(DemoArgs),
+
+    /// Run a node: the gRPC services, the supervision tree and the built-in engine. Flags
+    /// override the config file.
+    Node(NodeArgs),
+
+    /// Check a config file; exits non-zero and prints each problem at its location with its
+    /// remedy.
+    Validate {
+        /// The YAML config file to check (the same file `boxfleet node --config` reads).
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+
+    /// Launch a coding job for a seat (run_sandbox): a box is provisioned and the job started.
+    #[command(
+        group(ArgGroup::new("job").required(true).args(["brief", "command"])),
+        after_help = "Examples:\n  boxfleet launch --seat ci --command 'cargo test' --wait\n  \
+                      boxfleet launch --seat alice --brief 'Fix the flaky retry test' --task FLAKE-12"
+    )]
+    Launch {
+        /// The seat (agent handle) the job runs for; with no company document any name is a seat.
+        #[arg(long, value_name = "SEAT")]
+        seat: String,
+        /// The turn to launch under; omit it and the node makes a new turn id.
+        #[arg(long, value_name = "TURN")]
+        turn: Option<String>,
+        /// The coding agent that runs the job [default: command with --command, else
+        /// claude-code].
+        #[arg(long, value_enum, value_name = "RUNNER")]
+        runner: Option<Runner>,
+        /// The brief for a coding agent: what to do, in prose.
+        #[arg(long, value_name = "TEXT")]
+        brief: Option<String>,
+        /// A shell command to run as the job (the `command` runner): a check, an eval, a script.
+        #[arg(long, value_name = "CMD")]
+        command: Option<String>,
+        /// The task the job is for, shown on the board (e.g. a ticket id).
+        #[arg(long, value_name = "TASK")]
+        task: Option<String>,
+        /// The in-box deadline of the job in seconds (the check's own clock; it exits 124 when
+        /// it runs out). Omit it for none.
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<u64>,
+        /// The model the coding agent is pointed at (passed to the box as --model).
+        #[arg(long, value_name = "MODEL")]
+        model: Option<String>,
+        /// How long a box parked on a question may stay paused before it is reclaimed, in
+        /// seconds; 0 = never pause. Omit it for the seat's default.
+        #[arg(long, value_name = "SECS")]
+        pause_ttl: Option<u64>,
+        /// Stay attached: show the job's live output and its phase record when it is collected;
+        /// exit 0 when the run succeeded, 1 when it did not.
+        #[arg(long)]
+        wait: bool,
+        /// Print the launch's outcome as one JSON line ({"launched": …} or {"refused": …}); with
+        /// --wait, then each of the run's events as a JSON line (as `events --json` prints them).
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+
+    /// Show the board of runs in flight (the sandbox_runs list).
+    Runs {
+        /// Only the runs waiting on this person: "what is waiting on me".
+        #[arg(long, value_name = "HANDLE")]
+        audience: Option<String>,
+        /// Print one JSON document {"runs": [...]} with the board's field names.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+
+    /// Show a run's record, or the phase records of a collected run.
+    Show {
+        /// The run's turn id.
+        #[arg(value_name = "TURN")]
+        turn: String,
+        /// Print one JSON document {"record", "phase_records", "events"}.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+
+    /// Show the newest output of a running job.
+    Tail {
+        /// The run's turn id.
+        #[arg(value_name = "TURN")]
+        turn: String,
+        /// The job to show; omit it for the job the run's record holds now.
+        #[arg(long, value_name = "LAUNCH")]
+        launch: Option<String>,
+        /// Keep showing new output every second until the job stops running.
+        #[arg(long)]
+        follow: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+
+    /// Answer the question a parked run asked (answer_run).
+    Answer {
+        /// The parked run's turn id.
+        #[arg(value_name = "TURN")]
+        turn: String,
+        /// The job that asked (its launch id, as `boxfleet show TURN` or `runs --json` print it).
+        #[arg(long, value_name = "LAUNCH")]
+        launch: String,
+        /// The answer.
+        #[arg(long, value_name = "TEXT")]
+        text: String,
+        /// Whom the answer is from (a seat handle); omit it to answer as the token's identity.
+        #[arg(long = "as", value_name = "PERSON")]
+        as_whom: Option<String>,
+        #[command(flatten)]
+        conn: Conn,
+    },
+
+    /// Deliver a chat message into a seat's inbox (a reply on a parked run's conversation
+    /// answers it).
+    Deliver {
+        /// The seat whose inbox receives the message.
+        #[arg(long, value_name = "SEAT")]
+        seat: String,
+        /// The conversation the message is posted on (its conversation key).
+        #[arg(long, value_name = "CONVERSATION")]
+        conversation: String,
+        /// The message.
+        #[arg(long, value_name = "TEXT")]
+        text: String,
+        /// Who posted it.
+        #[arg(long, value_name = "PERSON", default_value = "operator")]
+        from: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+
+    /// Print the events outbox from a store revision.
+    Events {
+        /// The first store revision to print (an event's revision + 1 resumes after it).
+        #[arg(long, value_name = "REV", default_value_t = 0)]
+        from: i64,
+        /// Keep printing new events as they are written (Ctrl-C to stop).
+        #[arg(long)]
+        follow: bool,
+        /// Print JSON Lines: one event per line with type, id, turn_id, launch_id and revision.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+
+    /// Print the node's live supervision tree (name, state, restarts, mailbox, last error).
+    Tree {
+        /// Every node's tree, not only this node's.
+        #[arg(long)]
+        fleet: bool,
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+
+    /// List the live nodes of the fleet.
+    Nodes {
+        /// Print one JSON document {"nodes": [...]}.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+
+    /// List the seats: who holds each, its lease epoch, its runs and its inbox.
+    Seats {
+        /// Print one JSON document {"seats": [...]}.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+
+    /// Release a node's seats gracefully (before shutting it down); other nodes take them.
+    Drain {
+        /// The node to drain (its id, as `boxfleet nodes` prints it).
+        #[arg(value_name = "NODE")]
+        node: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+}
+
+/// How a client command reaches a node.
+#[derive(Debug, Clone, Args)]
+pub struct Conn {
+    /// The node's gRPC address.
+    #[arg(long, value_name = "URL", env = "BOXFLEET_ADDR", default_value = DEFAULT_ADDR)]
+    pub addr: String,
+    /// A bearer token for the node, sent as `authorization: Bearer <TOKEN>`.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "BOXFLEET_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+}
+
+/// `boxfleet demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Where the demo keeps its store and boxes [default: a fresh temporary directory].
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Keep the data directory afterwards, to look around in it.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+/// `boxfleet node` (DESIGN §12): each flag overrides its field of the config file.
+#[derive(Debug, Clone, Args)]
+pub struct NodeArgs {
+    /// The YAML config file (node, store and company sections); without one the defaults make
+    /// a working single node.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// This node's id in the fleet (node.id) [default: the host name].
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+    /// The address the gRPC services listen on (node.listen) [default: 127.0.0.1:7400].
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Where the embedded store and local boxes live (node.data_dir) [default: ./.boxfleet].
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Seconds the node's store lease lives without a keep-alive (node.lease_ttl_seconds)
+    /// [default: 15].
+    #[arg(long, value_name = "SECS")]
+    pub lease_ttl: Option<u64>,
+    /// Seconds between completion polls of running jobs (node.poll_interval_seconds)
+    /// [default: 15].
+    #[arg(long, value_name = "SECS")]
+    pub poll_interval: Option<u64>,
+    /// etcd endpoints, comma-separated; naming any makes the store etcd (store.endpoints).
+    #[arg(long, value_name = "URL[,URL]", value_delimiter = ',')]
+    pub etcd: Vec<String>,
+    /// The key prefix every store key lives under (store.prefix) [default: /boxfleet/v1].
+    #[arg(long, value_name = "P")]
+    pub prefix: Option<String>,
+}
+
+/// The coding agent a job runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Runner {
+    /// a shell command (checks, evals, scripts)
+    Command,
+    /// Claude Code, headless
+    ClaudeCode,
+    /// OpenCode
+    Opencode,
+}
+
+impl Runner {
+    /// The runner's name on the wire (`LaunchRequest.runner`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Runner::Command => "command",
+            Runner::ClaudeCode => "claude-code",
+            Runner::Opencode => "opencode",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("boxfleet").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn the_definitions_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn launch_takes_exactly_one_of_brief_and_command() {
+        assert!(parse(&["launch", "--seat", "s"]).is_err(), "neither");
+        assert!(
+            parse(&["launch", "--seat", "s", "--brief", "b", "--command", "c"]).is_err(),
+            "both"
+        );
+        let cli = parse(&["launch", "--seat", "s", "--command", "true", "--wait"]).expect("parses");
+        match cli.command {
+            Command::Launch {
+                command,
+                wait,
+                runner,
+                ..
+            } => {
+                assert_eq!(command.as_deref(), Some("true"));
+                assert!(wait);
+                assert_eq!(runner, None);
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+        let cli = parse(&[
+            "launch",
+            "--seat",
+            "s",
+            "--brief",
+            "b",
+            "--runner",
+            "claude-code",
+        ])
+        .expect("parses");
+        assert!(matches!(
+            cli.command,
+            Command::Launch {
+                runner: Some(Runner::ClaudeCode),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn answer_as_and_deliver_from_default() {
+        let cli = parse(&[
+            "answer", "t1", "--launch", "l1", "--text", "yes", "--as", "bob",
+        ])
+        .expect("parses");
+        assert!(matches!(
+            cli.command,
+            Command::Answer { ref as_whom, .. } if as_whom.as_deref() == Some("bob")
+        ));
+        let cli = parse(&[
+            "deliver",
+            "--seat",
+            "s",
+            "--conversation",
+            "c",
+            "--text",
+            "hi",
+        ])
+        .expect("parses");
+        assert!(matches!(cli.command, Command::Deliver { ref from, .. } if from == "operator"));
+    }
+
+    #[test]
+    fn node_flags_and_etcd_endpoints_split_on_commas() {
+        let cli = parse(&[
+            "node",
+            "--etcd",
+            "http://a:2379,http://b:2379",
+            "--lease-ttl",
+            "5",
+        ])
+        .expect("parses");
+        match cli.command {
+            Command::Node(args) => {
+                assert_eq!(args.etcd, ["http://a:2379", "http://b:2379"]);
+                assert_eq!(args.lease_ttl, Some(5));
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn events_default_from_zero() {
+        let cli = parse(&["events", "--follow"]).expect("parses");
+        assert!(matches!(
+            cli.command,
+            Command::Events {
+                from: 0,
+                follow: true,
+                json: false,
+                ..
+            }
+        ));
+    }
+}

@@ -1,0 +1,265 @@
+//! One boxfleet node: its store, session and coordinator, and the supervision tree that runs
+//! its workers (DESIGN §7):
+//!
+//! ```text
+//! node/{id}                 rest_for_one
+//! ├── {id}/session          permanent   renews the session lease at ttl/3
+//! ├── {id}/engines          permanent   routes work to an attached engine or the built-in one
+//! ├── {id}/collectors       permanent   bounded pool of claimed collections
+//! ├── {id}/waiter           permanent   the completion poll
+//! └── {id}/api              permanent   the tonic listener (Runs, Engine, Ops, health, reflection)
+//! ```
+//! Started in order, stopped in reverse.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use boxfleet_actors::coordinator::{Coordinator, EngineDown};
+use boxfleet_actors::ports::{Provider, Runner};
+use boxfleet_actors::supervisor::{
+    ChildSpec, Restart, Strategy, Supervisor, SupervisorArgs, SupervisorMsg,
+};
+use boxfleet_actors::workers::{
+    Collectors, CollectorsArgs, LastErrors, SessionArgs, SessionKeeper, Waiter, WaiterArgs,
+};
+use boxfleet_cluster::seat::{NodeInfo, Session};
+use boxfleet_cluster::store::embedded::EmbeddedStore;
+use boxfleet_cluster::store::etcd::EtcdStore;
+use boxfleet_cluster::{Keys, Store};
+use boxfleet_config::{NodeConfig, StoreKind};
+use ractor::{Actor, ActorRef};
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+use crate::engine::{Engines, Router, RouterArgs};
+use crate::grpc::{Api, ApiArgs};
+
+/// A running node.
+#[derive(Debug)]
+pub struct Node {
+    pub config: NodeConfig,
+    pub addr: SocketAddr,
+    pub coordinator: Arc<Coordinator>,
+    pub root: ActorRef<SupervisorMsg>,
+    root_join: tokio::task::JoinHandle<()>,
+}
+
+async fn open_store(config: &NodeConfig) -> anyhow::Result<Arc<dyn Store>> {
+    Ok(match config.store.kind {
+        StoreKind::Embedded => {
+            let dir = config.data_dir.join("store");
+            Arc::new(
+                EmbeddedStore::open(&dir)
+                    .await
+                    .with_context(|| format!("open the embedded store in {}", dir.display()))?,
+            )
+        }
+        StoreKind::Etcd => Arc::new(
+            EtcdStore::connect(&config.store.endpoints, Duration::from_secs(10))
+                .await
+                .with_context(|| {
+                    format!("connect to etcd at {}", config.store.endpoints.join(","))
+                })?,
+        ),
+    })
+}
+
+impl Node {
+    /// Starts a node: store, session, coordinator, the recovery pass, then the tree.
+    pub async fn start(config: NodeConfig) -> anyhow::Result<Node> {
+        std::fs::create_dir_all(&config.data_dir)
+            .with_context(|| format!("create the data dir {}", config.data_dir.display()))?;
+        let store = open_store(&config).await?;
+        let keys = Keys::new(config.store.prefix.clone());
+        let id = config.id.clone();
+        let incarnation = format!("{id}-{}", uuid::Uuid::new_v4().simple());
+
+        // a restarted node takes over its previous incarnation's session at once
+        if let Some(kv) = store.get(&keys.node(&id)).await?
+            && kv.lease != 0
+        {
+            info!(node = %id, "node_previous_session_revoked");
+            let _ = store.lease_revoke(kv.lease).await;
+        }
+
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .with_context(|| {
+                format!(
+                    "listen on {} (is another node running there? pass --listen)",
+                    config.listen
+                )
+            })?;
+        let addr = listener.local_addr()?;
+        let info = NodeInfo {
+            node: id.clone(),
+            addr: addr.to_string(),
+            incarnation: incarnation.clone(),
+            started_at: chrono::Utc::now(),
+            build: env!("CARGO_PKG_VERSION").to_owned(),
+        };
+        let session =
+            Session::open(store.as_ref(), &keys, info, config.lease_ttl_seconds as i64).await?;
+
+        let mut providers: BTreeMap<String, Arc<dyn Provider>> = BTreeMap::new();
+        providers.insert(
+            "direct".into(),
+            Arc::new(boxfleet_sandbox::direct::DirectProvider::new(
+                config.data_dir.join("boxes"),
+            )),
+        );
+        let mut runners: BTreeMap<String, Arc<dyn Runner>> = BTreeMap::new();
+        runners.insert(
+            "command".into(),
+            Arc::new(boxfleet_agents::command::CommandRunner::new()),
+        );
+
+        let (engine_tx, engine_rx) = mpsc::unbounded_channel::<EngineDown>();
+        let coordinator = Arc::new(Coordinator::new(
+            id.clone(),
+            incarnation,
+            store.clone(),
+            keys.clone(),
+            session,
+            providers,
+            runners,
+            "direct".into(),
+            engine_tx,
+        ));
+        let engines = Arc::new(Engines::new(coordinator.clone()));
+        let errors = Arc::new(LastErrors::default());
+        let collect_panics = Arc::new(std::sync::atomic::AtomicU32::new(0));
+
+        // the recovery pass for every seat with runs, before the poll starts
+        let mut seats: Vec<String> = coordinator
+            .runs
+            .list()
+            .await?
+            .into_iter()
+            .map(|run| run.record.seat)
+            .collect();
+        seats.sort();
+        seats.dedup();
+        for seat in &seats {
+            if let Err(error) = coordinator.seat_fence(seat).await {
+                warn!(seat, %error, "seat_recovery_failed");
+            }
+        }
+
+        let receiver = Arc::new(tokio::sync::Mutex::new(engine_rx));
+        let listener = Arc::new(std::sync::Mutex::new(Some(listener)));
+        let args = SupervisorArgs::new(Strategy::RestForOne)
+            .with_intensity(10, Duration::from_secs(30))
+            .with_child({
+                let args = SessionArgs {
+                    coordinator: coordinator.clone(),
+                    ttl_seconds: config.lease_ttl_seconds,
+                    errors: errors.clone(),
+                };
+                ChildSpec::worker(format!("{id}/session"), Restart::Permanent, move || {
+                    (SessionKeeper, args.clone())
+                })
+            })
+            .with_child({
+                let args = RouterArgs {
+                    engines: engines.clone(),
+                    receiver,
+                };
+                ChildSpec::worker(format!("{id}/engines"), Restart::Permanent, move || {
+                    (Router, args.clone())
+                })
+            })
+            .with_child({
+                let args = CollectorsArgs {
+                    coordinator: coordinator.clone(),
+                    errors: errors.clone(),
+                    panics: collect_panics.clone(),
+                };
+                ChildSpec::worker(format!("{id}/collectors"), Restart::Permanent, move || {
+                    (Collectors, args.clone())
+                })
+            })
+            .with_child({
+                let args = WaiterArgs {
+                    coordinator: coordinator.clone(),
+                    interval: Duration::from_secs(config.poll_interval_seconds),
+                    collectors: format!("{id}/collectors"),
+                    errors: errors.clone(),
+                };
+                ChildSpec::worker(format!("{id}/waiter"), Restart::Permanent, move || {
+                    (Waiter, args.clone())
+                })
+            })
+            .with_child({
+                let args = ApiArgs {
+                    addr,
+                    listener,
+                    coordinator: coordinator.clone(),
+                    engines: engines.clone(),
+                    errors: errors.clone(),
+                    root: format!("node/{id}"),
+                };
+                ChildSpec::worker(format!("{id}/api"), Restart::Permanent, move || {
+                    (Api, args.clone())
+                })
+            });
+        let (root, root_join) = Supervisor::spawn(Some(format!("node/{id}")), Supervisor, args)
+            .await
+            .context("start the node's supervision tree")?;
+        for seat in &seats {
+            coordinator.pump(seat).await;
+        }
+        info!(node = %id, %addr, "node_started");
+        Ok(Node {
+            config,
+            addr,
+            coordinator,
+            root,
+            root_join,
+        })
+    }
+
+    /// Stops the node: the tree in reverse order, then the session (its seats go with it, so
+    /// another node can take them at once).
+    pub async fn stop(self) {
+        self.root.stop(Some("node stopping".into()));
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.root_join).await;
+        let _ = self
+            .coordinator
+            .session()
+            .close(self.coordinator.store.as_ref())
+            .await;
+        info!(node = %self.config.id, "node_stopped");
+    }
+
+    /// Runs until Ctrl-C or SIGTERM, or until the tree fails past its restart intensity.
+    pub async fn run_until_signal(self) -> anyhow::Result<()> {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let root_cell = self.root.get_cell();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+            _ = wait_stopped(root_cell) => {
+                anyhow::bail!("the node's supervision tree stopped: restart intensity exceeded (see the log)");
+            }
+        }
+        info!("node_stopping");
+        self.stop().await;
+        Ok(())
+    }
+}
+
+async fn wait_stopped(cell: ractor::ActorCell) {
+    loop {
+        if matches!(
+            cell.get_status(),
+            ractor::ActorStatus::Stopped | ractor::ActorStatus::Stopping
+        ) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}

@@ -1,0 +1,400 @@
+//! A direct box's files: paths confined to the box, regular files only, no link followed,
+//! a named pipe never waited on.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Component, Path, PathBuf};
+
+use boxfleet_actors::ports::{BoxError, MAX_FILE_BYTES, TailRead};
+
+/// What a file type is, in words, for a refusal.
+pub(crate) fn describe(file_type: fs::FileType) -> &'static str {
+    if file_type.is_symlink() {
+        "a symbolic link"
+    } else if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_fifo() {
+        "a named pipe"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_block_device() {
+        "a block device"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else if file_type.is_file() {
+        "a regular file"
+    } else {
+        "not a regular file"
+    }
+}
+
+fn failed(what: &str, path: &str, error: &io::Error) -> BoxError {
+    BoxError::Failed(format!("{what} {path}: {error}"))
+}
+
+/// Lexically normalises `path` (no `.`, no `..`), refusing one that climbs above `/`.
+fn normalise(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::RootDir => out.push("/"),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() || out.as_os_str().is_empty() {
+                    return None;
+                }
+            }
+            Component::Normal(part) => out.push(part),
+            Component::Prefix(_) => return None,
+        }
+    }
+    Some(out)
+}
+
+/// Where a box keeps what it is asked about.
+#[derive(Debug, Clone)]
+pub(crate) struct BoxPaths {
+    /// the box directory: `{data_dir}/boxes/{id}`
+    pub root: PathBuf,
+    /// the agent's home: `{root}/home`
+    pub home: PathBuf,
+}
+
+impl BoxPaths {
+    /// Resolves a path a caller names: relative (or `~/…`) is under the home; absolute must
+    /// lie inside `within` (the box for a read, the home for a write). The box directory and
+    /// the home themselves are refused, and so is any path whose directories hold a link
+    /// below the box directory.
+    pub fn resolve(&self, path: &str, write: bool) -> Result<PathBuf, BoxError> {
+        let refuse = |why: &str| BoxError::Failed(format!("refused path {path:?}: {why}"));
+        if path.is_empty() || path.contains('\0') {
+            return Err(refuse("empty or holds a NUL"));
+        }
+        let joined = if let Some(rest) = path.strip_prefix("~/") {
+            self.home.join(rest)
+        } else if path.starts_with('~') {
+            return Err(refuse("names another account's home"));
+        } else if Path::new(path).is_absolute() {
+            PathBuf::from(path)
+        } else {
+            self.home.join(path)
+        };
+        let resolved = normalise(&joined).ok_or_else(|| refuse("climbs out of the box"))?;
+        let within = if write || !Path::new(path).is_absolute() {
+            &self.home
+        } else {
+            &self.root
+        };
+        if !resolved.starts_with(within)
+            || resolved == *within
+            || resolved == self.root
+            || resolved == self.home
+        {
+            return Err(refuse(if write {
+                "lies outside the box's home"
+            } else {
+                "lies outside the box"
+            }));
+        }
+        // no link in a directory between the box and the file
+        let mut at = self.root.clone();
+        let below = resolved
+            .strip_prefix(&self.root)
+            .map_err(|_| refuse("lies outside the box"))?;
+        let parts: Vec<_> = below.components().collect();
+        for part in parts.iter().take(parts.len().saturating_sub(1)) {
+            at.push(part);
+            match fs::symlink_metadata(&at) {
+                Ok(meta) if meta.file_type().is_dir() => {}
+                Ok(meta) => {
+                    return Err(BoxError::NotRegular {
+                        path: path.to_owned(),
+                        what: format!(
+                            "under {} (a parent), which is {}",
+                            at.display(),
+                            describe(meta.file_type())
+                        ),
+                    });
+                }
+                Err(error) if error.kind() == io::ErrorKind::NotFound => break,
+                Err(error) => {
+                    return Err(failed("cannot inspect", &at.display().to_string(), &error));
+                }
+            }
+        }
+        Ok(resolved)
+    }
+}
+
+/// Opens `file` for reading only if it is a regular file where it lies: no link followed,
+/// never blocking on a named pipe. `Ok(None)` only when nothing is there.
+pub(crate) fn open_regular(file: &Path, shown: &str) -> Result<Option<(File, u64)>, BoxError> {
+    let not_regular = |what: &str| BoxError::NotRegular {
+        path: shown.to_owned(),
+        what: what.to_owned(),
+    };
+    match fs::symlink_metadata(file) {
+        Ok(meta) if !meta.file_type().is_file() => {
+            return Err(not_regular(describe(meta.file_type())));
+        }
+        Ok(_) => {}
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(failed("cannot inspect", shown, &error)),
+    }
+    // the path may have changed since it was inspected: the open follows no link and waits
+    // for no writer, and what it opened is checked again
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(file);
+    let handle = match opened {
+        Ok(handle) => handle,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(error) if error.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(not_regular("a symbolic link"));
+        }
+        Err(error) if error.raw_os_error() == Some(libc::ENXIO) => {
+            return Err(not_regular("a socket"));
+        }
+        Err(error) => return Err(failed("cannot open", shown, &error)),
+    };
+    let meta = handle
+        .metadata()
+        .map_err(|error| failed("cannot inspect", shown, &error))?;
+    if !meta.file_type().is_file() {
+        return Err(not_regular(describe(meta.file_type())));
+    }
+    Ok(Some((handle, meta.len())))
+}
+
+/// Reads a whole regular file, refused past [`MAX_FILE_BYTES`] (never clipped).
+pub(crate) fn read_whole(file: &Path, shown: &str) -> Result<Option<Vec<u8>>, BoxError> {
+    let Some((handle, len)) = open_regular(file, shown)? else {
+        return Ok(None);
+    };
+    let too_large = |size: u64| BoxError::TooLarge {
+        path: shown.to_owned(),
+        size,
+        limit: MAX_FILE_BYTES,
+    };
+    if len > MAX_FILE_BYTES {
+        return Err(too_large(len));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    handle
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|error| failed("cannot read", shown, &error))?;
+    // it grew past the bound while being read
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(Some(bytes))
+}
+
+/// Reads a stream from `offset` to its end, at most `max` bytes (its last `max` when more).
+/// Nothing at the path reads as an empty stream.
+pub(crate) fn read_tail(
+    file: &Path,
+    shown: &str,
+    offset: u64,
+    max: u64,
+) -> Result<TailRead, BoxError> {
+    let Some((mut handle, len)) = open_regular(file, shown)? else {
+        return Ok(TailRead {
+            bytes: Vec::new(),
+            offset: 0,
+            len: 0,
+        });
+    };
+    let start = offset.min(len).max(len.saturating_sub(max));
+    handle
+        .seek(SeekFrom::Start(start))
+        .map_err(|error| failed("cannot seek", shown, &error))?;
+    let mut bytes = Vec::new();
+    handle
+        .take((len - start).min(max))
+        .read_to_end(&mut bytes)
+        .map_err(|error| failed("cannot read", shown, &error))?;
+    Ok(TailRead {
+        bytes,
+        offset: start,
+        len,
+    })
+}
+
+/// Creates the directories from `base` down to `dir`, each one a real directory (a link or
+/// anything else in the way is refused).
+pub(crate) fn create_dirs(base: &Path, dir: &Path, shown: &str) -> Result<(), BoxError> {
+    let below = dir
+        .strip_prefix(base)
+        .map_err(|_| BoxError::Failed(format!("refused path {shown:?}: lies outside the box")))?;
+    let mut at = base.to_path_buf();
+    for part in below.components() {
+        at.push(part);
+        match fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_dir() => continue,
+            Ok(meta) => {
+                return Err(BoxError::NotRegular {
+                    path: shown.to_owned(),
+                    what: format!(
+                        "under {}, which is {}",
+                        at.display(),
+                        describe(meta.file_type())
+                    ),
+                });
+            }
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+            Err(error) => return Err(failed("cannot inspect", &at.display().to_string(), &error)),
+        }
+        match fs::create_dir(&at) {
+            Ok(()) => {}
+            // made meanwhile: inspect it again on the next pass
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+                let meta = fs::symlink_metadata(&at)
+                    .map_err(|error| failed("cannot inspect", shown, &error))?;
+                if !meta.file_type().is_dir() {
+                    return Err(BoxError::NotRegular {
+                        path: shown.to_owned(),
+                        what: format!(
+                            "under {}, which is {}",
+                            at.display(),
+                            describe(meta.file_type())
+                        ),
+                    });
+                }
+            }
+            Err(error) => return Err(failed("cannot create directory for", shown, &error)),
+        }
+    }
+    Ok(())
+}
+
+/// Writes a whole file onto a regular file or onto nothing: a link at the path is refused,
+/// not followed, and a named pipe is refused, not waited on.
+pub(crate) fn write_whole(
+    file: &Path,
+    shown: &str,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<(), BoxError> {
+    let not_regular = |what: &str| BoxError::NotRegular {
+        path: shown.to_owned(),
+        what: what.to_owned(),
+    };
+    match fs::symlink_metadata(file) {
+        Ok(meta) if !meta.file_type().is_file() => {
+            return Err(not_regular(describe(meta.file_type())));
+        }
+        Ok(_) => {}
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+        Err(error) => return Err(failed("cannot inspect", shown, &error)),
+    }
+    let opened = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(file);
+    let mut handle = match opened {
+        Ok(handle) => handle,
+        Err(error) if error.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(not_regular("a symbolic link"));
+        }
+        // a named pipe with no reader, or a socket
+        Err(error) if error.raw_os_error() == Some(libc::ENXIO) => {
+            let what = fs::symlink_metadata(file)
+                .map(|meta| describe(meta.file_type()))
+                .unwrap_or("not a regular file");
+            return Err(not_regular(what));
+        }
+        Err(error) if error.raw_os_error() == Some(libc::EISDIR) => {
+            return Err(not_regular("a directory"));
+        }
+        Err(error) => return Err(failed("cannot open", shown, &error)),
+    };
+    let meta = handle
+        .metadata()
+        .map_err(|error| failed("cannot inspect", shown, &error))?;
+    if !meta.file_type().is_file() {
+        return Err(not_regular(describe(meta.file_type())));
+    }
+    handle
+        .set_len(0)
+        .map_err(|error| failed("cannot truncate", shown, &error))?;
+    handle
+        .write_all(bytes)
+        .map_err(|error| failed("cannot write", shown, &error))?;
+    Ok(())
+}
+
+/// Writes a whole file by writing a sibling and renaming it over the path (the engine's
+/// records: a reader sees the old or the new, never half).
+pub(crate) fn write_atomic(file: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let name = file
+        .file_name()
+        .and_then(|name| name.to_str())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    let tmp = file.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = fs::remove_file(&tmp);
+    {
+        let mut handle = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)?;
+        handle.write_all(bytes)?;
+        handle.sync_all()?;
+    }
+    fs::rename(&tmp, file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalise_refuses_climbing_above_root() {
+        assert_eq!(
+            normalise(Path::new("/a/./b/../c")),
+            Some(PathBuf::from("/a/c"))
+        );
+        assert_eq!(normalise(Path::new("/..")), None);
+        assert_eq!(normalise(Path::new("/a/../..")), None);
+    }
+
+    #[test]
+    fn resolve_confines_paths_to_the_box() {
+        let paths = BoxPaths {
+            root: PathBuf::from("/nonexistent/box"),
+            home: PathBuf::from("/nonexistent/box/home"),
+        };
+        assert_eq!(
+            paths.resolve("a/b", false).ok(),
+            Some(PathBuf::from("/nonexistent/box/home/a/b"))
+        );
+        assert_eq!(
+            paths.resolve("~/a", true).ok(),
+            Some(PathBuf::from("/nonexistent/box/home/a"))
+        );
+        assert!(paths.resolve("../records/box.json", false).is_err());
+        assert!(paths.resolve("~root/x", false).is_err());
+        assert!(paths.resolve("/etc/passwd", false).is_err());
+        assert!(
+            paths
+                .resolve("/nonexistent/box/records/box.json", false)
+                .is_ok()
+        );
+        assert!(
+            paths
+                .resolve("/nonexistent/box/records/box.json", true)
+                .is_err()
+        );
+        assert!(paths.resolve("/nonexistent/box/home", false).is_err());
+        assert!(paths.resolve(".", false).is_err());
+        assert!(paths.resolve("a/../../x", false).is_err());
+    }
+}

@@ -1,0 +1,988 @@
+//! The box contract (DESIGN §9, §17): one set of generic checks, run against every backend
+//! that can run here — `fake` and `direct` — each check with one entry point per backend.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use boxfleet_actors::ports::{BoxError, BoxSpec, JobHandle, MAX_FILE_BYTES, Provider, Sandbox};
+use boxfleet_sandbox::direct::{JobIdentity, ProcStat, proc};
+use boxfleet_sandbox::{DirectProvider, FakeNode, FakeProvider, ScriptedJob};
+
+const NO_ENV: &std::collections::BTreeMap<String, String> = &std::collections::BTreeMap::new();
+
+/// What the generic checks need of a backend beyond the ports.
+#[async_trait]
+trait Harness: Send + Sync {
+    fn provider(&self) -> Arc<dyn Provider>;
+    /// A command for a job that runs until it is killed (the fake: scripted not to finish).
+    fn long_job(&self) -> String;
+    /// A command for a job that prints `hello` to `{dir}/stdout.log`, writes `exit` to
+    /// `{dir}/done` and exits with it, finishing within a few polls.
+    fn short_job(&self, dir: &str, exit: i32) -> String;
+    async fn put_symlink(&self, sandbox: &dyn Sandbox, path: &str, target: &str);
+    async fn put_fifo(&self, sandbox: &dyn Sandbox, path: &str);
+    async fn put_dir(&self, sandbox: &dyn Sandbox, path: &str);
+    async fn put_sparse(&self, sandbox: &dyn Sandbox, path: &str, len: u64);
+    /// Whether the job's processes are stopped (waits a little for a signal to land).
+    async fn job_stopped(&self, sandbox: &dyn Sandbox, job: &JobHandle) -> bool;
+    /// Whether the backend's own record says the box is paused.
+    async fn recorded_paused(&self, sandbox_id: &str) -> bool;
+    /// The box's recorded timeout, and a keepalive stamp that grows with each keepalive.
+    async fn keepalive(&self, sandbox_id: &str) -> (u64, String);
+    /// The same job's identity with a wrong start time: a pid the kernel handed out again.
+    fn recycled(&self, job: &JobHandle) -> JobHandle;
+    /// Whether the box's jobs are all gone from the host (the fake: nothing to check).
+    async fn no_process_left(&self, job: &JobHandle) -> bool;
+}
+
+fn spec() -> BoxSpec {
+    BoxSpec {
+        turn_id: "t-1".into(),
+        seat: "ada".into(),
+        env: Default::default(),
+        timeout_seconds: 900,
+    }
+}
+
+async fn wait_until_done(sandbox: &dyn Sandbox, job: &JobHandle) {
+    for _ in 0..400 {
+        if !sandbox.job_running(job).await.expect("job_running answers") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the job did not finish");
+}
+
+// ---------------------------------------------------------------------------------------------
+// the checks
+
+async fn creates_a_box(h: &dyn Harness) {
+    let provider = h.provider();
+    let sandbox = provider.create(&spec()).await.expect("create");
+    assert!(!sandbox.id().is_empty());
+    assert!(
+        sandbox.home().starts_with('/'),
+        "home is absolute: {}",
+        sandbox.home()
+    );
+    sandbox
+        .write_file("notes/hello.txt", b"hi")
+        .await
+        .expect("write");
+    let again = provider.attach(sandbox.id()).await.expect("attach");
+    assert_eq!(
+        again.read_file("notes/hello.txt").await.expect("read"),
+        Some(b"hi".to_vec())
+    );
+    let absolute = format!("{}/notes/hello.txt", sandbox.home());
+    assert_eq!(
+        again.read_file(&absolute).await.expect("read absolute"),
+        Some(b"hi".to_vec())
+    );
+    assert_eq!(
+        again.read_file("~/notes/hello.txt").await.expect("read ~"),
+        Some(b"hi".to_vec())
+    );
+    assert_eq!(
+        again
+            .read_file("notes/absent.txt")
+            .await
+            .expect("read absent"),
+        None
+    );
+    provider.kill(sandbox.id()).await.expect("kill");
+}
+
+async fn attach_never_wakes(h: &dyn Harness) {
+    let provider = h.provider();
+    let sandbox = provider.create(&spec()).await.expect("create");
+    let job = sandbox
+        .start_background(&h.long_job(), NO_ENV, ".boxfleet/jobs/a")
+        .await
+        .expect("start");
+    sandbox.pause().await.expect("pause");
+    assert!(
+        h.job_stopped(sandbox.as_ref(), &job).await,
+        "paused job is stopped"
+    );
+    let attached = provider
+        .attach(sandbox.id())
+        .await
+        .expect("attach succeeds on a paused box");
+    // reads do not wake it
+    assert!(
+        attached.job_running(&job).await.expect("job_running"),
+        "a stopped job is alive"
+    );
+    let _ = attached
+        .read_file(".boxfleet/jobs/a/stdout.log")
+        .await
+        .expect("read");
+    let _ = attached
+        .read_tail(".boxfleet/jobs/a/stdout.log", 0, 1024)
+        .await
+        .expect("tail");
+    attached
+        .set_timeout(Duration::from_secs(60))
+        .await
+        .expect("keepalive on a paused box");
+    // what would need it running is refused, not done by waking it
+    assert!(matches!(
+        attached.exec("true", NO_ENV, Duration::from_secs(5)).await,
+        Err(BoxError::Unreachable(_))
+    ));
+    assert!(matches!(
+        attached.write_file("x.txt", b"x").await,
+        Err(BoxError::Unreachable(_))
+    ));
+    assert!(
+        h.recorded_paused(sandbox.id()).await,
+        "still paused after attach"
+    );
+    assert!(
+        h.job_stopped(sandbox.as_ref(), &job).await,
+        "still stopped after attach"
+    );
+    provider.kill(sandbox.id()).await.expect("kill");
+}
+
+async fn connect_resumes(h: &dyn Harness) {
+    let provider = h.provider();
+    let sandbox = provider.create(&spec()).await.expect("create");
+    let job = sandbox
+        .start_background(&h.long_job(), NO_ENV, ".boxfleet/jobs/a")
+        .await
+        .expect("start");
+    sandbox.pause().await.expect("pause");
+    assert!(h.job_stopped(sandbox.as_ref(), &job).await);
+    let connected = provider.connect(sandbox.id()).await.expect("connect");
+    assert!(
+        !h.recorded_paused(sandbox.id()).await,
+        "connect resumed the box"
+    );
+    assert!(
+        !h.job_stopped(sandbox.as_ref(), &job).await,
+        "the job runs again"
+    );
+    assert!(connected.job_running(&job).await.expect("job_running"));
+    connected
+        .write_file("x.txt", b"x")
+        .await
+        .expect("writes work again");
+    // connecting a running box is fine too
+    provider.connect(sandbox.id()).await.expect("connect again");
+    provider.kill(sandbox.id()).await.expect("kill");
+}
+
+async fn kill_never_resumes_and_gone_is_success(h: &dyn Harness) {
+    let provider = h.provider();
+    let sandbox = provider.create(&spec()).await.expect("create");
+    let job = sandbox
+        .start_background(&h.long_job(), NO_ENV, ".boxfleet/jobs/a")
+        .await
+        .expect("start");
+    sandbox.pause().await.expect("pause");
+    provider
+        .kill(sandbox.id())
+        .await
+        .expect("kill a paused box");
+    assert!(
+        h.no_process_left(&job).await,
+        "the killed box's job is gone"
+    );
+    provider
+        .kill(sandbox.id())
+        .await
+        .expect("killing a gone box is success");
+    assert!(matches!(
+        provider.attach(sandbox.id()).await,
+        Err(BoxError::Gone(_))
+    ));
+    assert!(matches!(
+        provider.connect(sandbox.id()).await,
+        Err(BoxError::Gone(_))
+    ));
+    assert!(matches!(
+        sandbox.read_file("x").await,
+        Err(BoxError::Gone(_))
+    ));
+}
+
+async fn runs_a_background_job(h: &dyn Harness) {
+    let provider = h.provider();
+    let sandbox = provider.create(&spec()).await.expect("create");
+    let dir = format!("{}/.boxfleet/jobs/short", sandbox.home());
+    let job = sandbox
+        .start_background(&h.short_job(&dir, 3), NO_ENV, &dir)
+        .await
+        .expect("start");
+    assert_eq!(job.dir, dir);
+    assert!(!job.id.is_empty());
+    wait_until_done(sandbox.as_ref(), &job).await;
+    assert!(
+        !sandbox.job_running(&job).await.expect("job_running"),
+        "a finished job stays finished"
+    );
+    assert_eq!(
+        sandbox
+            .read_file(&format!("{dir}/done"))
+            .await
+            .expect("done"),
+        Some(b"3\n".to_vec())
+    );
+    let out = sandbox
+        .read_tail(&format!("{dir}/stdout.log"), 0, 1024)
+        .await
+        .expect("stdout");
+    assert_eq!(out.bytes, b"hello\n");
+    provider.kill(sandbox.id()).await.expect("kill");
+}
+
+async fn the_job_outlives_being_polled(h: &dyn Harness) {
+    let provider = h.provider();
+    let sandbox = provider.create(&spec()).await.expect("create");
+    let job = sandbox
+        .start_background(&h.long_job(), NO_ENV, ".boxfleet/jobs/a")
+        .await
+        .expect("start");
+    for _ in 0..5 {
+        assert!(sandbox.job_running(&job).await.expect("job_running"));
+        let attached = provider.attach(sandbox.id()).await.expect("attach");
+        assert!(attached.job_running(&job).await.expect("job_running"));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    sandbox.kill_job(&job).await.expect("kill_job");
+    wait_until_done(sandbox.as_ref(), &job).await;
+    assert!(h.no_process_left(&job).await);
+    provider.kill(sandbox.id()).await.expect("kill");
+}
+
+async fn keepalive(h: &dyn Harness) {
+    let provider = h.provider();
+    let sandbox = provider.create(&spec()).await.expect("create");
+    let (timeout, first) = h.keepalive(sandbox.id()).await;
+    assert_eq!(timeout, 900);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    sandbox
+        .set_timeout(Duration::from_secs(123))
+        .await
+        .expect("set_timeout");
+    let (timeout, second) = h.keepalive(sandbox.id()).await;
+    assert_eq!(timeout, 123);
+    assert!(
+        second > first,
+        "the keepalive stamp moved: {first} -> {second}"
+    );
+    provider.kill(sandbox.id()).await.expect("kill");
+}
+
+async fn pause_and_resume(h: &dyn Harness) {
+    let provider = h.provider();
+    let sandbox = provider.create(&spec()).await.expect("create");
+    let job = sandbox
+        .start_background(&h.long_job(), NO_ENV, ".boxfleet/jobs/a")
+        .await
+        .expect("start");
+    sandbox
+        .write_file("kept.txt", b"kept")
+        .await
+        .expect("write");
+    sandbox.pause().await.expect("pause");
+    assert!(h.recorded_paused(sandbox.id()).await);
+    assert!(h.job_stopped(sandbox.as_ref(), &job).await);
+    assert!(
+        sandbox.job_running(&job).await.expect("job_running"),
+        "a paused job is alive, not done"
+    );
+    assert_eq!(
+        sandbox.read_file("kept.txt").await.expect("read"),
+        Some(b"kept".to_vec())
+    );
+    assert!(matches!(
+        sandbox
+            .start_background(&h.long_job(), NO_ENV, ".boxfleet/jobs/b")
+            .await,
+        Err(BoxError::Unreachable(_))
+    ));
+    sandbox.pause().await.expect("pausing twice is fine");
+    let resumed = provider.connect(sandbox.id()).await.expect("connect");
+    assert!(!h.job_stopped(resumed.as_ref(), &job).await);
+    resumed.kill_job(&job).await.expect("kill_job");
+    wait_until_done(resumed.as_ref(), &job).await;
+    provider.kill(sandbox.id()).await.expect("kill");
+}
+
+async fn whole_file_reads_are_bounded(h: &dyn Harness) {
+    let provider = h.provider();
+    let sandbox = provider.create(&spec()).await.expect("create");
+    let body = vec![7u8; 1024 * 1024];
+    sandbox
+        .write_file("big/one-mib", &body)
+        .await
+        .expect("write");
+    assert_eq!(
+        sandbox.read_file("big/one-mib").await.expect("read"),
+        Some(body)
+    );
+    h.put_sparse(sandbox.as_ref(), "big/at-bound", MAX_FILE_BYTES)
+        .await;
+    let at = sandbox
+        .read_file("big/at-bound")
+        .await
+        .expect("a file at the bound reads whole");
+    assert_eq!(at.map(|b| b.len() as u64), Some(MAX_FILE_BYTES));
+    let past = 33 * 1024 * 1024;
+    h.put_sparse(sandbox.as_ref(), "big/past-bound", past).await;
+    match sandbox.read_file("big/past-bound").await {
+        Err(BoxError::TooLarge { path, size, limit }) => {
+            assert_eq!(path, "big/past-bound");
+            assert_eq!(size, past);
+            assert_eq!(limit, MAX_FILE_BYTES);
+        }
+        other => panic!(
+            "a file past the bound is refused, not clipped: {:?}",
+            other.map(|o| o.map(|b| b.len()))
+        ),
+    }
+    // a stream is read from its end regardless of its size
+    let tail = sandbox
+        .read_tail("big/past-bound", 0, 10)
+        .await
+        .expect("tail of a big file");
+    assert_eq!(
+        (tail.offset, tail.len, tail.bytes.len()),
+        (past - 10, past, 10)
+    );
+    provider.kill(sandbox.id()).await.expect("kill");
+}
+
+async fn ranged_tail_reads(h: &dyn Harness) {
+    let provider = h.provider();
+    let sandbox = provider.create(&spec()).await.expect("create");
+    sandbox
+        .write_file("log.txt", b"0123456789")
+        .await
+        .expect("write");
+    let from4 = sandbox.read_tail("log.txt", 4, 100).await.expect("tail");
+    assert_eq!(
+        (from4.bytes.as_slice(), from4.offset, from4.len),
+        (&b"456789"[..], 4, 10)
+    );
+    let last3 = sandbox.read_tail("log.txt", 0, 3).await.expect("tail");
+    assert_eq!(
+        (last3.bytes.as_slice(), last3.offset, last3.len),
+        (&b"789"[..], 7, 10)
+    );
+    let at_end = sandbox.read_tail("log.txt", 10, 100).await.expect("tail");
+    assert_eq!((at_end.bytes.len(), at_end.offset, at_end.len), (0, 10, 10));
+    let past = sandbox.read_tail("log.txt", 50, 100).await.expect("tail");
+    assert_eq!((past.bytes.len(), past.len), (0, 10));
+    let absent = sandbox
+        .read_tail("nothing.log", 0, 100)
+        .await
+        .expect("tail of nothing");
+    assert_eq!((absent.bytes.len(), absent.len), (0, 0));
+    provider.kill(sandbox.id()).await.expect("kill");
+}
+
+async fn links_and_pipes_are_refused(h: &dyn Harness) {
+    let provider = h.provider();
+    let sandbox = provider.create(&spec()).await.expect("create");
+    let bound = Duration::from_secs(5);
+    sandbox
+        .write_file("real.txt", b"real")
+        .await
+        .expect("write");
+    h.put_symlink(sandbox.as_ref(), "link.txt", "real.txt")
+        .await;
+    h.put_symlink(sandbox.as_ref(), "dangling.txt", "nowhere/created.txt")
+        .await;
+    h.put_symlink(sandbox.as_ref(), "linkdir", "/tmp").await;
+    h.put_fifo(sandbox.as_ref(), "pipe").await;
+    h.put_dir(sandbox.as_ref(), "adir").await;
+    let refused = |result: Result<(), BoxError>, what: &str| match result {
+        Err(BoxError::NotRegular { what: said, .. }) => {
+            assert!(said.contains(what), "{said} names {what}")
+        }
+        other => panic!("expected a refusal naming {what}, got {other:?}"),
+    };
+    for (path, what) in [
+        ("link.txt", "symbolic link"),
+        ("dangling.txt", "symbolic link"),
+        ("pipe", "named pipe"),
+        ("adir", "directory"),
+    ] {
+        let read = tokio::time::timeout(bound, sandbox.read_file(path))
+            .await
+            .expect("a read never waits");
+        refused(read.map(|_| ()), what);
+        let tail = tokio::time::timeout(bound, sandbox.read_tail(path, 0, 10))
+            .await
+            .expect("a tail never waits");
+        refused(tail.map(|_| ()), what);
+        let write = tokio::time::timeout(bound, sandbox.write_file(path, b"w"))
+            .await
+            .expect("a write never waits");
+        refused(write, what);
+    }
+    refused(
+        sandbox.read_file("linkdir/x").await.map(|_| ()),
+        "symbolic link",
+    );
+    refused(sandbox.write_file("linkdir/x", b"w").await, "symbolic link");
+    // nothing was followed: the link's target is untouched, the dangling one's never made
+    assert_eq!(
+        sandbox.read_file("real.txt").await.expect("read"),
+        Some(b"real".to_vec())
+    );
+    assert_eq!(
+        sandbox
+            .read_file("nowhere/created.txt")
+            .await
+            .expect("read"),
+        None
+    );
+    // paths that leave the box are refused
+    assert!(sandbox.read_file("../escape").await.is_err());
+    assert!(
+        sandbox
+            .write_file("/etc/boxfleet-escape", b"x")
+            .await
+            .is_err()
+    );
+    assert!(sandbox.read_file("/etc/passwd").await.is_err());
+    provider.kill(sandbox.id()).await.expect("kill");
+}
+
+async fn a_recycled_pid_is_not_the_job(h: &dyn Harness) {
+    let provider = h.provider();
+    let sandbox = provider.create(&spec()).await.expect("create");
+    let job = sandbox
+        .start_background(&h.long_job(), NO_ENV, ".boxfleet/jobs/a")
+        .await
+        .expect("start");
+    let stranger = h.recycled(&job);
+    assert_ne!(stranger.id, job.id);
+    assert!(
+        !sandbox.job_running(&stranger).await.expect("job_running"),
+        "a wrong start time is not the job"
+    );
+    sandbox
+        .kill_job(&stranger)
+        .await
+        .expect("kill_job of a recycled pid is a no-op");
+    assert!(
+        sandbox.job_running(&job).await.expect("job_running"),
+        "the real job was not signalled"
+    );
+    sandbox.pause().await.expect("pause");
+    provider.kill(sandbox.id()).await.expect("kill");
+}
+
+macro_rules! contract {
+    ($($check:ident),* $(,)?) => {
+        mod fake_box {
+            $(#[tokio::test] async fn $check() { super::$check(&super::FakeHarness::new()).await })*
+        }
+        mod direct_box {
+            $(#[tokio::test] async fn $check() { super::$check(&super::DirectHarness::new()).await })*
+        }
+    };
+}
+
+contract!(
+    creates_a_box,
+    attach_never_wakes,
+    connect_resumes,
+    kill_never_resumes_and_gone_is_success,
+    runs_a_background_job,
+    the_job_outlives_being_polled,
+    keepalive,
+    pause_and_resume,
+    whole_file_reads_are_bounded,
+    ranged_tail_reads,
+    links_and_pipes_are_refused,
+    a_recycled_pid_is_not_the_job,
+);
+
+// ---------------------------------------------------------------------------------------------
+// fake
+
+struct FakeHarness {
+    fake: FakeProvider,
+}
+
+impl FakeHarness {
+    fn new() -> Self {
+        FakeHarness {
+            fake: FakeProvider::new(),
+        }
+    }
+}
+
+#[async_trait]
+impl Harness for FakeHarness {
+    fn provider(&self) -> Arc<dyn Provider> {
+        Arc::new(self.fake.clone())
+    }
+    fn long_job(&self) -> String {
+        self.fake
+            .script(ScriptedJob::new(u32::MAX, 0).output("started\n"));
+        "sleep 30".into()
+    }
+    fn short_job(&self, _dir: &str, exit: i32) -> String {
+        self.fake
+            .script(ScriptedJob::new(2, exit).output("hello\n"));
+        "echo hello".into()
+    }
+    async fn put_symlink(&self, sandbox: &dyn Sandbox, path: &str, target: &str) {
+        self.fake
+            .put(sandbox.id(), path, FakeNode::Symlink(target.into()))
+            .expect("put");
+    }
+    async fn put_fifo(&self, sandbox: &dyn Sandbox, path: &str) {
+        self.fake
+            .put(sandbox.id(), path, FakeNode::Fifo)
+            .expect("put");
+    }
+    async fn put_dir(&self, sandbox: &dyn Sandbox, path: &str) {
+        self.fake
+            .put(sandbox.id(), path, FakeNode::Dir)
+            .expect("put");
+    }
+    async fn put_sparse(&self, sandbox: &dyn Sandbox, path: &str, len: u64) {
+        self.fake
+            .put(sandbox.id(), path, FakeNode::Sparse(len))
+            .expect("put");
+    }
+    async fn job_stopped(&self, sandbox: &dyn Sandbox, _job: &JobHandle) -> bool {
+        self.fake.is_paused(sandbox.id()).unwrap_or(false)
+    }
+    async fn recorded_paused(&self, sandbox_id: &str) -> bool {
+        self.fake.is_paused(sandbox_id).unwrap_or(false)
+    }
+    async fn keepalive(&self, sandbox_id: &str) -> (u64, String) {
+        let k = self.fake.keepalive(sandbox_id).expect("box exists");
+        (k.timeout.as_secs(), format!("{:020}", k.stamps))
+    }
+    fn recycled(&self, job: &JobHandle) -> JobHandle {
+        let (front, start) = job.id.rsplit_once(':').expect("fake id");
+        let start: u64 = start.parse().expect("start time");
+        JobHandle {
+            id: format!("{front}:{}", start + 1),
+            dir: job.dir.clone(),
+        }
+    }
+    async fn no_process_left(&self, _job: &JobHandle) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn fake_counts_what_it_was_asked() {
+    let fake = FakeProvider::new();
+    let sandbox = fake.create(&spec()).await.expect("create");
+    sandbox.pause().await.expect("pause");
+    fake.attach(sandbox.id()).await.expect("attach");
+    assert_eq!(fake.is_paused(sandbox.id()), Some(true));
+    fake.connect(sandbox.id()).await.expect("connect");
+    fake.kill(sandbox.id()).await.expect("kill");
+    fake.kill(sandbox.id()).await.expect("kill gone");
+    let c = fake.counters();
+    assert_eq!(
+        (c.creates, c.pauses, c.attaches, c.attaches_not_woken),
+        (1, 1, 1, 1)
+    );
+    assert_eq!(
+        (c.connects, c.resumes, c.kills, c.kills_of_gone),
+        (1, 1, 2, 1)
+    );
+}
+
+#[tokio::test]
+async fn fake_job_finishes_after_its_polls_and_writes_its_files() {
+    let fake = FakeProvider::new();
+    let sandbox = fake.create(&spec()).await.expect("create");
+    fake.script(
+        ScriptedJob::new(2, 5)
+            .file("{dir}/extra", "x")
+            .file(".boxfleet/report.md", "done")
+            .output("o\n"),
+    );
+    let job = sandbox
+        .start_background("x", NO_ENV, ".boxfleet/jobs/j")
+        .await
+        .expect("start");
+    assert_eq!(
+        sandbox
+            .read_file(".boxfleet/jobs/j/stdout.log")
+            .await
+            .expect("read"),
+        Some(b"o\n".to_vec())
+    );
+    assert!(sandbox.job_running(&job).await.expect("poll 1"));
+    assert_eq!(
+        sandbox
+            .read_file(".boxfleet/jobs/j/done")
+            .await
+            .expect("read"),
+        None
+    );
+    assert!(sandbox.job_running(&job).await.expect("poll 2"));
+    // finished on its second poll: the files are there before anyone sees it dead
+    assert_eq!(
+        sandbox
+            .read_file(".boxfleet/jobs/j/done")
+            .await
+            .expect("read"),
+        Some(b"5\n".to_vec())
+    );
+    assert_eq!(
+        sandbox
+            .read_file(".boxfleet/jobs/j/extra")
+            .await
+            .expect("read"),
+        Some(b"x".to_vec())
+    );
+    assert_eq!(
+        sandbox
+            .read_file(".boxfleet/report.md")
+            .await
+            .expect("read"),
+        Some(b"done".to_vec())
+    );
+    assert!(!sandbox.job_running(&job).await.expect("poll 3"));
+    assert_eq!(fake.job_polls(sandbox.id(), &job), Some(2));
+}
+
+// ---------------------------------------------------------------------------------------------
+// direct
+
+struct DirectHarness {
+    _dir: tempfile::TempDir,
+    direct: DirectProvider,
+}
+
+impl Drop for DirectHarness {
+    /// Kills every box a failed check left behind, so no job outlives the test run.
+    fn drop(&mut self) {
+        let direct = self.direct.clone();
+        let boxes = self._dir.path().join("boxes");
+        let _ = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            for entry in std::fs::read_dir(boxes).into_iter().flatten().flatten() {
+                if let Some(id) = entry.file_name().to_str() {
+                    let _ = rt.block_on(direct.kill(id));
+                }
+            }
+        })
+        .join();
+    }
+}
+
+impl DirectHarness {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let direct = DirectProvider::new(dir.path());
+        DirectHarness { _dir: dir, direct }
+    }
+}
+
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+fn session_of(job: &JobHandle) -> Vec<ProcStat> {
+    let identity = JobIdentity::parse(&job.id).expect("direct id");
+    proc::session_members(identity.pid).expect("scan /proc")
+}
+
+#[async_trait]
+impl Harness for DirectHarness {
+    fn provider(&self) -> Arc<dyn Provider> {
+        Arc::new(self.direct.clone())
+    }
+    fn long_job(&self) -> String {
+        // a child process too, so a signal must reach the group, not just the leader
+        "echo started; sleep 30 & wait".into()
+    }
+    fn short_job(&self, dir: &str, exit: i32) -> String {
+        let dir = quote(dir);
+        format!(
+            "sleep 0.2; printf 'hello\\n' >{dir}/stdout.log; printf '%s\\n' {exit} >{dir}/done; exit {exit}"
+        )
+    }
+    async fn put_symlink(&self, sandbox: &dyn Sandbox, path: &str, target: &str) {
+        std::os::unix::fs::symlink(target, format!("{}/{path}", sandbox.home())).expect("symlink");
+    }
+    async fn put_fifo(&self, sandbox: &dyn Sandbox, path: &str) {
+        let status = std::process::Command::new("mkfifo")
+            .arg(format!("{}/{path}", sandbox.home()))
+            .status()
+            .expect("mkfifo runs");
+        assert!(status.success());
+    }
+    async fn put_dir(&self, sandbox: &dyn Sandbox, path: &str) {
+        std::fs::create_dir_all(format!("{}/{path}", sandbox.home())).expect("mkdir");
+    }
+    async fn put_sparse(&self, sandbox: &dyn Sandbox, path: &str, len: u64) {
+        let file = format!("{}/{path}", sandbox.home());
+        if let Some(parent) = std::path::Path::new(&file).parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::File::create(&file)
+            .expect("create")
+            .set_len(len)
+            .expect("set_len");
+    }
+    async fn job_stopped(&self, _sandbox: &dyn Sandbox, job: &JobHandle) -> bool {
+        // a signal lands asynchronously: give it a moment either way, answer what it settled at
+        let mut last = false;
+        for _ in 0..40 {
+            let members = session_of(job);
+            let stopped = !members.is_empty() && members.iter().all(ProcStat::is_stopped);
+            let running = !members.is_empty() && members.iter().all(|m| !m.is_stopped());
+            if stopped || running {
+                last = stopped;
+                if stopped {
+                    return true;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        last
+    }
+    async fn recorded_paused(&self, sandbox_id: &str) -> bool {
+        match self.direct.records(sandbox_id).await {
+            Ok(record) => record.paused,
+            Err(_) => false,
+        }
+    }
+    async fn keepalive(&self, sandbox_id: &str) -> (u64, String) {
+        let record = self.direct.records(sandbox_id).await.expect("records");
+        (
+            record.timeout_seconds,
+            record
+                .keepalive_at
+                .to_rfc3339_opts(chrono::SecondsFormat::Nanos, true),
+        )
+    }
+    fn recycled(&self, job: &JobHandle) -> JobHandle {
+        let identity = JobIdentity::parse(&job.id).expect("direct id");
+        let wrong = JobIdentity {
+            start_time: identity.start_time + 1,
+            ..identity
+        };
+        JobHandle {
+            id: wrong.to_string(),
+            dir: job.dir.clone(),
+        }
+    }
+    async fn no_process_left(&self, job: &JobHandle) -> bool {
+        for _ in 0..80 {
+            if session_of(job).is_empty() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        false
+    }
+}
+
+#[tokio::test]
+async fn direct_attach_leaves_the_process_state_t() {
+    let h = DirectHarness::new();
+    let sandbox = h.direct.create(&spec()).await.expect("create");
+    let job = sandbox
+        .start_background("sleep 30", NO_ENV, ".boxfleet/jobs/a")
+        .await
+        .expect("start");
+    let pid = JobIdentity::parse(&job.id).expect("id").pid;
+    sandbox.pause().await.expect("pause");
+    let _attached = h.direct.attach(sandbox.id()).await.expect("attach");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let stat = ProcStat::read(pid).expect("read").expect("alive");
+    assert_eq!(stat.state, 'T', "attach did not wake the job");
+    h.direct.kill(sandbox.id()).await.expect("kill");
+}
+
+#[tokio::test]
+async fn direct_jobs_see_only_the_allowlisted_environment() {
+    // the test process's own environment (CARGO_*, its PATH, …) is what must not leak
+    let h = DirectHarness::new();
+    let mut box_spec = spec();
+    box_spec.env.insert("FROM_BOX".into(), "box value".into());
+    let sandbox = h.direct.create(&box_spec).await.expect("create");
+    let mut env = std::collections::BTreeMap::new();
+    env.insert("FROM_CALLER".into(), "it's \"quoted\"".into());
+    let out = sandbox
+        .exec("env | sort", &env, Duration::from_secs(10))
+        .await
+        .expect("exec");
+    assert_eq!(out.exit_code, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let names: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(n, _)| n))
+        .collect();
+    for name in &names {
+        assert!(
+            [
+                "PATH",
+                "HOME",
+                "LANG",
+                "LC_ALL",
+                "TERM",
+                "TMPDIR",
+                "XDG_CACHE_HOME",
+                "XDG_CONFIG_HOME",
+                "XDG_DATA_HOME",
+                "XDG_STATE_HOME",
+                "FROM_BOX",
+                "FROM_CALLER",
+                "PWD",
+                "SHLVL",
+                "_",
+                "OLDPWD"
+            ]
+            .contains(name),
+            "unexpected variable {name} in {text}"
+        );
+    }
+    assert!(text.contains(&format!("HOME={}", sandbox.home())));
+    assert!(text.contains("FROM_CALLER=it's \"quoted\""));
+    assert!(text.contains("FROM_BOX=box value"));
+    assert!(text.contains("TERM=dumb"));
+    let pwd = sandbox
+        .exec("pwd", &Default::default(), Duration::from_secs(10))
+        .await
+        .expect("exec");
+    assert_eq!(String::from_utf8_lossy(&pwd.stdout).trim(), sandbox.home());
+    h.direct.kill(sandbox.id()).await.expect("kill");
+}
+
+#[tokio::test]
+async fn direct_exec_is_bounded_and_kills_its_group() {
+    let h = DirectHarness::new();
+    let sandbox = h.direct.create(&spec()).await.expect("create");
+    let marker = format!("{}/late", sandbox.home());
+    let started = std::time::Instant::now();
+    let result = sandbox
+        .exec(
+            &format!("(sleep 2; touch {}) & sleep 30", quote(&marker)),
+            &Default::default(),
+            Duration::from_millis(300),
+        )
+        .await;
+    assert!(matches!(result, Err(BoxError::Failed(_))), "{result:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(
+        !std::path::Path::new(&marker).exists(),
+        "the group was killed, the background child too"
+    );
+    let out = sandbox
+        .exec(
+            "echo out; echo err >&2; exit 7",
+            &Default::default(),
+            Duration::from_secs(10),
+        )
+        .await
+        .expect("exec");
+    assert_eq!(
+        (out.exit_code, out.stdout.as_slice(), out.stderr.as_slice()),
+        (7, &b"out\n"[..], &b"err\n"[..])
+    );
+    h.direct.kill(sandbox.id()).await.expect("kill");
+}
+
+#[tokio::test]
+async fn direct_job_outlives_the_provider_and_a_new_one_finds_it() {
+    let h = DirectHarness::new();
+    let sandbox = h.direct.create(&spec()).await.expect("create");
+    let job = sandbox
+        .start_background("sleep 30", NO_ENV, ".boxfleet/jobs/a")
+        .await
+        .expect("start");
+    let id = sandbox.id().to_owned();
+    drop(sandbox);
+    let again = DirectProvider::new(h._dir.path());
+    let attached = again.attach(&id).await.expect("attach from a new provider");
+    assert!(attached.job_running(&job).await.expect("job_running"));
+    let record = again.records(&id).await.expect("records");
+    assert_eq!(record.jobs.len(), 1);
+    assert_eq!(record.jobs[0].id, job.id);
+    again.kill(&id).await.expect("kill");
+    assert!(h.no_process_left(&job).await);
+    assert!(!h.direct.box_dir(&id).exists());
+}
+
+/// Run only as a child of `direct_job_outlives_the_node_process`: makes a box with a paused job,
+/// prints where it is, and exits.
+#[tokio::test]
+async fn node_process_that_starts_a_job_and_exits() {
+    let Ok(data_dir) = std::env::var("BOXFLEET_CONTRACT_CHILD_DIR") else {
+        return;
+    };
+    let direct = DirectProvider::new(data_dir);
+    let sandbox = direct.create(&spec()).await.expect("create");
+    let job = sandbox
+        .start_background("sleep 30", NO_ENV, ".boxfleet/jobs/a")
+        .await
+        .expect("start");
+    sandbox.pause().await.expect("pause");
+    println!("BOX {} JOB {}", sandbox.id(), job.id);
+}
+
+#[tokio::test]
+async fn direct_job_outlives_the_node_process() {
+    let h = DirectHarness::new();
+    let out = tokio::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "node_process_that_starts_a_job_and_exits",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("BOXFLEET_CONTRACT_CHILD_DIR", h._dir.path())
+        .output()
+        .await
+        .expect("the child node runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let at = text.find("BOX ").expect("the child said where its box is");
+    let words: Vec<&str> = text[at..].split_whitespace().collect();
+    let (box_id, job) = (
+        words[1],
+        JobHandle {
+            id: words[3].to_owned(),
+            dir: String::new(),
+        },
+    );
+    // the node that started it is gone: the job is still there, and still stopped (its exit
+    // did not orphan the group into a SIGHUP + SIGCONT)
+    let attached = h.direct.attach(box_id).await.expect("attach");
+    assert!(attached.job_running(&job).await.expect("job_running"));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let pid = JobIdentity::parse(&job.id).expect("id").pid;
+    assert_eq!(
+        ProcStat::read(pid).expect("read").expect("alive").state,
+        'T'
+    );
+    let connected = h.direct.connect(box_id).await.expect("connect");
+    assert!(!h.job_stopped(connected.as_ref(), &job).await);
+    assert!(connected.job_running(&job).await.expect("job_running"));
+    h.direct.kill(box_id).await.expect("kill");
+    assert!(h.no_process_left(&job).await);
+}

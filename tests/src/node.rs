@@ -1,0 +1,176 @@
+//! `boxfleet node` processes for scenario tests: the built binary, started as a user starts
+//! it, on a free loopback port, killed with SIGKILL or stopped, and started again on the
+//! same data directory.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The `boxfleet` binary, built once per test process (`cargo build -p boxfleet-node`), so a
+/// scenario runs exactly what a user runs.
+pub fn boxfleet_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+        let status = Command::new(cargo)
+            .args([
+                "build",
+                "-q",
+                "-p",
+                "boxfleet-node",
+                "--bin",
+                "boxfleet",
+                "--manifest-path",
+            ])
+            .arg(&manifest)
+            .status()
+            .expect("run cargo build for the boxfleet binary");
+        assert!(status.success(), "cargo build -p boxfleet-node failed");
+        // the test binary lives in target/debug/deps; the boxfleet binary in target/debug
+        let exe = std::env::current_exe().expect("current exe");
+        let debug_dir = exe.parent().and_then(Path::parent).expect("target/debug");
+        let bin = debug_dir.join("boxfleet");
+        assert!(bin.exists(), "no boxfleet binary at {}", bin.display());
+        bin
+    })
+}
+
+/// A free loopback port (bound and released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free loopback port")
+}
+
+/// One `boxfleet node` process.
+#[derive(Debug)]
+pub struct NodeProcess {
+    pub id: String,
+    pub port: u16,
+    pub data_dir: PathBuf,
+    pub extra_args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    child: Option<Child>,
+}
+
+impl NodeProcess {
+    /// Starts `boxfleet node --id ID --listen 127.0.0.1:PORT --data-dir DIR --poll-interval 1`
+    /// and waits until it serves.
+    pub fn start(id: &str, data_dir: &Path, extra_args: &[&str]) -> NodeProcess {
+        Self::start_with_env(id, data_dir, extra_args, &[])
+    }
+
+    /// [`NodeProcess::start`] with extra environment (e.g. `BOXFLEET_FAILPOINTS`).
+    pub fn start_with_env(
+        id: &str,
+        data_dir: &Path,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> NodeProcess {
+        let mut node = NodeProcess {
+            id: id.to_owned(),
+            port: free_port(),
+            data_dir: data_dir.to_owned(),
+            extra_args: extra_args.iter().map(|s| (*s).to_owned()).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            child: None,
+        };
+        node.spawn();
+        node
+    }
+
+    pub fn addr(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.data_dir.join(format!("{}.log", self.id)))
+            .expect("open node log");
+        std::fs::create_dir_all(&self.data_dir).expect("data dir");
+        let child = Command::new(boxfleet_bin())
+            .args([
+                "node",
+                "--id",
+                &self.id,
+                "--listen",
+                &format!("127.0.0.1:{}", self.port),
+            ])
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .args(["--poll-interval", "1"])
+            .args(&self.extra_args)
+            .env("BOXFLEET_LOG", "info")
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn boxfleet node");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
+                panic!(
+                    "boxfleet node exited with {status}; its log:\n{}",
+                    self.log()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node {} did not listen; log:\n{}",
+                self.id,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The node's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.data_dir.join(format!("{}.log", self.id))).unwrap_or_default()
+    }
+
+    /// SIGKILL: the process dies with no chance to clean up.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the node again on the same data directory and port.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// Runs the CLI against this node; returns (exit code, stdout, stderr).
+    pub fn cli(&self, args: &[&str]) -> (i32, String, String) {
+        let output = Command::new(boxfleet_bin())
+            .args(args)
+            .env("BOXFLEET_ADDR", self.addr())
+            .output()
+            .expect("run the boxfleet CLI");
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+}
+
+impl Drop for NodeProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -1,0 +1,289 @@
+//! Scenario: one node, used as a user uses it — the built `boxfleet` binary serving gRPC on
+//! loopback, the CLI launching, a real `Engine.Attach` client resuming, taking and settling;
+//! then a node SIGKILLed while its job runs, restarted on the same data dir, and the run
+//! completed and resumed exactly once.
+
+use std::time::{Duration, Instant};
+
+use boxfleet_proto::v1 as pb;
+use boxfleet_tests::node::NodeProcess;
+use futures::StreamExt;
+use tokio::sync::mpsc;
+
+fn turn_of(launch_stdout: &str) -> (String, String) {
+    // "launched TURN job LAUNCH in box BOX on NODE"
+    let words: Vec<&str> = launch_stdout.split_whitespace().collect();
+    let at = words
+        .iter()
+        .position(|w| *w == "launched")
+        .unwrap_or_else(|| panic!("no launch line in {launch_stdout:?}"));
+    (words[at + 1].to_owned(), words[at + 3].to_owned())
+}
+
+async fn events_of(addr: &str, turn_id: &str) -> Vec<serde_json::Value> {
+    let mut runs = pb::runs_client::RunsClient::connect(addr.to_owned())
+        .await
+        .expect("connect");
+    let got = runs
+        .get(pb::GetRequest {
+            turn_id: turn_id.to_owned(),
+        })
+        .await
+        .expect("get")
+        .into_inner();
+    got.phase_records_json
+        .iter()
+        .chain(&got.events_json)
+        .map(|json| serde_json::from_str(json).expect("event JSON"))
+        .collect()
+}
+
+async fn record_gone(addr: &str, turn_id: &str) -> bool {
+    let mut runs = pb::runs_client::RunsClient::connect(addr.to_owned())
+        .await
+        .expect("connect");
+    let got = runs
+        .get(pb::GetRequest {
+            turn_id: turn_id.to_owned(),
+        })
+        .await
+        .expect("get")
+        .into_inner();
+    got.record_json.is_empty()
+}
+
+fn count(events: &[serde_json::Value], kind: &str) -> usize {
+    events.iter().filter(|e| e["type"] == kind).count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn launch_complete_resume_take_settle_over_grpc() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = NodeProcess::start("solo", dir.path(), &[]);
+    let addr = node.addr();
+
+    println!("--- phase: a test engine attaches");
+    let mut engine = pb::engine_client::EngineClient::connect(addr.clone())
+        .await
+        .expect("connect engine");
+    let (up_tx, up_rx) = mpsc::channel::<pb::EngineUp>(16);
+    up_tx
+        .send(pb::EngineUp {
+            msg: Some(pb::engine_up::Msg::Hello(pb::Hello {
+                engine: "test-engine".into(),
+                seats: vec![],
+            })),
+        })
+        .await
+        .expect("hello");
+    let mut down = engine
+        .attach(tokio_stream::wrappers::ReceiverStream::new(up_rx))
+        .await
+        .expect("attach")
+        .into_inner();
+
+    println!("--- phase: the CLI launches a command job");
+    let job = r#"echo "working"; printf 'All green.\nDelivered: feature/retry-backoff\n' > "$BOXFLEET_REPORT""#;
+    let (code, out, err) = node.cli(&["launch", "--seat", "eng", "--command", job]);
+    assert_eq!(code, 0, "launch failed: {out} {err}");
+    let (turn_id, launch_id) = turn_of(&out);
+
+    println!("--- phase: the completion reaches the attached engine as a resume");
+    let resume = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let message = down
+                .next()
+                .await
+                .expect("engine stream open")
+                .expect("engine message");
+            if let Some(pb::engine_down::Msg::Resume(resume)) = message.msg {
+                return resume;
+            }
+        }
+    })
+    .await
+    .expect("a resume within 30 s");
+    assert_eq!(resume.turn_id, turn_id);
+    assert_eq!(resume.launch_id, launch_id);
+    assert_eq!(resume.kind, pb::resume::Kind::Findings as i32);
+    assert!(resume.reply.contains("All green"), "{}", resume.reply);
+    assert!(resume.succeeded);
+
+    println!("--- phase: take, then settle finished");
+    for msg in [
+        pb::engine_up::Msg::Take(pb::Take {
+            turn_id: turn_id.clone(),
+            launch_id: launch_id.clone(),
+        }),
+        pb::engine_up::Msg::Settle(pb::Settle {
+            turn_id: turn_id.clone(),
+            launch_id: launch_id.clone(),
+            outcome: Some(pb::settle::Outcome::Finished(pb::Finished {
+                reply: "done".into(),
+            })),
+        }),
+    ] {
+        up_tx
+            .send(pb::EngineUp { msg: Some(msg) })
+            .await
+            .expect("send");
+    }
+    boxfleet_tests::wait_until(
+        "the settled run's record to be deleted",
+        Duration::from_secs(20),
+        async || record_gone(&addr, &turn_id).await,
+    )
+    .await;
+
+    println!("--- phase: what the run left: one phase record with its refs, one start");
+    let events = events_of(&addr, &turn_id).await;
+    assert_eq!(count(&events, "agent_phase_completed"), 1, "{events:#?}");
+    assert_eq!(count(&events, "sandbox_run_started"), 1, "{events:#?}");
+    let phase = events
+        .iter()
+        .find(|e| e["type"] == "agent_phase_completed")
+        .expect("phase");
+    assert_eq!(
+        phase["body"]["record"]["delivered_refs"],
+        serde_json::json!(["feature/retry-backoff"])
+    );
+
+    println!("--- phase: the CLI reads it back");
+    let (code, out, _) = node.cli(&["show", &turn_id, "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let shown: serde_json::Value = serde_json::from_str(&out).expect("show --json is JSON");
+    assert!(
+        shown.to_string().contains("feature/retry-backoff"),
+        "{shown}"
+    );
+    let (code, out, _) = node.cli(&["events", "--json"]);
+    assert_eq!(code, 0);
+    for line in out.lines() {
+        let event: serde_json::Value = serde_json::from_str(line).expect("one JSON event per line");
+        assert!(
+            event["type"].is_string() && event["id"].is_string(),
+            "{event}"
+        );
+    }
+    let (code, out, _) = node.cli(&["tree"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("waiter") && out.contains("restarts="), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_killed_mid_job_recovers_the_run_and_resumes_it_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut node = NodeProcess::start("phoenix", dir.path(), &[]);
+    let addr = node.addr();
+
+    println!("--- phase: a job that takes a few seconds, resumed by the built-in engine");
+    let job = r#"echo started; sleep 4; echo "Delivered: fix/after-restart" > "$BOXFLEET_REPORT"; echo finished"#;
+    let (code, out, err) = node.cli(&["launch", "--seat", "ops", "--command", job]);
+    assert_eq!(code, 0, "launch failed: {out} {err}");
+    let (turn_id, _) = turn_of(&out);
+
+    println!("--- phase: SIGKILL the node while the job runs");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    node.kill();
+    assert!(!record_gone_offline(dir.path()), "sanity");
+
+    println!("--- phase: start it again on the same data dir");
+    node.restart();
+    let started = Instant::now();
+    boxfleet_tests::wait_until(
+        "the run to be collected, resumed and settled",
+        Duration::from_secs(60),
+        async || record_gone(&addr, &turn_id).await,
+    )
+    .await;
+    println!(
+        "recovered and settled {:.1}s after the restart",
+        started.elapsed().as_secs_f64()
+    );
+
+    let events = events_of(&addr, &turn_id).await;
+    assert_eq!(
+        count(&events, "agent_phase_completed"),
+        1,
+        "published once: {events:#?}"
+    );
+    assert_eq!(
+        count(&events, "turn_replied"),
+        1,
+        "resumed once: {events:#?}"
+    );
+    assert_eq!(count(&events, "sandbox_run_failed"), 0, "{events:#?}");
+    let phase = events
+        .iter()
+        .find(|e| e["type"] == "agent_phase_completed")
+        .expect("phase");
+    assert_eq!(phase["body"]["record"]["failed"], false, "{phase}");
+    assert_eq!(
+        phase["body"]["record"]["delivered_refs"],
+        serde_json::json!(["fix/after-restart"])
+    );
+}
+
+/// The node is down: nothing to ask. (The store is the node's own; this only checks the data
+/// dir is still there for the restart.)
+fn record_gone_offline(dir: &std::path::Path) -> bool {
+    !dir.join("store").exists()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poller_that_panics_is_restarted_and_no_run_is_lost_or_doubled() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = NodeProcess::start_with_env(
+        "shaky",
+        dir.path(),
+        &[],
+        &[("BOXFLEET_FAILPOINTS", "waiter-panic-once")],
+    );
+    let addr = node.addr();
+
+    println!("--- phase: launch while the waiter's first tick panics");
+    let job = r#"sleep 1; echo "Delivered: fix/poller" > "$BOXFLEET_REPORT""#;
+    let (code, out, err) = node.cli(&["launch", "--seat", "qa", "--command", job]);
+    assert_eq!(code, 0, "launch failed: {out} {err}");
+    let (turn_id, _) = turn_of(&out);
+
+    println!("--- phase: the restarted waiter finds the job; it is collected and resumed once");
+    boxfleet_tests::wait_until("the run to settle", Duration::from_secs(60), async || {
+        record_gone(&addr, &turn_id).await
+    })
+    .await;
+    let events = events_of(&addr, &turn_id).await;
+    assert_eq!(count(&events, "agent_phase_completed"), 1, "{events:#?}");
+    assert_eq!(count(&events, "turn_replied"), 1, "{events:#?}");
+
+    println!("--- phase: the tree shows the waiter's restart");
+    let (code, out, _) = node.cli(&["tree", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let tree: serde_json::Value = serde_json::from_str(&out).expect("tree --json is JSON");
+    let waiter = find_actor(&tree, "waiter").unwrap_or_else(|| panic!("no waiter in {tree:#}"));
+    assert_eq!(waiter["restarts"], 1, "{waiter:#}");
+    assert!(
+        waiter["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("waiter-panic-once")),
+        "{waiter:#}"
+    );
+}
+
+/// Finds an actor whose name ends with `name` anywhere in a `tree --json` document.
+fn find_actor(value: &serde_json::Value, name: &str) -> Option<serde_json::Value> {
+    match value {
+        serde_json::Value::Object(map) => {
+            if map
+                .get("name")
+                .and_then(|n| n.as_str())
+                .is_some_and(|n| n.ends_with(name))
+            {
+                return Some(value.clone());
+            }
+            map.values().find_map(|v| find_actor(v, name))
+        }
+        serde_json::Value::Array(items) => items.iter().find_map(|v| find_actor(v, name)),
+        _ => None,
+    }
+}
