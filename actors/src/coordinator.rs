@@ -198,6 +198,9 @@ pub struct Coordinator {
     seats: Mutex<HashMap<String, Fence>>,
     /// seats with a turn out at the engine (dispatched, not yet acked)
     in_flight: Mutex<HashMap<String, Message>>,
+    /// one seat's launch and inbox work at a time: this node is the seat's only writer (the
+    /// fence), so serializing here makes "busy" and "dispatched" checks atomic with their writes
+    seat_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     engine: mpsc::UnboundedSender<EngineDown>,
     box_timeout: Duration,
 }
@@ -247,6 +250,7 @@ impl Coordinator {
             session,
             seats: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
+            seat_locks: Mutex::new(HashMap::new()),
             engine,
             box_timeout: DEFAULT_BOX_TIMEOUT,
         }
@@ -318,6 +322,18 @@ impl Coordinator {
         self.seat_fence(&run.record.seat).await
     }
 
+    /// Serializes one seat's launches and inbox work on this node.
+    async fn seat_lock(&self, seat: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = self
+            .seat_locks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(seat.to_owned())
+            .or_default()
+            .clone();
+        lock.lock_owned().await
+    }
+
     /// Forgets a seat this node found it no longer holds.
     pub fn lose_seat(&self, seat: &str) {
         self.seats
@@ -382,6 +398,7 @@ impl Coordinator {
         }
         let provider = self.provider(&self.default_cell)?.clone();
         let fence = self.seat_fence(&request.seat).await?;
+        let seat_guard = self.seat_lock(&request.seat).await;
         if let Some(busy) = self.runs.list_active(&request.seat).await?.first() {
             return Ok(LaunchOutcome::Refused {
                 class: RefusalClass::Unavailable,
@@ -425,6 +442,8 @@ impl Coordinator {
                 },
             )
             .await?;
+        // the seat is busy from the open row: a second launch now sees it
+        drop(seat_guard);
         info!(seat = %request.seat, turn_id, launch_id, "sandbox_run_started");
 
         let started = self
@@ -1218,6 +1237,7 @@ impl Coordinator {
 
     async fn try_pump(&self, seat: &str) -> Result<(), Error> {
         let fence = self.seat_fence(seat).await?;
+        let _seat = self.seat_lock(seat).await;
         loop {
             if self
                 .in_flight

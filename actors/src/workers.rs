@@ -147,14 +147,13 @@ pub struct WaiterState {
     args: WaiterArgs,
     slots: Arc<Semaphore>,
     polling: Arc<Mutex<HashSet<String>>>,
+    /// when each run's last poll ended: free slots go to the longest-waiting first
+    last_polled: Arc<Mutex<std::collections::HashMap<String, tokio::time::Instant>>>,
 }
 
 #[derive(Debug)]
 pub enum WaiterMsg {
     Tick,
-    /// A test's way to make the poller fail (a panic inside the actor).
-    #[doc(hidden)]
-    Crash,
 }
 
 impl Actor for Waiter {
@@ -174,18 +173,16 @@ impl Actor for Waiter {
             args,
             slots: Arc::new(Semaphore::new(MAX_CONCURRENT_POLLS)),
             polling: Arc::new(Mutex::new(HashSet::new())),
+            last_polled: Arc::new(Mutex::new(std::collections::HashMap::new())),
         })
     }
 
     async fn handle(
         &self,
         _myself: ActorRef<Self::Msg>,
-        message: Self::Msg,
+        WaiterMsg::Tick: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        if let WaiterMsg::Crash = message {
-            panic!("waiter crash requested");
-        }
         if failpoint_once("waiter-panic-once") {
             panic!("failpoint waiter-panic-once");
         }
@@ -195,7 +192,7 @@ impl Actor for Waiter {
             .into_iter()
             .map(|fence| fence.seat)
             .collect();
-        let runs = match coordinator.runs.list_running().await {
+        let mut runs = match coordinator.runs.list_running().await {
             Ok(runs) => runs,
             Err(error) => {
                 warn!(%error, "waiter_list_failed");
@@ -204,6 +201,10 @@ impl Actor for Waiter {
             }
         };
         // oldest-polled first: a box whose poll just ended goes to the back of the line
+        {
+            let last = state.last_polled.lock().unwrap_or_else(|p| p.into_inner());
+            runs.sort_by_key(|run| last.get(&run.record.turn_id).copied());
+        }
         for run in runs {
             let record = run.record;
             if record.status != Status::Running || !held.contains(&record.seat) {
@@ -222,6 +223,7 @@ impl Actor for Waiter {
             let polling = state.polling.clone();
             let errors = state.args.errors.clone();
             let collectors = state.args.collectors.clone();
+            let last_polled = state.last_polled.clone();
             tokio::spawn(async move {
                 let turn_id = record.turn_id.clone();
                 if let Ok(_slot) = slots.acquire().await {
@@ -246,6 +248,10 @@ impl Actor for Waiter {
                         Err(_) => warn!(turn_id, "sandbox_poll_timed_out"),
                     }
                 }
+                last_polled
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(turn_id.clone(), tokio::time::Instant::now());
                 polling
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())

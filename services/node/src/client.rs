@@ -1552,12 +1552,15 @@ fn answer_line(outcome: &str, detail: &str, turn: &str) -> String {
         "already_answered" => "the question was answered already".to_owned(),
         _ => String::new(),
     };
+    // the node's own sentence says it best; ours stands in when it gave none
+    let said = if detail.is_empty() {
+        meaning
+    } else {
+        one_line(detail)
+    };
     let mut line = non_empty(outcome, "unknown").to_owned();
-    if !meaning.is_empty() {
-        line.push_str(&format!(": {meaning}"));
-    }
-    if !detail.is_empty() {
-        line.push_str(&format!(" ({})", one_line(detail)));
+    if !said.is_empty() {
+        line.push_str(&format!(": {said}"));
     }
     line
 }
@@ -2589,8 +2592,12 @@ mod tests {
             "recorded: the answer is on the run; its turn resumes with it"
         );
         assert_eq!(
-            answer_line("not_awaiting", "status running", "t1"),
-            "not_awaiting: the run is not waiting on a question (status running)"
+            answer_line("wrong_launch", "the run is on job l2 now", "t1"),
+            "wrong_launch: the run is on job l2 now"
+        );
+        assert_eq!(
+            answer_line("not_awaiting", "", "t1"),
+            "not_awaiting: the run is not waiting on a question"
         );
     }
 

@@ -72,10 +72,7 @@ impl Engines {
         let untaken = {
             let mut attached = self.attached.lock().unwrap_or_else(|p| p.into_inner());
             match attached.as_ref() {
-                Some(current) if current.id == id => {
-                    let gone = attached.take().map(|a| (a.name, a.untaken));
-                    gone
-                }
+                Some(current) if current.id == id => attached.take().map(|a| (a.name, a.untaken)),
                 _ => None,
             }
         };
@@ -106,6 +103,7 @@ impl Engines {
     }
 
     /// Sends work to the attached engine; `Err` hands it back when none is attached.
+    #[allow(clippy::result_large_err)]
     fn to_external(&self, work: EngineDown) -> Result<(), EngineDown> {
         let mut attached = self.attached.lock().unwrap_or_else(|p| p.into_inner());
         let Some(engine) = attached.as_mut() else {
