@@ -201,6 +201,8 @@ pub struct Coordinator {
     /// one seat's launch and inbox work at a time: this node is the seat's only writer (the
     /// fence), so serializing here makes "busy" and "dispatched" checks atomic with their writes
     seat_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// itself, for the seat actors it starts
+    me: Mutex<Option<std::sync::Weak<Coordinator>>>,
     engine: mpsc::UnboundedSender<EngineDown>,
     box_timeout: Duration,
 }
@@ -251,6 +253,7 @@ impl Coordinator {
             seats: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
             seat_locks: Mutex::new(HashMap::new()),
+            me: Mutex::new(None),
             engine,
             box_timeout: DEFAULT_BOX_TIMEOUT,
         }
@@ -303,6 +306,7 @@ impl Coordinator {
                     .unwrap_or_else(|p| p.into_inner())
                     .insert(seat.to_owned(), fence.clone());
                 self.recover(&fence).await?;
+                self.start_seat_actor(seat).await;
                 Ok(fence)
             }
             Acquire::HeldBy { holder, .. } => Err(Error::SeatHeldElsewhere {
@@ -310,6 +314,52 @@ impl Coordinator {
                 holder: format!("{} ({})", holder.node, holder.incarnation),
             }),
         }
+    }
+
+    /// Starts the seat's actor under the node's `seats` supervisor (when the tree runs).
+    async fn start_seat_actor(&self, seat: &str) {
+        let Some(me) = self.me() else { return };
+        let Some(seats) = ractor::ActorRef::<crate::supervisor::SupervisorMsg>::where_is(format!(
+            "{}/seats",
+            self.node
+        )) else {
+            return;
+        };
+        let args = crate::seat::SeatArgs {
+            coordinator: me,
+            seat: seat.to_owned(),
+            started: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        };
+        let spec = crate::supervisor::ChildSpec::worker(
+            format!("{}/seat/{seat}", self.node),
+            crate::supervisor::Restart::Transient,
+            move || (crate::seat::SeatActor, args.clone()),
+        );
+        if let Err(error) = crate::supervisor::start_child(&seats, spec).await {
+            warn!(seat, %error, "seat_actor_not_started");
+        }
+    }
+
+    /// Re-runs the recovery pass of a seat this node holds (a seat actor's restart).
+    pub async fn recover_held(&self, seat: &str) -> Result<(), Error> {
+        match self.known_fence(seat) {
+            Some(fence) => self.recover(&fence).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The coordinator as shared, once the node registered it.
+    fn me(&self) -> Option<Arc<Coordinator>> {
+        self.me
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .and_then(std::sync::Weak::upgrade)
+    }
+
+    /// Registers the shared coordinator so seats it acquires get their actors.
+    pub fn register(self: &Arc<Self>) {
+        *self.me.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::downgrade(self));
     }
 
     /// The fence of the seat a run belongs to.

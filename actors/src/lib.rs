@@ -5,5 +5,6 @@
 
 pub mod coordinator;
 pub mod ports;
+pub mod seat;
 pub mod supervisor;
 pub mod workers;

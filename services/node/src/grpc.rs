@@ -121,8 +121,13 @@ impl ractor::Actor for Api {
         _myself: ractor::ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ractor::ActorProcessingErr> {
+        // graceful first (in-flight calls finish), then cut: a followed stream never ends
         state.cancel.cancel();
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), &mut state.server).await;
+        let graceful =
+            tokio::time::timeout(std::time::Duration::from_secs(2), &mut state.server).await;
+        if graceful.is_err() {
+            state.server.abort();
+        }
         Ok(())
     }
 }
@@ -712,23 +717,7 @@ impl pb::ops_server::Ops for OpsService {
             ));
         };
         let tree = supervisor::tree(&root).await;
-        let mut children = actor_info(&tree, &self.errors, &node);
-        let seats: Vec<pb::ActorInfo> = self
-            .coordinator
-            .held_seats()
-            .into_iter()
-            .map(|fence| pb::ActorInfo {
-                name: format!("seat/{} (epoch {})", fence.seat, fence.epoch),
-                state: "held".into(),
-                ..pb::ActorInfo::default()
-            })
-            .collect();
-        children.push(pb::ActorInfo {
-            name: "seats".into(),
-            state: "running".into(),
-            children: seats,
-            ..pb::ActorInfo::default()
-        });
+        let children = actor_info(&tree, &self.errors, &node);
         Ok(Response::new(pb::TreeReply {
             node: node.clone(),
             roots: vec![pb::ActorInfo {

@@ -24,6 +24,7 @@ use boxfleet_actors::supervisor::{
 };
 use boxfleet_actors::workers::{
     Collectors, CollectorsArgs, LastErrors, SessionArgs, SessionKeeper, Waiter, WaiterArgs,
+    WaiterMsg,
 };
 use boxfleet_cluster::seat::{NodeInfo, Session};
 use boxfleet_cluster::store::embedded::EmbeddedStore;
@@ -129,25 +130,10 @@ impl Node {
             "direct".into(),
             engine_tx,
         ));
+        coordinator.register();
         let engines = Arc::new(Engines::new(coordinator.clone()));
         let errors = Arc::new(LastErrors::default());
         let collect_panics = Arc::new(std::sync::atomic::AtomicU32::new(0));
-
-        // the recovery pass for every seat with runs, before the poll starts
-        let mut seats: Vec<String> = coordinator
-            .runs
-            .list()
-            .await?
-            .into_iter()
-            .map(|run| run.record.seat)
-            .collect();
-        seats.sort();
-        seats.dedup();
-        for seat in &seats {
-            if let Err(error) = coordinator.seat_fence(seat).await {
-                warn!(seat, %error, "seat_recovery_failed");
-            }
-        }
 
         let receiver = Arc::new(tokio::sync::Mutex::new(engine_rx));
         let listener = Arc::new(std::sync::Mutex::new(Some(listener)));
@@ -172,6 +158,11 @@ impl Node {
                     (Router, args.clone())
                 })
             })
+            .with_child(ChildSpec::supervisor(
+                format!("{id}/seats"),
+                Restart::Permanent,
+                SupervisorArgs::new(Strategy::OneForOne),
+            ))
             .with_child({
                 let args = CollectorsArgs {
                     coordinator: coordinator.clone(),
@@ -209,8 +200,24 @@ impl Node {
         let (root, root_join) = Supervisor::spawn(Some(format!("node/{id}")), Supervisor, args)
             .await
             .context("start the node's supervision tree")?;
+        // the recovery pass for every seat with runs; the waiter polls what it finds running
+        let mut seats: Vec<String> = coordinator
+            .runs
+            .list()
+            .await?
+            .into_iter()
+            .map(|run| run.record.seat)
+            .collect();
+        seats.sort();
+        seats.dedup();
         for seat in &seats {
-            coordinator.pump(seat).await;
+            if let Err(error) = coordinator.seat_fence(seat).await {
+                warn!(seat, %error, "seat_recovery_failed");
+            }
+        }
+        // what the recovery found running is polled at once, not at the next tick
+        if let Some(waiter) = ActorRef::<WaiterMsg>::where_is(format!("{id}/waiter")) {
+            let _ = waiter.cast(WaiterMsg::Tick);
         }
         info!(node = %id, %addr, "node_started");
         Ok(Node {
