@@ -287,3 +287,122 @@ fn find_actor(value: &serde_json::Value, name: &str) -> Option<serde_json::Value
         _ => None,
     }
 }
+
+/// An attached engine that fails an answer's resume: retried after a second; once the run's
+/// pause TTL has passed since the answer was recorded, the answer is let go and its reply
+/// handed back to the seat as an ordinary message, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_answer_resume_is_retried_then_let_go_to_the_seat_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = NodeProcess::start("retry", dir.path(), &[]);
+    let addr = node.addr();
+    let mut engine = pb::engine_client::EngineClient::connect(addr.clone())
+        .await
+        .expect("connect");
+    let (up_tx, up_rx) = mpsc::channel::<pb::EngineUp>(16);
+    let hello = pb::Hello {
+        engine: "flaky".into(),
+        seats: vec![],
+    };
+    up_tx
+        .send(pb::EngineUp {
+            msg: Some(pb::engine_up::Msg::Hello(hello)),
+        })
+        .await
+        .expect("hello");
+    let mut down = engine
+        .attach(tokio_stream::wrappers::ReceiverStream::new(up_rx))
+        .await
+        .expect("attach")
+        .into_inner();
+    let mut next = async move || -> pb::engine_down::Msg {
+        tokio::time::timeout(Duration::from_secs(30), down.next())
+            .await
+            .expect("engine work within 30 s")
+            .expect("stream open")
+            .expect("message")
+            .msg
+            .expect("a message")
+    };
+
+    println!("--- phase: a job parks on a question (pause TTL 3 s)");
+    let job = r#"boxfleet-ask "which region?" --to ops"#;
+    let (code, out, err) = node.cli(&[
+        "launch",
+        "--seat",
+        "sre",
+        "--pause-ttl",
+        "3",
+        "--command",
+        job,
+    ]);
+    assert_eq!(code, 0, "{out} {err}");
+    let (turn_id, launch_id) = turn_of(&out);
+    let mut runs = pb::runs_client::RunsClient::connect(addr.clone())
+        .await
+        .expect("connect");
+    boxfleet_tests::wait_until("the run to park", Duration::from_secs(30), async || {
+        let board = runs
+            .board(pb::BoardRequest {
+                audience: "ops".into(),
+            })
+            .await
+            .expect("board");
+        board.into_inner().runs.iter().any(|r| r.turn_id == turn_id)
+    })
+    .await;
+
+    println!("--- phase: answered; the engine fails the first resume");
+    let (code, out, _) = node.cli(&[
+        "answer", &turn_id, "--launch", &launch_id, "--text", "eu-west", "--as", "ops",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let pb::engine_down::Msg::Resume(first) = next().await else {
+        panic!("expected a resume")
+    };
+    assert_eq!(first.kind, pb::resume::Kind::Answer as i32);
+    assert_eq!(first.reply, "eu-west");
+    let retry = |turn: &str, launch: &str| pb::EngineUp {
+        msg: Some(pb::engine_up::Msg::Settle(pb::Settle {
+            turn_id: turn.to_owned(),
+            launch_id: launch.to_owned(),
+            outcome: Some(pb::settle::Outcome::Retry(pb::Retry {
+                error: "engine busy".into(),
+            })),
+        })),
+    };
+    up_tx.send(retry(&turn_id, &launch_id)).await.expect("send");
+    let started = std::time::Instant::now();
+    let pb::engine_down::Msg::Resume(second) = next().await else {
+        panic!("expected a retried resume")
+    };
+    assert_eq!(second.reply, "eu-west");
+    println!("retried after {:.1}s", started.elapsed().as_secs_f64());
+
+    println!("--- phase: past the pause TTL the next failure lets the answer go");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    up_tx.send(retry(&turn_id, &launch_id)).await.expect("send");
+    let pb::engine_down::Msg::Turn(turn) = next().await else {
+        panic!("expected the reply as a turn")
+    };
+    assert_eq!(turn.text, "eu-west");
+    assert_eq!(turn.seat, "sre");
+    assert!(
+        turn.delivery_id.starts_with("copy-"),
+        "{}",
+        turn.delivery_id
+    );
+    let got = runs
+        .get(pb::GetRequest {
+            turn_id: turn_id.clone(),
+        })
+        .await
+        .expect("get")
+        .into_inner();
+    let record: serde_json::Value = serde_json::from_str(&got.record_json).expect("record");
+    assert_eq!(record["status"], "awaiting_clarification", "{record:#}");
+    assert!(
+        record["hand_back"].is_null(),
+        "the copy was published and cleared: {record:#}"
+    );
+}

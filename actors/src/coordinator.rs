@@ -34,6 +34,8 @@ pub const DEFAULT_BOX_TIMEOUT: Duration = Duration::from_secs(900);
 /// Bounds on the text a phase record carries (DESIGN §11).
 pub const MAX_REPORT_BYTES: usize = 256 * 1024;
 pub const MAX_QUESTION_BYTES: usize = 16 * 1024;
+/// Resume attempts of one recorded answer before it is let go.
+pub const MAX_ANSWER_RESUME_ATTEMPTS: u32 = 10;
 
 /// Why an operation did not happen. Per-request failures travel in replies.
 #[derive(Debug, thiserror::Error)]
@@ -952,6 +954,54 @@ impl Coordinator {
         Ok(())
     }
 
+    /// The resume of a recorded answer failed: retried a second later, doubling to 30 s, at
+    /// most 10 attempts and at most the run's pause TTL from the first failure; past that the
+    /// answer is let go — declined for this question and its copy handed back to the seat once.
+    fn schedule_answer_retry(&self, record: &RunRecord) {
+        let Some(me) = self.me() else { return };
+        let Some(answer) = record.answer.clone() else {
+            return;
+        };
+        let turn_id = record.turn_id.clone();
+        let seat = record.seat.clone();
+        let pause_ttl = Duration::from_secs(
+            record
+                .pause_ttl_seconds
+                .unwrap_or(boxfleet_cluster::transition::DEFAULT_PAUSE_TTL_SECONDS),
+        );
+        let attempts = answer.attempts.max(1);
+        // the window runs from when the answer was recorded (its first resume's start)
+        let spent_window = (Utc::now() - answer.recorded_at)
+            .to_std()
+            .unwrap_or_default()
+            > pause_ttl;
+        tokio::spawn(async move {
+            let Ok(fence) = me.seat_fence(&seat).await else {
+                return;
+            };
+            if attempts >= MAX_ANSWER_RESUME_ATTEMPTS || spent_window {
+                match me.runs.apply(&fence, &turn_id, Transition::LetGo).await {
+                    Ok(Outcome::Written(run)) => {
+                        warn!(turn_id, attempts, "sandbox_answer_requeue_exhausted");
+                        if let Err(error) = me.publish_hand_backs(&fence, &run.record).await {
+                            warn!(turn_id, %error, "sandbox_hand_back_owed");
+                        }
+                        me.pump(&seat).await;
+                    }
+                    Ok(Outcome::Deleted) => {}
+                    Err(error) => warn!(turn_id, %error, "sandbox_answer_let_go_refused"),
+                }
+                return;
+            }
+            let delay =
+                Duration::from_secs(1 << (attempts - 1).min(5)).min(Duration::from_secs(30));
+            tokio::time::sleep(delay).await;
+            if let Err(error) = me.drive_answer(&fence, &turn_id).await {
+                warn!(turn_id, %error, "sandbox_answer_resume_failed");
+            }
+        });
+    }
+
     // ---------------------------------------------------------------------------------------
     // take and settle (the engine's side of a resume)
 
@@ -1014,7 +1064,12 @@ impl Coordinator {
                     launch_id: launch_id.to_owned(),
                     collect_failed: false,
                 };
-                self.runs.apply(&fence, turn_id, hand_back).await?;
+                let handed = self.runs.apply(&fence, turn_id, hand_back).await?;
+                if let Some(record) = handed.record()
+                    && record.status == Status::Answered
+                {
+                    self.schedule_answer_retry(record);
+                }
                 Ok(None)
             }
             Settle::Relaunched {
