@@ -7,4 +7,5 @@ pub mod coordinator;
 pub mod ports;
 pub mod seat;
 pub mod supervisor;
+pub mod tail;
 pub mod workers;

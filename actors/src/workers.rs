@@ -149,6 +149,8 @@ pub struct WaiterState {
     polling: Arc<Mutex<HashSet<String>>>,
     /// when each run's last poll ended: free slots go to the longest-waiting first
     last_polled: Arc<Mutex<std::collections::HashMap<String, tokio::time::Instant>>>,
+    /// the lease of the poll duty this node holds, renewed every tick
+    duty: Option<boxfleet_cluster::store::LeaseId>,
 }
 
 #[derive(Debug)]
@@ -174,6 +176,7 @@ impl Actor for Waiter {
             slots: Arc::new(Semaphore::new(MAX_CONCURRENT_POLLS)),
             polling: Arc::new(Mutex::new(HashSet::new())),
             last_polled: Arc::new(Mutex::new(std::collections::HashMap::new())),
+            duty: None,
         })
     }
 
@@ -187,6 +190,33 @@ impl Actor for Waiter {
             panic!("failpoint waiter-panic-once");
         }
         let coordinator = state.args.coordinator.clone();
+        // the poll duty: one node at a time polls the fleet's remote boxes; a local box is
+        // polled by the node on its host that holds the seat, duty or not
+        let holder = boxfleet_cluster::seat::Holder {
+            node: coordinator.node.clone(),
+            incarnation: coordinator.incarnation.clone(),
+        };
+        let duty_ttl = (state.args.interval.as_secs() as i64 * 3).max(5);
+        match boxfleet_cluster::duty::claim_waiter(
+            coordinator.store.as_ref(),
+            &coordinator.keys,
+            &holder,
+            state.duty,
+            duty_ttl,
+        )
+        .await
+        {
+            Ok(boxfleet_cluster::duty::Duty::Mine { lease, .. }) => state.duty = Some(lease),
+            Ok(boxfleet_cluster::duty::Duty::Peer(peer)) => {
+                if state.duty.take().is_some() {
+                    info!(peer = %peer.node, "waiter_duty_moved");
+                }
+            }
+            Err(error) => {
+                warn!(%error, "waiter_duty_claim_failed");
+                state.args.errors.record("waiter", &error.to_string());
+            }
+        }
         let held: HashSet<String> = coordinator
             .held_seats()
             .into_iter()

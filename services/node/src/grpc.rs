@@ -22,6 +22,7 @@ use tracing::warn;
 
 use crate::engine::Engines;
 use boxfleet_actors::supervisor::{self, ActorTree, SupervisorMsg};
+use boxfleet_actors::tail::TailMsg;
 use boxfleet_actors::workers::LastErrors;
 
 type Stream_<T> = Pin<Box<dyn Stream<Item = Result<T, GrpcStatus>> + Send>>;
@@ -458,25 +459,50 @@ impl pb::runs_server::Runs for RunsService {
             Status::Launching | Status::Running => {}
             other => return Ok(Response::new(reply(Outcome::NotRunning, other.to_string()))),
         }
-        let epoch = reading_epoch(&record.launch_id);
-        let from = if r.epoch == epoch { r.after } else { 0 };
-        match self.coordinator.follow(&record, from).await {
-            Ok(followed) => Ok(Response::new(pb::TailReply {
-                outcome: if r.epoch != 0 && r.epoch != epoch {
+        let Some(owner) =
+            ractor::ActorRef::<TailMsg>::where_is(format!("{}/tail", self.coordinator.node))
+        else {
+            return Err(GrpcStatus::unavailable(
+                "the node's tail owner is not running",
+            ));
+        };
+        let budget = std::time::Duration::from_millis(u64::from(r.budget_ms.clamp(500, 10_000)));
+        let launch_id = record.launch_id.clone();
+        let asked = owner
+            .call(
+                |reply| TailMsg::Read {
+                    record: Box::new(record),
+                    epoch: r.epoch,
+                    after: r.after,
+                    reply,
+                },
+                // an answer waits for the box at most three quarters of the asker's budget
+                Some(budget * 3 / 4),
+            )
+            .await;
+        match asked {
+            Ok(ractor::rpc::CallResult::Success(Ok(view))) => Ok(Response::new(pb::TailReply {
+                outcome: if view.reset {
                     Outcome::Reset
                 } else {
                     Outcome::Tail
                 } as i32,
-                text: followed.text,
-                start: followed.start,
-                end: followed.end,
-                epoch,
+                text: view.text,
+                start: view.start,
+                end: view.end,
+                epoch: view.epoch,
                 digest: String::new(),
-                launch_id: record.launch_id,
-                detail: String::new(),
+                launch_id,
+                detail: view
+                    .stale_ms
+                    .map(|ms| format!("from a reading {ms} ms old: the box is slow"))
+                    .unwrap_or_default(),
             })),
-            Err(error) => Err(GrpcStatus::unavailable(format!(
-                "the box of run {} could not be read: {error}",
+            Ok(ractor::rpc::CallResult::Success(Err(error))) => Err(GrpcStatus::unavailable(
+                format!("the box of run {} could not be read: {error}", r.turn_id),
+            )),
+            Ok(_) | Err(_) => Err(GrpcStatus::deadline_exceeded(format!(
+                "the box of run {} did not answer inside the budget; ask again",
                 r.turn_id
             ))),
         }
@@ -514,12 +540,6 @@ impl pb::runs_server::Runs for RunsService {
             detail,
         }))
     }
-}
-
-/// A reading's epoch: the job it reads (a new job is a new reading).
-fn reading_epoch(launch_id: &str) -> u64 {
-    let id = boxfleet_cluster::events::derive_id(&["reading", launch_id]);
-    u64::from_str_radix(&id[..15], 16).unwrap_or(1).max(1)
 }
 
 /// The Engine service.

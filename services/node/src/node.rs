@@ -5,8 +5,10 @@
 //! node/{id}                 rest_for_one
 //! ├── {id}/session          permanent   renews the session lease at ttl/3
 //! ├── {id}/engines          permanent   routes work to an attached engine or the built-in one
+//! ├── {id}/seats            permanent   one_for_one: Seat{handle} per held seat
 //! ├── {id}/collectors       permanent   bounded pool of claimed collections
 //! ├── {id}/waiter           permanent   the completion poll
+//! ├── {id}/tail             permanent   the live tail's readings
 //! └── {id}/api              permanent   the tonic listener (Runs, Engine, Ops, health, reflection)
 //! ```
 //! Started in order, stopped in reverse.
@@ -182,6 +184,12 @@ impl Node {
                 };
                 ChildSpec::worker(format!("{id}/waiter"), Restart::Permanent, move || {
                     (Waiter, args.clone())
+                })
+            })
+            .with_child({
+                let coordinator = coordinator.clone();
+                ChildSpec::worker(format!("{id}/tail"), Restart::Permanent, move || {
+                    (boxfleet_actors::tail::TailOwner, coordinator.clone())
                 })
             })
             .with_child({
