@@ -748,7 +748,8 @@ impl<'a> Follower<'a> {
         };
         let view = cursor.apply(&reply, &self.turn);
         out(&view.text)?;
-        if let Some(notice) = &view.notice {
+        // a job that stopped running is told by its events (the phase record, the question)
+        if let Some(notice) = view.notice.as_ref().filter(|_| !view.stopped) {
             self.notice(notice);
         }
         if view.stopped {
