@@ -3,6 +3,7 @@
 //!
 //! - [`ports`]: the `Provider` / `Sandbox` / `Runner` traits the backends implement.
 
+pub mod board;
 pub mod coordinator;
 pub mod ports;
 pub mod seat;

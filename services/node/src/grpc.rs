@@ -21,6 +21,7 @@ use tonic::{Request, Response, Status as GrpcStatus};
 use tracing::warn;
 
 use crate::engine::Engines;
+use boxfleet_actors::board::BoardMsg;
 use boxfleet_actors::supervisor::{self, ActorTree, SupervisorMsg};
 use boxfleet_actors::tail::TailMsg;
 use boxfleet_actors::workers::LastErrors;
@@ -297,19 +298,26 @@ impl pb::runs_server::Runs for RunsService {
         request: Request<pb::BoardRequest>,
     ) -> Result<Response<pb::BoardReply>, GrpcStatus> {
         let audience = request.into_inner().audience;
-        let runs = self.coordinator.runs.list().await.map_err(status)?;
-        let entries = runs
+        let Some(board) =
+            ractor::ActorRef::<BoardMsg>::where_is(format!("{}/board", self.coordinator.node))
+        else {
+            return Err(GrpcStatus::unavailable("the node's board is not running"));
+        };
+        let audience = (!audience.is_empty()).then_some(audience);
+        let rows = board
+            .call(
+                |reply| BoardMsg::List { audience, reply },
+                Some(std::time::Duration::from_secs(5)),
+            )
+            .await
+            .map_err(|error| {
+                GrpcStatus::unavailable(format!("the board did not answer: {error}"))
+            })?;
+        let ractor::rpc::CallResult::Success(rows) = rows else {
+            return Err(GrpcStatus::unavailable("the board did not answer in time"));
+        };
+        let entries = rows
             .into_iter()
-            .map(|run| run.record)
-            // a resumed run's turn has already taken back its result
-            .filter(|record| !matches!(record.status, Status::Resumed | Status::Ending))
-            .filter(|record| {
-                audience.is_empty()
-                    || record
-                        .question
-                        .as_ref()
-                        .is_some_and(|q| q.audience_handles.contains(&audience))
-            })
             .map(|record| pb::BoardEntry {
                 turn_id: record.turn_id.clone(),
                 role: record.role.clone().unwrap_or_default(),

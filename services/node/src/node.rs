@@ -7,11 +7,14 @@
 //! ├── {id}/engines          permanent   routes work to an attached engine or the built-in one
 //! ├── {id}/seats            permanent   one_for_one: Seat{handle} per held seat
 //! ├── {id}/collectors       permanent   bounded pool of claimed collections
-//! ├── {id}/waiter           permanent   the completion poll
+//! ├── {id}/board            permanent   the live projection of runs in flight (events + 30 s reconcile)
 //! ├── {id}/tail             permanent   the live tail's readings
-//! └── {id}/api              permanent   the tonic listener (Runs, Engine, Ops, health, reflection)
+//! ├── {id}/api              permanent   the tonic listener (Runs, Engine, Ops, health, reflection)
+//! └── {id}/waiter           permanent   the completion poll
 //! ```
-//! Started in order, stopped in reverse.
+//! Started in order, stopped in reverse. Under rest_for_one a child's failure restarts it and
+//! the children after it, so what depends on another comes after it, and the poll (which
+//! nothing depends on) comes last: a poller that panics does not take the API down with it.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -176,14 +179,9 @@ impl Node {
                 })
             })
             .with_child({
-                let args = WaiterArgs {
-                    coordinator: coordinator.clone(),
-                    interval: Duration::from_secs(config.poll_interval_seconds),
-                    collectors: format!("{id}/collectors"),
-                    errors: errors.clone(),
-                };
-                ChildSpec::worker(format!("{id}/waiter"), Restart::Permanent, move || {
-                    (Waiter, args.clone())
+                let coordinator = coordinator.clone();
+                ChildSpec::worker(format!("{id}/board"), Restart::Permanent, move || {
+                    (boxfleet_actors::board::Board, coordinator.clone())
                 })
             })
             .with_child({
@@ -203,6 +201,18 @@ impl Node {
                 };
                 ChildSpec::worker(format!("{id}/api"), Restart::Permanent, move || {
                     (Api, args.clone())
+                })
+            })
+            // last: rest_for_one restarts only later siblings, and nothing depends on the poll
+            .with_child({
+                let args = WaiterArgs {
+                    coordinator: coordinator.clone(),
+                    interval: Duration::from_secs(config.poll_interval_seconds),
+                    collectors: format!("{id}/collectors"),
+                    errors: errors.clone(),
+                };
+                ChildSpec::worker(format!("{id}/waiter"), Restart::Permanent, move || {
+                    (Waiter, args.clone())
                 })
             });
         let (root, root_join) = Supervisor::spawn(Some(format!("node/{id}")), Supervisor, args)

@@ -1,0 +1,156 @@
+//! `Board`: the node's live-state projection of the runs in flight (spec: "Dashboard").
+//!
+//! Two sources, because neither is enough alone: the events keep the set current (each event
+//! of a turn re-reads that turn's record), and the durable record decides which runs exist —
+//! read in full when the board starts and every 30 seconds, replacing what the events built.
+//! A resumed or ending run is over for the board and is not listed.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use boxfleet_cluster::record::{RunRecord, Status};
+use boxfleet_cluster::store::WatchEvent;
+use futures::StreamExt;
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use tracing::warn;
+
+use crate::coordinator::Coordinator;
+
+/// How often the board re-reads the whole record (livestate.ReconcileInterval).
+pub const RECONCILE: Duration = Duration::from_secs(30);
+
+#[derive(Debug)]
+pub enum BoardMsg {
+    /// The runs in flight, those waiting on `audience` when given.
+    List {
+        audience: Option<String>,
+        reply: RpcReplyPort<Vec<RunRecord>>,
+    },
+    /// An event named this turn: re-read its record.
+    Touched(String),
+    Reconcile,
+}
+
+/// The live board.
+#[derive(Debug)]
+pub struct Board;
+
+#[derive(Debug)]
+pub struct BoardState {
+    coordinator: Arc<Coordinator>,
+    runs: BTreeMap<String, RunRecord>,
+    watch: tokio::task::JoinHandle<()>,
+}
+
+fn listed(record: &RunRecord) -> bool {
+    !matches!(record.status, Status::Resumed | Status::Ending)
+}
+
+impl Actor for Board {
+    type Msg = BoardMsg;
+    type State = BoardState;
+    type Arguments = Arc<Coordinator>;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        coordinator: Arc<Coordinator>,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let from = boxfleet_cluster::StoreExt::revision(coordinator.store.as_ref()).await? + 1;
+        let mut events = coordinator
+            .store
+            .watch(&coordinator.keys.events(), from)
+            .await?;
+        let feed = myself.clone();
+        let watch = tokio::spawn(async move {
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok(WatchEvent::Put(kv)) => {
+                        if let Ok(stored) = boxfleet_cluster::events::from_watch(&kv) {
+                            let _ = feed.cast(BoardMsg::Touched(stored.event.turn_id));
+                        }
+                    }
+                    Ok(WatchEvent::Delete { .. }) => {}
+                    Err(error) => {
+                        // the reconcile keeps the board right; the actor restarts the watch
+                        warn!(%error, "board_watch_broke");
+                        feed.stop(Some(format!("events watch broke: {error}")));
+                        return;
+                    }
+                }
+            }
+        });
+        let mut state = BoardState {
+            coordinator,
+            runs: BTreeMap::new(),
+            watch,
+        };
+        state.reconcile().await?;
+        myself.send_interval(RECONCILE, || BoardMsg::Reconcile);
+        Ok(state)
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        state.watch.abort();
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            BoardMsg::List { audience, reply } => {
+                let rows = state
+                    .runs
+                    .values()
+                    .filter(|record| match &audience {
+                        None => true,
+                        Some(who) => record
+                            .question
+                            .as_ref()
+                            .is_some_and(|q| q.audience_handles.contains(who)),
+                    })
+                    .cloned()
+                    .collect();
+                let _ = reply.send(rows);
+            }
+            BoardMsg::Touched(turn_id) => match state.coordinator.runs.read(&turn_id).await {
+                Ok(Some(run)) if listed(&run.record) => {
+                    state.runs.insert(turn_id, run.record);
+                }
+                Ok(_) => {
+                    state.runs.remove(&turn_id);
+                }
+                Err(error) => warn!(turn_id, %error, "board_read_failed"),
+            },
+            BoardMsg::Reconcile => {
+                if let Err(error) = state.reconcile().await {
+                    warn!(%error, "board_reconcile_failed");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl BoardState {
+    /// What the record holds replaces what the events built.
+    async fn reconcile(&mut self) -> Result<(), boxfleet_cluster::Error> {
+        let runs = self.coordinator.runs.list().await?;
+        self.runs = runs
+            .into_iter()
+            .map(|run| run.record)
+            .filter(listed)
+            .map(|record| (record.turn_id.clone(), record))
+            .collect();
+        Ok(())
+    }
+}
