@@ -406,3 +406,79 @@ async fn a_failed_answer_resume_is_retried_then_let_go_to_the_seat_once() {
         "the copy was published and cleared: {record:#}"
     );
 }
+
+/// A busy seat takes nothing: a message delivered while its job runs waits in the inbox, in
+/// order, and becomes a turn only once the job parks on its question.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mail_for_a_busy_seat_waits_until_its_job_parks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = NodeProcess::start("busy", dir.path(), &[]);
+    let addr = node.addr();
+
+    println!("--- phase: a job that works for 3 s, then asks");
+    let job = r#"sleep 3; boxfleet-ask "merge it?" --to lead"#;
+    let (code, out, err) = node.cli(&["launch", "--seat", "dev", "--command", job]);
+    assert_eq!(code, 0, "{out} {err}");
+    let (first_turn, _) = turn_of(&out);
+
+    println!("--- phase: a message arrives while the seat is busy; it waits");
+    let (code, out, _) = node.cli(&[
+        "deliver",
+        "--seat",
+        "dev",
+        "--conversation",
+        "dm-lead",
+        "--text",
+        "echo second job",
+        "--from",
+        "lead",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out, _) = node.cli(&["seats", "--json"]);
+    assert_eq!(code, 0);
+    let seats: serde_json::Value = serde_json::from_str(&out).expect("seats --json");
+    let dev = &seats["seats"].as_array().expect("seats")[0];
+    assert_eq!(
+        (dev["active_runs"].as_u64(), dev["inbox"].as_u64()),
+        (Some(1), Some(1)),
+        "{seats:#}"
+    );
+
+    println!("--- phase: the job parks; the waiting message becomes the seat's next turn");
+    let mut runs = pb::runs_client::RunsClient::connect(addr.clone())
+        .await
+        .expect("connect");
+    let second = boxfleet_tests::wait_for(
+        "the message to run as a turn",
+        Duration::from_secs(40),
+        async || {
+            let events = runs
+                .events(pb::EventsRequest {
+                    from_revision: 0,
+                    follow: false,
+                })
+                .await
+                .ok()?
+                .into_inner();
+            let events: Vec<pb::Event> =
+                events.filter_map(|e| async move { e.ok() }).collect().await;
+            events
+                .into_iter()
+                .find(|e| e.kind == "sandbox_run_started" && e.turn_id != first_turn)
+                .map(|e| e.turn_id)
+        },
+    )
+    .await;
+    let board = runs
+        .board(pb::BoardRequest::default())
+        .await
+        .expect("board")
+        .into_inner();
+    let first = board
+        .runs
+        .iter()
+        .find(|r| r.turn_id == first_turn)
+        .expect("the parked run");
+    assert_eq!(first.status, "awaiting_clarification");
+    assert_ne!(second, first_turn);
+}

@@ -822,6 +822,8 @@ impl Coordinator {
             };
             self.runs.apply(fence, turn_id, park).await?;
             info!(turn_id, launch_id, "sandbox_clarification_requested");
+            // a parked run holds nothing: the seat's mail flows again
+            self.pump(&run.seat).await;
             return Ok(());
         }
         let resume = Resume {
