@@ -342,6 +342,40 @@ impl Coordinator {
         }
     }
 
+    /// Pokes the run's driver (`{node}/run/{turn}`), starting it under the node's `runs`
+    /// supervisor when it is not running. Outside a node's tree (unit use) it does nothing.
+    pub async fn drive(&self, turn_id: &str, message: crate::run::RunMsg) {
+        let name = format!("{}/run/{turn_id}", self.node);
+        if let Some(actor) = ractor::ActorRef::<crate::run::RunMsg>::where_is(name.clone()) {
+            let _ = actor.cast(message);
+            return;
+        }
+        let Some(me) = self.me() else { return };
+        let Some(runs) = ractor::ActorRef::<crate::supervisor::SupervisorMsg>::where_is(format!(
+            "{}/runs",
+            self.node
+        )) else {
+            return;
+        };
+        let args = crate::run::RunArgs {
+            coordinator: me,
+            turn_id: turn_id.to_owned(),
+        };
+        let spec = crate::supervisor::ChildSpec::worker(
+            name.clone(),
+            crate::supervisor::Restart::Transient,
+            move || (crate::run::RunActor, args.clone()),
+        );
+        match crate::supervisor::start_child(&runs, spec).await {
+            Ok(_) => {
+                if let Some(actor) = ractor::ActorRef::<crate::run::RunMsg>::where_is(name) {
+                    let _ = actor.cast(message);
+                }
+            }
+            Err(error) => warn!(turn_id, %error, "run_driver_not_started"),
+        }
+    }
+
     /// Re-runs the recovery pass of a seat this node holds (a seat actor's restart).
     pub async fn recover_held(&self, seat: &str) -> Result<(), Error> {
         match self.known_fence(seat) {
@@ -995,12 +1029,11 @@ impl Coordinator {
                 }
                 return;
             }
+            // the run's driver waits out the spacing and resumes it again
             let delay =
                 Duration::from_secs(1 << (attempts - 1).min(5)).min(Duration::from_secs(30));
-            tokio::time::sleep(delay).await;
-            if let Err(error) = me.drive_answer(&fence, &turn_id).await {
-                warn!(turn_id, %error, "sandbox_answer_resume_failed");
-            }
+            me.drive(&turn_id, crate::run::RunMsg::RetryAnswer { delay })
+                .await;
         });
     }
 
@@ -1202,6 +1235,7 @@ impl Coordinator {
         }
         if let Err(error) = self.finish_ending(fence, turn_id).await {
             warn!(turn_id, %error, "sandbox_ending_kept");
+            self.drive(turn_id, crate::run::RunMsg::Check).await;
         }
     }
 

@@ -6,6 +6,7 @@
 pub mod board;
 pub mod coordinator;
 pub mod ports;
+pub mod run;
 pub mod seat;
 pub mod supervisor;
 pub mod tail;

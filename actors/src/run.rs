@@ -1,0 +1,94 @@
+//! `Run{turn}`: the actor that drives one run's retries on this node, under the node's `runs`
+//! supervisor: an answer's resume after a failure (on the spec's spacing), and an ending that
+//! could not be finished (kept with its terms, finished once the store takes it). Every step
+//! re-reads the run's record, so a restart simply picks the run up again; a run that needs
+//! nothing more from this node (settled, parked, or moved to another holder) stops its actor.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use boxfleet_cluster::record::Status;
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tracing::warn;
+
+use crate::coordinator::Coordinator;
+
+/// How soon a kept ending is tried again.
+pub const ENDING_RETRY: Duration = Duration::from_secs(30);
+
+/// One run's driver.
+#[derive(Debug)]
+pub struct RunActor;
+
+#[derive(Debug, Clone)]
+pub struct RunArgs {
+    pub coordinator: Arc<Coordinator>,
+    pub turn_id: String,
+}
+
+#[derive(Debug)]
+pub enum RunMsg {
+    /// Read the record and do what it owes: finish an ending, resume an answer.
+    Check,
+    /// Resume the recorded answer after `delay` (a failed resume's retry).
+    RetryAnswer { delay: Duration },
+}
+
+impl Actor for RunActor {
+    type Msg = RunMsg;
+    type State = RunArgs;
+    type Arguments = RunArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: RunArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let _ = myself.cast(RunMsg::Check);
+        Ok(args)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            RunMsg::RetryAnswer { delay } => {
+                myself.send_after(delay, || RunMsg::Check);
+            }
+            RunMsg::Check => {
+                let coordinator = &state.coordinator;
+                let turn_id = &state.turn_id;
+                let Some(run) = coordinator.runs.read(turn_id).await? else {
+                    myself.stop(Some("run settled".into()));
+                    return Ok(());
+                };
+                let fence = match coordinator.seat_fence(&run.record.seat).await {
+                    Ok(fence) => fence,
+                    Err(error) => {
+                        // the seat is another node's now: its recovery drives the run
+                        warn!(turn_id, %error, "run_driver_stopped");
+                        myself.stop(Some("seat not held".into()));
+                        return Ok(());
+                    }
+                };
+                match run.record.status {
+                    Status::Ending => {
+                        if let Err(error) = coordinator.finish_ending(&fence, turn_id).await {
+                            warn!(turn_id, %error, "sandbox_ending_kept");
+                            myself.send_after(ENDING_RETRY, || RunMsg::Check);
+                            return Ok(());
+                        }
+                    }
+                    Status::Answered => coordinator.drive_answer(&fence, turn_id).await?,
+                    _ => {}
+                }
+                // nothing more is owed from here: the next failure starts the driver again
+                myself.stop(Some("nothing owed".into()));
+            }
+        }
+        Ok(())
+    }
+}
