@@ -482,3 +482,78 @@ async fn mail_for_a_busy_seat_waits_until_its_job_parks() {
     assert_eq!(first.status, "awaiting_clarification");
     assert_ne!(second, first_turn);
 }
+
+/// The pause reaper: a parked run's box is reclaimed once its pause TTL passes (the run reads
+/// `reseed`); an answer then re-seeds a new box, told the branch the work was pushed to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_box_past_its_pause_ttl_is_reclaimed_and_the_answer_reseeds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = NodeProcess::start("reaper", dir.path(), &[]);
+    let addr = node.addr();
+
+    println!("--- phase: a job parks with a 2 s pause TTL");
+    let job = r#"if [ -n "${BOXFLEET_ANSWER:-}" ]; then echo "Delivered: $BOXFLEET_BRANCH" > "$BOXFLEET_REPORT"; exit 0; fi
+boxfleet-ask "keep going?" --to ops --branch wip/reaped"#;
+    let (code, out, err) = node.cli(&[
+        "launch",
+        "--seat",
+        "ml",
+        "--pause-ttl",
+        "2",
+        "--command",
+        job,
+    ]);
+    assert_eq!(code, 0, "{out} {err}");
+    let (turn_id, launch_id) = turn_of(&out);
+    let mut runs = pb::runs_client::RunsClient::connect(addr.clone())
+        .await
+        .expect("connect");
+    let first_box = boxfleet_tests::wait_for(
+        "the box to be reclaimed (reseed)",
+        Duration::from_secs(40),
+        async || {
+            let board = runs
+                .board(pb::BoardRequest::default())
+                .await
+                .ok()?
+                .into_inner();
+            board
+                .runs
+                .into_iter()
+                .find(|r| r.turn_id == turn_id && r.status == "reseed")
+                .map(|r| r.sandbox_id)
+        },
+    )
+    .await;
+    assert!(first_box.is_empty(), "a re-seed names no box");
+    let boxes = std::fs::read_dir(dir.path().join("boxes"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(boxes, 0, "the paused box was reclaimed on disk");
+
+    println!("--- phase: answered; the job re-seeds in a new box with the branch");
+    let (code, out, _) = node.cli(&["answer", &turn_id, "--launch", &launch_id, "--text", "yes"]);
+    assert_eq!(code, 0, "{out}");
+    boxfleet_tests::wait_until(
+        "the re-seeded run to settle",
+        Duration::from_secs(40),
+        async || record_gone(&addr, &turn_id).await,
+    )
+    .await;
+    let events = events_of(&addr, &turn_id).await;
+    let phases: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "agent_phase_completed")
+        .collect();
+    assert_eq!(phases.len(), 2, "{events:#?}");
+    let last = &phases[1]["body"]["record"];
+    assert_eq!(
+        last["delivered_refs"],
+        serde_json::json!(["wip/reaped"]),
+        "{last:#}"
+    );
+    assert_ne!(
+        last["sandbox_id"], phases[0]["body"]["record"]["sandbox_id"],
+        "a new box"
+    );
+}

@@ -898,6 +898,42 @@ impl Coordinator {
         }
     }
 
+    /// The pause reaper: a parked run whose box has been paused past its pause TTL has the box
+    /// reclaimed and re-seeds from its branch when answered. `true` when it reclaimed one.
+    pub async fn expire_pause(&self, run: &RunRecord) -> Result<bool, Error> {
+        let (Some(sandbox_id), Some(paused_at)) = (&run.sandbox_id, run.paused_at) else {
+            return Ok(false);
+        };
+        if !matches!(run.status, Status::AwaitingClarification | Status::Answered) {
+            return Ok(false);
+        }
+        let ttl = run
+            .pause_ttl_seconds
+            .unwrap_or(boxfleet_cluster::transition::DEFAULT_PAUSE_TTL_SECONDS);
+        if (Utc::now() - paused_at).num_seconds() < ttl as i64 {
+            return Ok(false);
+        }
+        let fence = self.seat_fence(&run.seat).await?;
+        // the box goes first: a record naming a dead box re-seeds; a live box named by nothing
+        // would be billed for good
+        let cell = run
+            .placement
+            .clone()
+            .unwrap_or_else(|| self.default_cell.clone());
+        self.provider(&cell)?.kill(sandbox_id).await?;
+        let expire = Transition::ExpirePause {
+            sandbox_id: sandbox_id.clone(),
+        };
+        match self.runs.apply(&fence, &run.turn_id, expire).await {
+            Ok(_) => {
+                info!(turn_id = %run.turn_id, sandbox_id, ttl, "sandbox_pause_expired");
+                Ok(true)
+            }
+            Err(RunError::Refused(_)) => Ok(false),
+            Err(error) => Err(error.into()),
+        }
+    }
+
     // ---------------------------------------------------------------------------------------
     // answers
 

@@ -222,7 +222,7 @@ impl Actor for Waiter {
             .into_iter()
             .map(|fence| fence.seat)
             .collect();
-        let mut runs = match coordinator.runs.list_running().await {
+        let mut runs = match coordinator.runs.list().await {
             Ok(runs) => runs,
             Err(error) => {
                 warn!(%error, "waiter_list_failed");
@@ -237,7 +237,23 @@ impl Actor for Waiter {
         }
         for run in runs {
             let record = run.record;
-            if record.status != Status::Running || !held.contains(&record.seat) {
+            if !held.contains(&record.seat) {
+                continue;
+            }
+            if record.paused_at.is_some()
+                && matches!(
+                    record.status,
+                    Status::AwaitingClarification | Status::Answered
+                )
+            {
+                // the pause reaper: a parked box is bounded by its run's pause TTL
+                if let Err(error) = coordinator.expire_pause(&record).await {
+                    warn!(turn_id = %record.turn_id, %error, "sandbox_pause_reap_failed");
+                    state.args.errors.record("waiter", &error.to_string());
+                }
+                continue;
+            }
+            if record.status != Status::Running {
                 continue;
             }
             if !state

@@ -755,8 +755,8 @@ pub fn decide(
                     found: current.sandbox_id.clone(),
                 });
             }
+            // the job's description (runner, command) stays: the re-seed relaunches it
             next.sandbox_id = None;
-            next.job = None;
             next.paused_at = None;
             if current.status == Status::AwaitingClarification {
                 next.status = Status::Reseed;

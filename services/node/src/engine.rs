@@ -179,6 +179,7 @@ impl Engines {
             command,
             succeeded,
             seat,
+            branch,
             ..
         } = resume;
         self.coordinator.take(&turn_id, &launch_id).await?;
@@ -195,6 +196,10 @@ impl Engines {
                 let mut env = BTreeMap::new();
                 env.insert("BOXFLEET_ANSWER".to_owned(), reply.clone());
                 env.insert("BOXFLEET_QUESTION".to_owned(), question.clone());
+                if let Some(branch) = &branch {
+                    // a re-seeded box starts empty: the job checks its work out from here
+                    env.insert("BOXFLEET_BRANCH".to_owned(), branch.clone());
+                }
                 let relaunch = Settle::Relaunched {
                     brief: format!("{question}\nThe answer: {reply}"),
                     conversation,

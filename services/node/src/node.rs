@@ -114,8 +114,9 @@ impl Node {
         let mut providers: BTreeMap<String, Arc<dyn Provider>> = BTreeMap::new();
         providers.insert(
             "direct".into(),
+            // boxes live under {data_dir}/boxes/{sandbox_id}
             Arc::new(boxfleet_sandbox::direct::DirectProvider::new(
-                config.data_dir.join("boxes"),
+                config.data_dir.clone(),
             )),
         );
         let mut runners: BTreeMap<String, Arc<dyn Runner>> = BTreeMap::new();
