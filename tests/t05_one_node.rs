@@ -557,3 +557,63 @@ boxfleet-ask "keep going?" --to ops --branch wip/reaped"#;
         "a new box"
     );
 }
+
+/// With a company document, a question's audience resolves against the org chart once, at the
+/// park: `team` is the unit's lead and its people (not its other agents), and the board's
+/// audience filter is "what is waiting on me".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_to_the_team_is_put_to_the_units_lead_and_people() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("node.yaml");
+    std::fs::write(
+        &config,
+        "company:\n  seats:\n    - { handle: eng, unit: platform, manager: alice }\n    - { handle: bot, unit: platform }\n    - { handle: alice, kind: person, unit: platform }\n    - { handle: bob, kind: person, unit: platform }\n  units:\n    - { name: platform, lead: alice, members: [eng, bot, alice, bob] }\n",
+    )
+    .expect("write config");
+    let node = NodeProcess::start(
+        "org",
+        dir.path(),
+        &["--config", config.to_str().expect("utf-8")],
+    );
+
+    let (code, out, err) = node.cli(&["launch", "--seat", "ghost", "--command", "true"]);
+    assert_ne!(code, 0, "a seat outside the chart is refused: {out}");
+    assert!(
+        format!("{out}{err}").contains("company document"),
+        "{out}{err}"
+    );
+
+    let (code, out, err) = node.cli(&[
+        "launch",
+        "--seat",
+        "eng",
+        "--command",
+        r#"boxfleet-ask "which index?" --to team"#,
+    ]);
+    assert_eq!(code, 0, "{out} {err}");
+    let (turn_id, _) = turn_of(&out);
+    let mut runs = pb::runs_client::RunsClient::connect(node.addr())
+        .await
+        .expect("connect");
+    let entry = boxfleet_tests::wait_for(
+        "the question to reach bob",
+        Duration::from_secs(30),
+        async || {
+            let board = runs
+                .board(pb::BoardRequest {
+                    audience: "bob".into(),
+                })
+                .await
+                .ok()?
+                .into_inner();
+            board.runs.into_iter().find(|r| r.turn_id == turn_id)
+        },
+    )
+    .await;
+    assert_eq!(entry.audience, "team");
+    assert_eq!(
+        entry.audience_handles,
+        ["alice", "bob"],
+        "the unit's lead and people, not bot"
+    );
+}

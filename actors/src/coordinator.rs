@@ -207,6 +207,8 @@ pub struct Coordinator {
     me: Mutex<Option<std::sync::Weak<Coordinator>>>,
     engine: mpsc::UnboundedSender<EngineDown>,
     box_timeout: Duration,
+    /// the org chart questions resolve against (empty: seats are implicit)
+    company: boxfleet_config::company::Company,
 }
 
 fn new_id(prefix: &str) -> String {
@@ -258,7 +260,14 @@ impl Coordinator {
             me: Mutex::new(None),
             engine,
             box_timeout: DEFAULT_BOX_TIMEOUT,
+            company: boxfleet_config::company::Company::default(),
         }
+    }
+
+    /// Sets the org chart a question's audience resolves against.
+    pub fn with_company(mut self, company: boxfleet_config::company::Company) -> Self {
+        self.company = company;
+        self
     }
 
     pub fn session(&self) -> &Session {
@@ -483,6 +492,12 @@ impl Coordinator {
             return Err(Error::Invalid("the command runner needs --command".into()));
         }
         let provider = self.provider(&self.default_cell)?.clone();
+        if !self.company.has_seat(&request.seat) {
+            return Err(Error::Invalid(format!(
+                "seat {:?} is not in the company document: add it under company.seats, or launch for a seat that is",
+                request.seat
+            )));
+        }
         let fence = self.seat_fence(&request.seat).await?;
         let seat_guard = self.seat_lock(&request.seat).await;
         if let Some(busy) = self.runs.list_active(&request.seat).await?.first() {
@@ -842,11 +857,15 @@ impl Coordinator {
             }
         }
         if let Some(asked) = &collected.question {
+            // resolved once, against the org chart, in the same write as the question
+            let audience =
+                self.company
+                    .resolve(&run.seat, run.requester.as_deref(), &asked.audience);
             let question = Question {
                 text: cut(&asked.question, MAX_QUESTION_BYTES),
                 audience: asked.audience.clone(),
-                audience_handles: self.audience_handles(run, &asked.audience),
-                audience_fallback: false,
+                audience_handles: audience.handles,
+                audience_fallback: audience.fallback,
                 asked_at: Utc::now(),
                 branch: asked.branch.clone(),
             };
@@ -880,16 +899,6 @@ impl Coordinator {
         };
         self.dispatch(EngineDown::Resume(Box::new(resume)));
         Ok(())
-    }
-
-    /// The seats a question's audience names. Without a company document the requester, or
-    /// a named handle, is the audience as written.
-    fn audience_handles(&self, run: &RunRecord, audience: &str) -> Vec<String> {
-        match audience {
-            "requester" | "" => run.requester.clone().into_iter().collect(),
-            "manager" | "team" => Vec::new(),
-            name => vec![name.to_owned()],
-        }
     }
 
     fn dispatch(&self, work: EngineDown) {

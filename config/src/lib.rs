@@ -2,6 +2,8 @@
 //! into types the rest of the workspace uses. Unknown fields are refused; every default is
 //! documented beside its field.
 
+pub mod company;
+
 use serde::Deserialize;
 
 /// What is wrong with a configuration, and where.
@@ -15,6 +17,16 @@ pub enum Error {
         problem: String,
         remedy: &'static str,
     },
+    /// A field at a computed location (a list entry) holds a value it cannot hold.
+    #[error("{field}: {problem}; {remedy}")]
+    Located {
+        field: String,
+        problem: String,
+        remedy: &'static str,
+    },
+    /// Several problems, each located.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Many(Vec<Error>),
     /// The document does not parse.
     #[error("could not parse the config: {0}")]
     Parse(#[from] serde_yaml::Error),
@@ -133,6 +145,9 @@ pub struct File {
     pub node: NodeSection,
     #[serde(default)]
     pub store: Option<StoreSection>,
+    /// the org chart questions resolve against; absent: seats are implicit
+    #[serde(default)]
+    pub company: Option<company::Company>,
 }
 
 /// A validated node configuration.
@@ -144,6 +159,7 @@ pub struct NodeConfig {
     pub lease_ttl_seconds: u64,
     pub poll_interval_seconds: u64,
     pub store: StoreConfig,
+    pub company: company::Company,
 }
 
 /// The listener when none is configured.
@@ -162,7 +178,16 @@ impl File {
 
     /// Checks the file and fills every default.
     pub fn validate(self) -> Result<NodeConfig, Error> {
-        let File { node, store } = self;
+        let File {
+            node,
+            store,
+            company,
+        } = self;
+        let company = company.unwrap_or_default();
+        let problems = company.problems();
+        if !problems.is_empty() {
+            return Err(Error::Many(problems));
+        }
         let NodeSection {
             id,
             listen,
@@ -211,6 +236,7 @@ impl File {
             lease_ttl_seconds,
             poll_interval_seconds,
             store,
+            company,
         })
     }
 }

@@ -75,6 +75,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<i32> {
             poll_interval_seconds: Some(1),
         },
         store: None,
+        company: None,
     };
     let node = Node::start(file.validate()?).await?;
     let addr = format!("http://{}", node.addr);

@@ -99,12 +99,20 @@ fn validate(file: &std::path::Path) -> anyhow::Result<i32> {
     match boxfleet_config::File::load(file).and_then(boxfleet_config::File::validate) {
         Ok(config) => {
             println!(
-                "{}: valid (node {}, store {:?})",
+                "{}: valid (node {}, store {:?}, {} seats, {} units)",
                 file.display(),
                 config.id,
-                config.store.kind
+                config.store.kind,
+                config.company.seats.len(),
+                config.company.units.len()
             );
             Ok(0)
+        }
+        Err(boxfleet_config::Error::Many(problems)) => {
+            for problem in problems {
+                eprintln!("{}: {problem}", file.display());
+            }
+            Ok(1)
         }
         Err(error) => {
             eprintln!("{}: {error}", file.display());

@@ -126,17 +126,20 @@ impl Node {
         );
 
         let (engine_tx, engine_rx) = mpsc::unbounded_channel::<EngineDown>();
-        let coordinator = Arc::new(Coordinator::new(
-            id.clone(),
-            incarnation,
-            store.clone(),
-            keys.clone(),
-            session,
-            providers,
-            runners,
-            "direct".into(),
-            engine_tx,
-        ));
+        let coordinator = Arc::new(
+            Coordinator::new(
+                id.clone(),
+                incarnation,
+                store.clone(),
+                keys.clone(),
+                session,
+                providers,
+                runners,
+                "direct".into(),
+                engine_tx,
+            )
+            .with_company(config.company.clone()),
+        );
         coordinator.register();
         let engines = Arc::new(Engines::new(coordinator.clone()));
         let errors = Arc::new(LastErrors::default());

@@ -1,0 +1,322 @@
+//! The company document's org chart (DESIGN §12): seats and units — what a question's audience
+//! resolves against. Without one, seats are implicit: a seat named by a launch or a delivery
+//! exists, and an audience resolves to the requester or the handle it names.
+
+use serde::Deserialize;
+
+use crate::Error;
+
+/// Whether a seat is an agent or a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    #[default]
+    Agent,
+    Person,
+}
+
+/// A seat as written.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Seat {
+    pub handle: String,
+    #[serde(default)]
+    pub kind: Kind,
+    #[serde(default)]
+    pub role: Option<String>,
+    #[serde(default)]
+    pub unit: Option<String>,
+    /// the seat's manager (a handle)
+    #[serde(default)]
+    pub manager: Option<String>,
+    #[serde(default)]
+    pub email: Option<String>,
+}
+
+/// A unit as written.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unit {
+    pub name: String,
+    pub lead: Option<String>,
+    #[serde(default)]
+    pub members: Vec<String>,
+}
+
+/// The `company:` section.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Company {
+    #[serde(default)]
+    pub seats: Vec<Seat>,
+    #[serde(default)]
+    pub units: Vec<Unit>,
+}
+
+/// Who a question is put to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Audience {
+    pub handles: Vec<String>,
+    /// the audience named nobody; the seat's lead chain was used instead
+    pub fallback: bool,
+}
+
+impl Company {
+    /// Whether `handle` is a seat: any seat when no chart is configured (seats are implicit).
+    pub fn has_seat(&self, handle: &str) -> bool {
+        self.seats.is_empty() || self.seat(handle).is_some()
+    }
+
+    fn seat(&self, handle: &str) -> Option<&Seat> {
+        self.seats
+            .iter()
+            .find(|seat| seat.handle.eq_ignore_ascii_case(handle))
+    }
+
+    fn unit(&self, name: &str) -> Option<&Unit> {
+        self.units.iter().find(|unit| unit.name == name)
+    }
+
+    /// Every problem of the chart, each at its location with its remedy.
+    pub fn problems(&self) -> Vec<Error> {
+        let mut problems = Vec::new();
+        let mut bad = |field: String, problem: String, remedy: &'static str| {
+            problems.push(Error::Located {
+                field,
+                problem,
+                remedy,
+            });
+        };
+        for (i, seat) in self.seats.iter().enumerate() {
+            if self
+                .seats
+                .iter()
+                .take(i)
+                .any(|other| other.handle.eq_ignore_ascii_case(&seat.handle))
+            {
+                bad(
+                    format!("company.seats[{i}].handle"),
+                    format!("{:?} is a second seat with that handle", seat.handle),
+                    "give every seat its own handle (case aside)",
+                );
+            }
+            if let Some(manager) = &seat.manager
+                && self.seat(manager).is_none()
+            {
+                bad(
+                    format!("company.seats[{i}].manager"),
+                    format!("{manager:?} names no seat"),
+                    "name a seat's handle, or drop the manager",
+                );
+            }
+            if let Some(unit) = &seat.unit
+                && self.unit(unit).is_none()
+            {
+                bad(
+                    format!("company.seats[{i}].unit"),
+                    format!("{unit:?} names no unit"),
+                    "add the unit under company.units, or fix the name",
+                );
+            }
+            // a manager chain must end
+            let mut seen = vec![seat.handle.to_ascii_lowercase()];
+            let mut next = seat.manager.clone();
+            while let Some(manager) = next {
+                let key = manager.to_ascii_lowercase();
+                if seen.contains(&key) {
+                    bad(
+                        format!("company.seats[{i}].manager"),
+                        format!("the manager chain from {:?} loops back", seat.handle),
+                        "break the loop: somebody at the top has no manager",
+                    );
+                    break;
+                }
+                seen.push(key);
+                next = self.seat(&manager).and_then(|m| m.manager.clone());
+            }
+        }
+        for (i, unit) in self.units.iter().enumerate() {
+            if let Some(lead) = &unit.lead
+                && self.seat(lead).is_none()
+            {
+                bad(
+                    format!("company.units[{i}].lead"),
+                    format!("{lead:?} names no seat"),
+                    "name a seat's handle",
+                );
+            }
+            for (j, member) in unit.members.iter().enumerate() {
+                if self.seat(member).is_none() {
+                    bad(
+                        format!("company.units[{i}].members[{j}]"),
+                        format!("{member:?} names no seat"),
+                        "name a seat's handle",
+                    );
+                }
+            }
+        }
+        problems
+    }
+
+    /// The seat's lead chain: its managers nearest first, or, for a seat nobody manages, the
+    /// leads of the units that hold it.
+    fn lead_chain(&self, seat: &str) -> Vec<String> {
+        let mut chain = Vec::new();
+        let mut next = self.seat(seat).and_then(|s| s.manager.clone());
+        while let Some(manager) = next {
+            if chain.contains(&manager) {
+                break;
+            }
+            next = self.seat(&manager).and_then(|m| m.manager.clone());
+            chain.push(manager);
+        }
+        if chain.is_empty() {
+            chain = self
+                .units
+                .iter()
+                .filter(|unit| {
+                    unit.members.iter().any(|m| m.eq_ignore_ascii_case(seat))
+                        || self
+                            .seat(seat)
+                            .and_then(|s| s.unit.as_deref())
+                            .is_some_and(|name| name == unit.name)
+                })
+                .filter_map(|unit| unit.lead.clone())
+                .filter(|lead| !lead.eq_ignore_ascii_case(seat))
+                .collect();
+        }
+        chain
+    }
+
+    /// Resolves the audience an agent wrote, for a run of `seat` whose turn `requester` woke.
+    pub fn resolve(&self, seat: &str, requester: Option<&str>, audience: &str) -> Audience {
+        let found: Vec<String> = match audience.trim().to_ascii_lowercase().as_str() {
+            "" | "requester" => requester.map(str::to_owned).into_iter().collect(),
+            "manager" => self
+                .seat(seat)
+                .and_then(|s| s.manager.clone())
+                .into_iter()
+                .collect(),
+            "team" => {
+                let unit = self
+                    .seat(seat)
+                    .and_then(|s| s.unit.as_deref())
+                    .and_then(|u| self.unit(u));
+                match unit {
+                    Some(unit) => {
+                        let mut people: Vec<String> = unit.lead.clone().into_iter().collect();
+                        for member in &unit.members {
+                            let person = self.seat(member).is_some_and(|s| s.kind == Kind::Person);
+                            if person
+                                && !people.contains(member)
+                                && !member.eq_ignore_ascii_case(seat)
+                            {
+                                people.push(member.clone());
+                            }
+                        }
+                        people
+                    }
+                    None => Vec::new(),
+                }
+            }
+            name => {
+                // one colleague named exactly: a handle or a role name, case aside
+                let by_handle = self.seat(name).map(|s| s.handle.clone());
+                let by_role = || {
+                    self.seats
+                        .iter()
+                        .filter(|s| {
+                            s.role
+                                .as_deref()
+                                .is_some_and(|r| r.eq_ignore_ascii_case(name))
+                        })
+                        .map(|s| s.handle.clone())
+                        .collect::<Vec<_>>()
+                };
+                match by_handle {
+                    Some(handle) => vec![handle],
+                    None if self.seats.is_empty() => vec![audience.trim().to_owned()],
+                    None => by_role(),
+                }
+            }
+        };
+        if !found.is_empty() {
+            return Audience {
+                handles: found,
+                fallback: false,
+            };
+        }
+        Audience {
+            handles: self.lead_chain(seat),
+            fallback: true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chart() -> Company {
+        serde_yaml::from_str(
+            r#"
+seats:
+  - { handle: eng, kind: agent, role: engineer, unit: platform, manager: alice }
+  - { handle: bot2, kind: agent, unit: platform }
+  - { handle: alice, kind: person, role: lead, unit: platform, manager: carol }
+  - { handle: bob, kind: person, unit: platform }
+  - { handle: carol, kind: person, role: director }
+units:
+  - { name: platform, lead: alice, members: [eng, bot2, alice, bob] }
+"#,
+        )
+        .expect("chart parses")
+    }
+
+    #[test]
+    fn audiences_resolve_as_the_spec_lists() {
+        let company = chart();
+        let to = |audience: &str| company.resolve("eng", Some("dave"), audience);
+        assert_eq!(to("requester").handles, ["dave"]);
+        assert_eq!(to("manager").handles, ["alice"]);
+        // the unit's lead and its people; its other agents are left out
+        assert_eq!(to("team").handles, ["alice", "bob"]);
+        assert_eq!(to("BOB").handles, ["bob"]);
+        assert_eq!(to("director").handles, ["carol"]);
+        // a name the chart does not have goes to the lead chain, said so
+        let guessed = to("bobby");
+        assert_eq!(guessed.handles, ["alice", "carol"]);
+        assert!(guessed.fallback);
+        // no requester recorded: the lead chain
+        let nobody = company.resolve("eng", None, "requester");
+        assert!(nobody.fallback && nobody.handles == ["alice", "carol"]);
+        // a seat nobody manages falls back to its units' leads
+        assert_eq!(company.resolve("bot2", None, "manager").handles, ["alice"]);
+    }
+
+    #[test]
+    fn chart_problems_are_located_with_a_remedy() {
+        let mut company = chart();
+        company.seats[1].manager = Some("zed".into());
+        company.seats[4].manager = Some("eng".into()); // eng → alice → carol → eng
+        company.units[0].members.push("ghost".into());
+        let problems: Vec<String> = company.problems().iter().map(ToString::to_string).collect();
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("company.seats[1].manager") && p.contains("zed")),
+            "{problems:?}"
+        );
+        assert!(
+            problems.iter().any(|p| p.contains("loops back")),
+            "{problems:?}"
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("company.units[0].members[4]")),
+            "{problems:?}"
+        );
+        assert!(chart().problems().is_empty());
+    }
+}
