@@ -30,13 +30,16 @@ pub const MAX_CONCURRENT_COLLECTIONS: usize = 4;
 /// One poll's bound (the control plane's whole-request budget).
 pub const POLL_BOUND: Duration = Duration::from_secs(60);
 
-/// Failures a worker saw but handled, for `Ops.Tree`'s `last_error`.
+/// What `Ops.Tree` shows beyond what the supervisor knows: the failures a worker saw and
+/// handled (`last_error`), and the work queued at each worker (`mailbox_depth`, since ractor
+/// exposes no queue length: each worker counts what waits on it).
 #[derive(Debug, Default)]
-pub struct LastErrors {
+pub struct Observed {
     errors: Mutex<std::collections::BTreeMap<String, String>>,
+    depths: Mutex<std::collections::BTreeMap<String, u64>>,
 }
 
-impl LastErrors {
+impl Observed {
     pub fn record(&self, actor: &str, error: &str) {
         self.errors
             .lock()
@@ -49,6 +52,20 @@ impl LastErrors {
             .unwrap_or_else(|p| p.into_inner())
             .get(actor)
             .cloned()
+    }
+    pub fn set_depth(&self, actor: &str, depth: u64) {
+        self.depths
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(actor.to_owned(), depth);
+    }
+    pub fn depth(&self, actor: &str) -> u64 {
+        self.depths
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(actor)
+            .copied()
+            .unwrap_or(0)
     }
 }
 
@@ -80,7 +97,7 @@ pub struct SessionKeeper;
 pub struct SessionArgs {
     pub coordinator: Arc<Coordinator>,
     pub ttl_seconds: u64,
-    pub errors: Arc<LastErrors>,
+    pub errors: Arc<Observed>,
 }
 
 #[derive(Debug)]
@@ -139,7 +156,7 @@ pub struct WaiterArgs {
     pub coordinator: Arc<Coordinator>,
     pub interval: Duration,
     pub collectors: String,
-    pub errors: Arc<LastErrors>,
+    pub errors: Arc<Observed>,
 }
 
 #[derive(Debug)]
@@ -298,10 +315,12 @@ impl Actor for Waiter {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .insert(turn_id.clone(), tokio::time::Instant::now());
-                polling
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&turn_id);
+                let in_flight = {
+                    let mut polling = polling.lock().unwrap_or_else(|p| p.into_inner());
+                    polling.remove(&turn_id);
+                    polling.len() as u64
+                };
+                errors.set_depth("waiter", in_flight);
             });
         }
         Ok(())
@@ -318,7 +337,7 @@ pub struct Collectors;
 #[derive(Debug, Clone)]
 pub struct CollectorsArgs {
     pub coordinator: Arc<Coordinator>,
-    pub errors: Arc<LastErrors>,
+    pub errors: Arc<Observed>,
     /// collections that panicked (the claim was handed back)
     pub panics: Arc<std::sync::atomic::AtomicU32>,
 }
@@ -370,6 +389,8 @@ impl Actor for Collectors {
         let args = state.args.clone();
         let slots = state.slots.clone();
         let running = state.running.clone();
+        let queued = running.lock().unwrap_or_else(|p| p.into_inner()).len() as u64;
+        args.errors.set_depth("collectors", queued);
         tokio::spawn(async move {
             let _slot = slots.acquire().await;
             let coordinator = args.coordinator.clone();
@@ -405,10 +426,12 @@ impl Actor for Collectors {
                 }
                 Err(_) => {}
             }
-            running
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&key);
+            let left = {
+                let mut running = running.lock().unwrap_or_else(|p| p.into_inner());
+                running.remove(&key);
+                running.len() as u64
+            };
+            args.errors.set_depth("collectors", left);
         });
         Ok(())
     }

@@ -261,6 +261,8 @@ pub struct RouterArgs {
     pub engines: Arc<Engines>,
     /// the coordinator's work queue; it outlives a router restart
     pub receiver: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<EngineDown>>>,
+    /// where the queue's depth is shown
+    pub observed: Arc<boxfleet_actors::workers::Observed>,
 }
 
 #[derive(Debug)]
@@ -290,6 +292,7 @@ impl ractor::Actor for Router {
     ) -> Result<(), ractor::ActorProcessingErr> {
         let next = {
             let mut receiver = state.receiver.lock().await;
+            state.observed.set_depth("engines", receiver.len() as u64);
             // bounded, so the router answers its supervisor between pieces of work
             tokio::time::timeout(std::time::Duration::from_millis(500), receiver.recv()).await
         };

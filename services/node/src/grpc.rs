@@ -24,7 +24,7 @@ use crate::engine::Engines;
 use boxfleet_actors::board::BoardMsg;
 use boxfleet_actors::supervisor::{self, ActorTree, SupervisorMsg};
 use boxfleet_actors::tail::TailMsg;
-use boxfleet_actors::workers::LastErrors;
+use boxfleet_actors::workers::Observed;
 
 type Stream_<T> = Pin<Box<dyn Stream<Item = Result<T, GrpcStatus>> + Send>>;
 
@@ -78,7 +78,7 @@ pub struct ApiArgs {
     pub listener: Arc<std::sync::Mutex<Option<tokio::net::TcpListener>>>,
     pub coordinator: Arc<Coordinator>,
     pub engines: Arc<Engines>,
-    pub errors: Arc<LastErrors>,
+    pub errors: Arc<Observed>,
     /// the root supervisor's name, for Ops.Tree
     pub root: String,
 }
@@ -691,13 +691,13 @@ impl pb::engine_server::Engine for EngineService {
 #[derive(Debug)]
 pub struct OpsService {
     coordinator: Arc<Coordinator>,
-    errors: Arc<LastErrors>,
+    errors: Arc<Observed>,
     root: String,
 }
 
 /// Converts a supervision tree into `Ops.Tree`'s shape; a worker's handled errors fill its
 /// `last_error` when it has not failed.
-fn actor_info(tree: &ActorTree, errors: &LastErrors, node: &str) -> Vec<pb::ActorInfo> {
+fn actor_info(tree: &ActorTree, errors: &Observed, node: &str) -> Vec<pb::ActorInfo> {
     tree.children
         .iter()
         .map(|child| {
@@ -719,7 +719,7 @@ fn actor_info(tree: &ActorTree, errors: &LastErrors, node: &str) -> Vec<pb::Acto
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default(),
                 restarts: child.report.restart_count,
-                mailbox_depth: child.report.mailbox_depth,
+                mailbox_depth: child.report.mailbox_depth.max(errors.depth(short)),
                 last_error,
                 children: child
                     .subtree

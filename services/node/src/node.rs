@@ -29,8 +29,7 @@ use boxfleet_actors::supervisor::{
     ChildSpec, Restart, Strategy, Supervisor, SupervisorArgs, SupervisorMsg,
 };
 use boxfleet_actors::workers::{
-    Collectors, CollectorsArgs, LastErrors, SessionArgs, SessionKeeper, Waiter, WaiterArgs,
-    WaiterMsg,
+    Collectors, CollectorsArgs, Observed, SessionArgs, SessionKeeper, Waiter, WaiterArgs, WaiterMsg,
 };
 use boxfleet_cluster::seat::{NodeInfo, Session};
 use boxfleet_cluster::store::embedded::EmbeddedStore;
@@ -142,7 +141,7 @@ impl Node {
         );
         coordinator.register();
         let engines = Arc::new(Engines::new(coordinator.clone()));
-        let errors = Arc::new(LastErrors::default());
+        let errors = Arc::new(Observed::default());
         let collect_panics = Arc::new(std::sync::atomic::AtomicU32::new(0));
 
         let receiver = Arc::new(tokio::sync::Mutex::new(engine_rx));
@@ -163,6 +162,7 @@ impl Node {
                 let args = RouterArgs {
                     engines: engines.clone(),
                     receiver,
+                    observed: errors.clone(),
                 };
                 ChildSpec::worker(format!("{id}/engines"), Restart::Permanent, move || {
                     (Router, args.clone())
