@@ -385,6 +385,67 @@ impl Coordinator {
         }
     }
 
+    /// One control operation on a box, through its `Box{sandbox_id}` actor (started under
+    /// the node's `boxes` supervisor when needed), or straight to the provider outside a tree.
+    pub async fn box_op(
+        &self,
+        cell: &str,
+        sandbox_id: &str,
+        op: crate::boxes::BoxOp,
+    ) -> Result<Option<Arc<dyn Sandbox>>, BoxError> {
+        use crate::boxes::{BoxArgs, BoxMsg};
+        let provider = self
+            .provider(cell)
+            .map_err(|error| BoxError::Failed(error.to_string()))?
+            .clone();
+        let args = BoxArgs {
+            provider,
+            sandbox_id: sandbox_id.to_owned(),
+        };
+        let name = format!("{}/box/{sandbox_id}", self.node);
+        let mut actor = ractor::ActorRef::<BoxMsg>::where_is(name.clone());
+        if actor.is_none()
+            && let Some(boxes) = ractor::ActorRef::<crate::supervisor::SupervisorMsg>::where_is(
+                format!("{}/boxes", self.node),
+            )
+        {
+            let spawn_args = args.clone();
+            let spec = crate::supervisor::ChildSpec::worker(
+                name.clone(),
+                crate::supervisor::Restart::Temporary,
+                move || (crate::boxes::BoxActor, spawn_args.clone()),
+            );
+            // a concurrent start of the same box is refused by name: use whichever runs
+            let _ = crate::supervisor::start_child(&boxes, spec).await;
+            actor = ractor::ActorRef::<BoxMsg>::where_is(name);
+        }
+        let Some(actor) = actor else {
+            return crate::boxes::run(&args, op).await;
+        };
+        match actor
+            .call(
+                |reply| BoxMsg::Do(op, reply),
+                Some(crate::boxes::OP_BOUND * 2),
+            )
+            .await
+        {
+            Ok(ractor::rpc::CallResult::Success(result)) => result,
+            // the actor stopped under us (idle, or the box was killed): do it directly
+            _ => crate::boxes::run(&args, op).await,
+        }
+    }
+
+    async fn box_handle(
+        &self,
+        cell: &str,
+        sandbox_id: &str,
+        op: crate::boxes::BoxOp,
+    ) -> Result<Arc<dyn Sandbox>, BoxError> {
+        self.box_op(cell, sandbox_id, op)
+            .await?
+            .ok_or_else(|| BoxError::Failed(format!("{op:?} of box {sandbox_id} gave no handle")))
+    }
+
     /// Re-runs the recovery pass of a seat this node holds (a seat actor's restart).
     pub async fn recover_held(&self, seat: &str) -> Result<(), Error> {
         match self.known_fence(seat) {
@@ -612,7 +673,10 @@ impl Coordinator {
         reuse: Option<String>,
     ) -> Result<String, Error> {
         let sandbox: Arc<dyn Sandbox> = match &reuse {
-            Some(sandbox_id) => provider.connect(sandbox_id).await?,
+            Some(sandbox_id) => {
+                self.box_handle(provider.cell(), sandbox_id, crate::boxes::BoxOp::Connect)
+                    .await?
+            }
             None => {
                 let spec = BoxSpec {
                     turn_id: turn_id.to_owned(),
@@ -669,7 +733,11 @@ impl Coordinator {
             return Ok(None);
         };
         let provider = self.provider(run.placement.as_deref().unwrap_or(&self.default_cell))?;
-        let sandbox = match provider.attach(sandbox_id).await {
+        let cell = provider.cell().to_owned();
+        let sandbox = match self
+            .box_handle(&cell, sandbox_id, crate::boxes::BoxOp::Attach)
+            .await
+        {
             Ok(sandbox) => sandbox,
             Err(BoxError::Gone(_)) => return Ok(Some(JobState::Done { exit_code: None })),
             Err(error) => return Err(error.into()),
@@ -741,7 +809,10 @@ impl Coordinator {
             .provider(run.placement.as_deref().unwrap_or(&self.default_cell))?
             .clone();
         let sandbox_id = run.sandbox_id.clone().unwrap_or_default();
-        let (collected, sandbox) = match provider.connect(&sandbox_id).await {
+        let (collected, sandbox) = match self
+            .box_handle(provider.cell(), &sandbox_id, crate::boxes::BoxOp::Connect)
+            .await
+        {
             Ok(sandbox) => match runner.collect(sandbox.as_ref(), &job.handle).await {
                 Ok(collected) => (collected, Some(sandbox)),
                 Err(error) => (
@@ -845,9 +916,12 @@ impl Coordinator {
             Err(error) => return Err(error.into()),
         }
         // evidence is read; now the box may be paused
-        if let Some(sandbox) = &sandbox {
-            match sandbox.pause().await {
-                Ok(()) => {
+        if sandbox.is_some() {
+            match self
+                .box_op(provider.cell(), &sandbox_id, crate::boxes::BoxOp::Pause)
+                .await
+            {
+                Ok(_) => {
                     let mark = Transition::MarkPaused {
                         sandbox_id: sandbox_id.clone(),
                     };
@@ -929,7 +1003,8 @@ impl Coordinator {
             .placement
             .clone()
             .unwrap_or_else(|| self.default_cell.clone());
-        self.provider(&cell)?.kill(sandbox_id).await?;
+        self.box_op(&cell, sandbox_id, crate::boxes::BoxOp::Kill)
+            .await?;
         let expire = Transition::ExpirePause {
             sandbox_id: sandbox_id.clone(),
         };
@@ -1299,7 +1374,8 @@ impl Coordinator {
                 .placement
                 .clone()
                 .unwrap_or_else(|| self.default_cell.clone());
-            self.provider(&cell)?.kill(sandbox_id).await?;
+            self.box_op(&cell, sandbox_id, crate::boxes::BoxOp::Kill)
+                .await?;
             let release = Transition::ReleaseBox {
                 sandbox_id: sandbox_id.clone(),
             };
@@ -1558,7 +1634,9 @@ impl Coordinator {
             return Err(Error::Invalid("the run names no job".into()));
         };
         let provider = self.provider(run.placement.as_deref().unwrap_or(&self.default_cell))?;
-        let sandbox = provider.attach(sandbox_id).await?;
+        let sandbox = self
+            .box_handle(provider.cell(), sandbox_id, crate::boxes::BoxOp::Attach)
+            .await?;
         let runner = self.runner(&job.runner)?;
         Ok(runner.follow(sandbox.as_ref(), &job.handle, from).await?)
     }

@@ -4,6 +4,7 @@
 //! - [`ports`]: the `Provider` / `Sandbox` / `Runner` traits the backends implement.
 
 pub mod board;
+pub mod boxes;
 pub mod coordinator;
 pub mod ports;
 pub mod run;

@@ -6,6 +6,7 @@
 //! ├── {id}/session          permanent   renews the session lease at ttl/3
 //! ├── {id}/engines          permanent   routes work to an attached engine or the built-in one
 //! ├── {id}/seats            permanent   one_for_one: Seat{handle} per held seat
+//! ├── {id}/boxes            permanent   one_for_one: Box{sandbox_id}, one box's control ops in order
 //! ├── {id}/runs             permanent   one_for_one: Run{turn}, each run's retry driver
 //! ├── {id}/collectors       permanent   bounded pool of claimed collections
 //! ├── {id}/board            permanent   the live projection of runs in flight (events + 30 s reconcile)
@@ -170,6 +171,11 @@ impl Node {
             })
             .with_child(ChildSpec::supervisor(
                 format!("{id}/seats"),
+                Restart::Permanent,
+                SupervisorArgs::new(Strategy::OneForOne),
+            ))
+            .with_child(ChildSpec::supervisor(
+                format!("{id}/boxes"),
                 Restart::Permanent,
                 SupervisorArgs::new(Strategy::OneForOne),
             ))
