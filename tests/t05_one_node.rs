@@ -168,6 +168,29 @@ async fn launch_complete_resume_take_settle_over_grpc() {
     let (code, out, _) = node.cli(&["tree"]);
     assert_eq!(code, 0);
     assert!(out.contains("waiter") && out.contains("restarts="), "{out}");
+
+    println!("--- phase: gRPC health says every service is serving");
+    let channel = tonic::transport::Endpoint::from_shared(addr.clone())
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect health");
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+    for service in ["boxfleet.v1.Runs", "boxfleet.v1.Engine", "boxfleet.v1.Ops"] {
+        let status = health
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+            .expect("health check")
+            .into_inner()
+            .status;
+        assert_eq!(
+            status,
+            tonic_health::pb::health_check_response::ServingStatus::Serving as i32,
+            "{service}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
