@@ -84,7 +84,8 @@ pub struct Runs {
 }
 
 enum Attempt {
-    Done(Outcome),
+    /// the txn landed at this revision
+    Done(i64),
     /// the row or a counter moved: read again and decide again
     Moved,
     /// these announcements are already in the outbox
@@ -198,7 +199,16 @@ impl Runs {
                 .attempt(fence, turn_id, read.as_ref(), &decision, now)
                 .await
             {
-                Ok(Attempt::Done(outcome)) => return Ok(outcome),
+                Ok(Attempt::Done(revision)) => {
+                    // the decision is spent: its record moves into the outcome, no copy
+                    return Ok(match decision.next {
+                        Next::Write(record) => Outcome::Written(Box::new(Versioned {
+                            record: *record,
+                            mod_revision: revision,
+                        })),
+                        Next::Delete => Outcome::Deleted,
+                    });
+                }
                 Ok(Attempt::Moved) => continue,
                 Ok(Attempt::Announced(ids)) => announced.extend(ids),
                 Err(RunError::Store(error)) if error.is_indeterminate() => {
@@ -315,13 +325,7 @@ impl Runs {
             other => other?,
         };
         if response.succeeded {
-            return Ok(Attempt::Done(match &decision.next {
-                Next::Write(record) => Outcome::Written(Box::new(Versioned {
-                    record: record.as_ref().clone(),
-                    mod_revision: response.revision,
-                })),
-                Next::Delete => Outcome::Deleted,
-            }));
+            return Ok(Attempt::Done(response.revision));
         }
         let mut results = response.results.into_iter();
         let holder = match results.next() {
