@@ -168,6 +168,8 @@ async fn launch_complete_resume_take_settle_over_grpc() {
     let (code, out, _) = node.cli(&["tree"]);
     assert_eq!(code, 0);
     assert!(out.contains("waiter") && out.contains("restarts="), "{out}");
+    // the box's operations went through its Box actor, and the seat has its Seat actor
+    assert!(out.contains("box/") && out.contains("seat/eng"), "{out}");
 
     println!("--- phase: gRPC health says every service is serving");
     let channel = tonic::transport::Endpoint::from_shared(addr.clone())

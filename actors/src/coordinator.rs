@@ -327,61 +327,75 @@ impl Coordinator {
         }
     }
 
+    /// The node's actor `{node}/{kind}/{id}`, started under the node's `{node}/{supervisor}`
+    /// when it is not running. `None` outside a node's tree (unit use), or when it could not
+    /// start (a concurrent start of the same name is refused: whichever runs is returned).
+    async fn child<A>(
+        &self,
+        supervisor: &str,
+        kind: &str,
+        id: &str,
+        restart: crate::supervisor::Restart,
+        make: impl Fn() -> (A, A::Arguments) + Send + Sync + 'static,
+    ) -> Option<ractor::ActorRef<A::Msg>>
+    where
+        A: ractor::Actor,
+    {
+        let name = format!("{}/{kind}/{id}", self.node);
+        if let Some(actor) = ractor::ActorRef::<A::Msg>::where_is(name.clone()) {
+            return Some(actor);
+        }
+        let supervisor = ractor::ActorRef::<crate::supervisor::SupervisorMsg>::where_is(format!(
+            "{}/{supervisor}",
+            self.node
+        ))?;
+        let spec = crate::supervisor::ChildSpec::worker(name.clone(), restart, make);
+        if let Err(error) = crate::supervisor::start_child(&supervisor, spec).await {
+            warn!(kind, id, %error, "child_not_started");
+        }
+        ractor::ActorRef::<A::Msg>::where_is(name)
+    }
+
     /// Starts the seat's actor under the node's `seats` supervisor (when the tree runs).
     async fn start_seat_actor(&self, seat: &str) {
         let Some(me) = self.me() else { return };
-        let Some(seats) = ractor::ActorRef::<crate::supervisor::SupervisorMsg>::where_is(format!(
-            "{}/seats",
-            self.node
-        )) else {
-            return;
-        };
         let args = crate::seat::SeatArgs {
             coordinator: me,
             seat: seat.to_owned(),
             started: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         };
-        let spec = crate::supervisor::ChildSpec::worker(
-            format!("{}/seat/{seat}", self.node),
+        self.child(
+            "seats",
+            "seat",
+            seat,
             crate::supervisor::Restart::Transient,
             move || (crate::seat::SeatActor, args.clone()),
-        );
-        if let Err(error) = crate::supervisor::start_child(&seats, spec).await {
-            warn!(seat, %error, "seat_actor_not_started");
-        }
+        )
+        .await;
     }
 
     /// Pokes the run's driver (`{node}/run/{turn}`), starting it under the node's `runs`
     /// supervisor when it is not running. Outside a node's tree (unit use) it does nothing.
     pub async fn drive(&self, turn_id: &str, message: crate::run::RunMsg) {
-        let name = format!("{}/run/{turn_id}", self.node);
-        if let Some(actor) = ractor::ActorRef::<crate::run::RunMsg>::where_is(name.clone()) {
-            let _ = actor.cast(message);
-            return;
-        }
         let Some(me) = self.me() else { return };
-        let Some(runs) = ractor::ActorRef::<crate::supervisor::SupervisorMsg>::where_is(format!(
-            "{}/runs",
-            self.node
-        )) else {
-            return;
-        };
         let args = crate::run::RunArgs {
             coordinator: me,
             turn_id: turn_id.to_owned(),
         };
-        let spec = crate::supervisor::ChildSpec::worker(
-            name.clone(),
-            crate::supervisor::Restart::Transient,
-            move || (crate::run::RunActor, args.clone()),
-        );
-        match crate::supervisor::start_child(&runs, spec).await {
-            Ok(_) => {
-                if let Some(actor) = ractor::ActorRef::<crate::run::RunMsg>::where_is(name) {
-                    let _ = actor.cast(message);
-                }
+        let driver = self
+            .child(
+                "runs",
+                "run",
+                turn_id,
+                crate::supervisor::Restart::Transient,
+                move || (crate::run::RunActor, args.clone()),
+            )
+            .await;
+        match driver {
+            Some(actor) => {
+                let _ = actor.cast(message);
             }
-            Err(error) => warn!(turn_id, %error, "run_driver_not_started"),
+            None => warn!(turn_id, "run_driver_not_started"),
         }
     }
 
@@ -402,23 +416,16 @@ impl Coordinator {
             provider,
             sandbox_id: sandbox_id.to_owned(),
         };
-        let name = format!("{}/box/{sandbox_id}", self.node);
-        let mut actor = ractor::ActorRef::<BoxMsg>::where_is(name.clone());
-        if actor.is_none()
-            && let Some(boxes) = ractor::ActorRef::<crate::supervisor::SupervisorMsg>::where_is(
-                format!("{}/boxes", self.node),
-            )
-        {
-            let spawn_args = args.clone();
-            let spec = crate::supervisor::ChildSpec::worker(
-                name.clone(),
+        let spawn_args = args.clone();
+        let actor = self
+            .child(
+                "boxes",
+                "box",
+                sandbox_id,
                 crate::supervisor::Restart::Temporary,
                 move || (crate::boxes::BoxActor, spawn_args.clone()),
-            );
-            // a concurrent start of the same box is refused by name: use whichever runs
-            let _ = crate::supervisor::start_child(&boxes, spec).await;
-            actor = ractor::ActorRef::<BoxMsg>::where_is(name);
-        }
+            )
+            .await;
         let Some(actor) = actor else {
             return crate::boxes::run(&args, op).await;
         };
