@@ -20,17 +20,21 @@ fn turn_of(launch_stdout: &str) -> (String, String) {
     (words[at + 1].to_owned(), words[at + 3].to_owned())
 }
 
-async fn events_of(addr: &str, turn_id: &str) -> Vec<serde_json::Value> {
+/// `Runs.Get` of one turn.
+async fn get(addr: &str, turn_id: &str) -> pb::GetReply {
     let mut runs = pb::runs_client::RunsClient::connect(addr.to_owned())
         .await
         .expect("connect");
-    let got = runs
-        .get(pb::GetRequest {
-            turn_id: turn_id.to_owned(),
-        })
-        .await
-        .expect("get")
-        .into_inner();
+    runs.get(pb::GetRequest {
+        turn_id: turn_id.to_owned(),
+    })
+    .await
+    .expect("get")
+    .into_inner()
+}
+
+async fn events_of(addr: &str, turn_id: &str) -> Vec<serde_json::Value> {
+    let got = get(addr, turn_id).await;
     got.phase_records_json
         .iter()
         .chain(&got.events_json)
@@ -39,17 +43,7 @@ async fn events_of(addr: &str, turn_id: &str) -> Vec<serde_json::Value> {
 }
 
 async fn record_gone(addr: &str, turn_id: &str) -> bool {
-    let mut runs = pb::runs_client::RunsClient::connect(addr.to_owned())
-        .await
-        .expect("connect");
-    let got = runs
-        .get(pb::GetRequest {
-            turn_id: turn_id.to_owned(),
-        })
-        .await
-        .expect("get")
-        .into_inner();
-    got.record_json.is_empty()
+    get(addr, turn_id).await.record_json.is_empty()
 }
 
 fn count(events: &[serde_json::Value], kind: &str) -> usize {
