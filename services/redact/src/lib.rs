@@ -1,0 +1,208 @@
+//! Secret redaction for everything read out of a box.
+//!
+//! Everything a box writes was produced by an agent running with every permission and the
+//! seat's credentials in its environment, so every text read out of a box — reports,
+//! transcripts, failure text, questions, the live tail — passes through here whole, before it
+//! is bounded, and again at publish (spec: "Everything read out of the box is secret-redacted
+//! whole…"). Three rules, each replacing what it finds with a marker naming its kind:
+//!
+//! - [`tokens`]: the token shapes of the major vendors, JWTs, bearer headers and URLs with
+//!   credentials, each one line;
+//! - [`password`]: the value after a password's key, in every form a text writes it, the value
+//!   alone replaced;
+//! - [`keys`]: private-key blocks (PEM, PKCS#8, OpenSSH, OpenPGP), read by their structure
+//!   forward from a BEGIN and back from an END, under every wrapping a transcript puts them in.
+//!
+//! The API is two calls: [`redact`] for a whole text, and [`settled`] (or the incremental
+//! [`Stream`]) for a stream that is still being written — the longest prefix whose redaction
+//! nothing written later can change, and how many bytes are held back behind it.
+//!
+//! Redacting twice changes nothing, and redaction is linear in the text's length.
+
+mod keys;
+mod lines;
+mod password;
+mod tokens;
+
+use std::fmt;
+
+/// A block is never read more than this far from its armour: the largest key there is, more
+/// than twice over in any wrapping. It also bounds how far back a stream holds text.
+pub const MAX_KEY_BLOCK_BYTES: usize = 64 * 1024;
+
+/// What a marker names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// a private-key block (PEM, PKCS#8, OpenSSH, OpenPGP)
+    PrivateKey,
+    /// a password's value
+    Password,
+    /// a vendor token, JWT, bearer credential or URL credential; the name is the token's kind
+    Token(&'static str),
+}
+
+impl Kind {
+    /// The name inside the marker: `private_key`, `password`, or the token's kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::PrivateKey => "private_key",
+            Kind::Password => "password",
+            Kind::Token(name) => name,
+        }
+    }
+
+    /// Which kind stands when two findings overlap: a key's block swallows what is inside it,
+    /// and a token inside a password's value is named as the token.
+    fn rank(self) -> u8 {
+        match self {
+            Kind::PrivateKey => 2,
+            Kind::Token(_) => 1,
+            Kind::Password => 0,
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[REDACTED:{}]", self.name())
+    }
+}
+
+/// The prefix every marker starts with; rules treat a marker as already redacted.
+pub const MARKER_PREFIX: &str = "[REDACTED:";
+
+/// A byte range of the text that a rule redacts, replaced by its kind's marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Claim {
+    pub start: usize,
+    pub end: usize,
+    pub kind: Kind,
+}
+
+/// Redacts a whole text: every token, password value and private-key block in it is replaced
+/// by a marker naming its kind. Redacting the result again changes nothing.
+pub fn redact(text: &str) -> String {
+    let claims = find(text);
+    render(text, claims)
+}
+
+/// Whether [`redact`] would change the text.
+pub fn has_secret(text: &str) -> bool {
+    !find(text).is_empty()
+}
+
+/// The findings of every rule, sorted and merged so that no two overlap.
+fn find(text: &str) -> Vec<Claim> {
+    let mut claims = Vec::new();
+    tokens::find(text, &mut claims);
+    let lines = lines::split(text);
+    let found_tokens = claims.len();
+    password::find(text, &lines, &claims[..found_tokens].to_vec(), &mut claims);
+    let claimed = claims.clone();
+    keys::find(text, &lines, &claimed, &mut claims);
+    merge(claims)
+}
+
+/// Sorts claims and merges overlapping ones into one, named by the highest-ranked kind.
+fn merge(mut claims: Vec<Claim>) -> Vec<Claim> {
+    claims.retain(|claim| claim.start < claim.end);
+    claims.sort_by_key(|claim| (claim.start, std::cmp::Reverse(claim.end)));
+    let mut merged: Vec<Claim> = Vec::with_capacity(claims.len());
+    for claim in claims {
+        match merged.last_mut() {
+            Some(last) if claim.start < last.end => {
+                last.end = last.end.max(claim.end);
+                if claim.kind.rank() > last.kind.rank() {
+                    last.kind = claim.kind;
+                }
+            }
+            _ => merged.push(claim),
+        }
+    }
+    merged
+}
+
+fn render(text: &str, claims: Vec<Claim>) -> String {
+    if claims.is_empty() {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for claim in claims {
+        out.push_str(&text[at..claim.start]);
+        out.push_str(&claim.kind.to_string());
+        at = claim.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// How much of a stream's text can be shown now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Settled {
+    /// the length of the settled prefix, in bytes: always at the end of a line
+    pub len: usize,
+    /// bytes held back after it, waiting for what is written next
+    pub held: usize,
+}
+
+/// The settled prefix of a stream's text so far: the longest prefix whose redaction nothing
+/// written after it can change. A line still being written waits for its line break; a
+/// private key's BEGIN and the lines under it wait while what comes next could still be the
+/// key's body or its END; a line that reads like a key's body waits until enough lines that
+/// cannot be a key's follow it; a password's key waits for the line that decides its value.
+///
+/// For any text and any later text, `redact(&text[..len])` followed by the redaction of the
+/// rest equals `redact` of the whole.
+pub fn settled(text: &str) -> Settled {
+    let complete = memchr::memrchr(b'\n', text.as_bytes()).map_or(0, |at| at + 1);
+    let lines = lines::split(&text[..complete]);
+    let mut len = complete;
+    let body = &text[..complete];
+    if let Some(line) = keys::hold(body, &lines) {
+        len = len.min(lines[line].start);
+    }
+    if let Some(line) = password::hold(body, &lines) {
+        len = len.min(lines[line].start);
+    }
+    Settled {
+        len,
+        held: text.len() - len,
+    }
+}
+
+/// A stream redacted as it is written: each [`Stream::push`] returns the newly settled text,
+/// redacted; what is not settled yet is held. The pieces it returns, followed by
+/// [`Stream::finish`], are exactly [`redact`] of everything pushed, in any chunking.
+#[derive(Debug, Default, Clone)]
+pub struct Stream {
+    pending: String,
+}
+
+impl Stream {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes what was written next; returns what it settled, redacted.
+    pub fn push(&mut self, chunk: &str) -> String {
+        self.pending.push_str(chunk);
+        let settled = settled(&self.pending);
+        if settled.len == 0 {
+            return String::new();
+        }
+        let shown = redact(&self.pending[..settled.len]);
+        self.pending.drain(..settled.len);
+        shown
+    }
+
+    /// Bytes written but not shown yet.
+    pub fn held(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The stream ended: what was held is redacted as it stands.
+    pub fn finish(self) -> String {
+        redact(&self.pending)
+    }
+}
