@@ -839,6 +839,9 @@ impl Coordinator {
             ),
             Err(error) => return Err(error.into()),
         };
+        // redacted again at publish: the runner redacted what it read, and nothing from a box
+        // reaches the record, an event or a person without passing here
+        let collected = redact_collected(collected);
         if sandbox.is_none() {
             self.end_run(
                 fence,
@@ -908,7 +911,7 @@ impl Coordinator {
             "delivered_refs": collected.delivered_refs,
             "activity_transcript": collected.transcript,
             "failed": failed,
-            "error": cut(&error_text, MAX_REPORT_BYTES),
+            "error": cut(&boxfleet_redact::redact(&error_text), MAX_REPORT_BYTES),
             "exit_code": collected.exit_code,
             "notes": collected.question.as_ref().map(|q| q.question.clone()),
             "work_item": run.work_item,
@@ -1347,7 +1350,8 @@ impl Coordinator {
     ) {
         let decide = Transition::DecideEnding {
             reason,
-            detail: cut(detail, 16 * 1024),
+            // a failure's text can quote the box: redacted whole before it is bounded
+            detail: cut(&boxfleet_redact::redact(detail), 16 * 1024),
             guard,
         };
         match self.runs.apply(fence, turn_id, decide).await {
@@ -1661,4 +1665,31 @@ impl Coordinator {
 
 fn shell_quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', "'\\''"))
+}
+
+/// Everything a runner collected, redacted whole once more. A transcript is redacted as one
+/// text, so a key split over its lines reads as the block it is; what the runner already
+/// redacted comes through unchanged.
+fn redact_collected(mut collected: Collected) -> Collected {
+    use boxfleet_redact::redact;
+    collected.report = redact(&collected.report);
+    if !collected.transcript.is_empty() {
+        let whole = redact(&collected.transcript.join("\n"));
+        collected.transcript = whole.split('\n').map(str::to_owned).collect();
+    }
+    for piece in collected
+        .delivered_refs
+        .iter_mut()
+        .chain(collected.read_errors.iter_mut())
+    {
+        *piece = redact(piece);
+    }
+    collected.stderr_tail = redact(&collected.stderr_tail);
+    if let Some(asked) = collected.question.as_mut() {
+        asked.question = redact(&asked.question);
+        if let Some(branch) = asked.branch.as_mut() {
+            *branch = redact(branch);
+        }
+    }
+    collected
 }

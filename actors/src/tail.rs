@@ -3,12 +3,18 @@
 //! swept every ten seconds. A reading holds at most the stream's last mebibyte; a viewer more
 //! than 256 KiB behind, or holding another reading's epoch, gets a reset with the last
 //! 256 KiB in whole lines.
+//!
+//! What a reading shows is settled (spec "What it shows is settled"): the box's bytes pass
+//! through a redaction [`Stream`], which shows a line only once nothing written after it can
+//! change how it redacts, and counts what it holds back. Offsets a viewer holds are offsets of
+//! that shown text, not of the box's stream.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use boxfleet_cluster::record::RunRecord;
+use boxfleet_redact::Stream;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::time::Instant;
 
@@ -38,17 +44,71 @@ pub struct TailView {
     pub reset: bool,
     /// when the reading was taken, when it is older than one reuse (the box is slow)
     pub stale_ms: Option<u64>,
+    /// bytes written but not shown yet: what comes next decides how they redact
+    pub held: u64,
+    /// the reading began after the stream's start (its front is not shown)
+    pub front: bool,
 }
 
 #[derive(Debug)]
 struct Reading {
     epoch: u64,
-    /// the text held, from `start` to `end`
+    /// the settled, redacted text shown, from `start` to `end` (offsets of the shown text)
     text: String,
     start: u64,
     end: u64,
+    /// the box's stream, read through this offset
+    raw_end: u64,
+    /// the redaction of what was read, holding back what is not settled yet
+    stream: Stream,
+    /// the reading began after the stream's start
+    front: bool,
+    /// the reading began inside a line: its bytes are dropped up to the first line break
+    skip_to_break: bool,
     read_at: Instant,
     asked_at: Instant,
+}
+
+impl Reading {
+    fn new(epoch: u64, now: Instant) -> Self {
+        Reading {
+            epoch,
+            text: String::new(),
+            start: 0,
+            end: 0,
+            raw_end: 0,
+            stream: Stream::new(),
+            front: false,
+            skip_to_break: false,
+            read_at: now - REUSE * 2,
+            asked_at: now,
+        }
+    }
+
+    /// Takes what the box's stream grew by. A reading that begins after the stream's start
+    /// begins on a line: the partial first line is dropped, up to the first break that lands
+    /// after it, however long that takes, and never counted as held, since nothing will show it.
+    fn take(&mut self, mut text: &str, end: u64) {
+        if self.skip_to_break {
+            match text.find('\n') {
+                Some(at) => {
+                    text = &text[at + 1..];
+                    self.skip_to_break = false;
+                }
+                None => text = "",
+            }
+        }
+        let shown = self.stream.push(text);
+        self.text.push_str(&shown);
+        self.end += shown.len() as u64;
+        self.raw_end = end.max(self.raw_end);
+        if self.text.len() > WINDOW {
+            let (kept, dropped) = last_lines(&self.text, WINDOW);
+            let kept = kept.to_owned();
+            self.start += dropped as u64;
+            self.text = kept;
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -141,40 +201,32 @@ impl TailState {
         let key = record.launch_id.clone();
         if !self.readings.contains_key(&key) {
             self.next_epoch += 1;
-            self.readings.insert(
-                key.clone(),
-                Reading {
-                    epoch: self.next_epoch,
-                    text: String::new(),
-                    start: 0,
-                    end: 0,
-                    read_at: now - REUSE * 2,
-                    asked_at: now,
-                },
-            );
+            self.readings
+                .insert(key.clone(), Reading::new(self.next_epoch, now));
         }
         let reading = self.readings.get_mut(&key).ok_or("reading vanished")?;
         reading.asked_at = now;
         let mut stale_ms = None;
         if reading.read_at.elapsed() >= REUSE {
-            match tokio::time::timeout(READ_BOUND, self.coordinator.follow(record, reading.end))
-                .await
+            match tokio::time::timeout(
+                READ_BOUND,
+                self.coordinator.follow(record, reading.raw_end),
+            )
+            .await
             {
                 Ok(Ok(followed)) => {
-                    if followed.start > reading.end {
-                        // the stream's front is gone: begin again where the read began
-                        reading.text.clear();
-                        reading.start = followed.start;
+                    if followed.start > reading.raw_end {
+                        // the stream's front is not in the read: the reading (re)begins there,
+                        // on a line, under a new epoch
+                        if reading.raw_end > 0 || reading.end > 0 {
+                            self.next_epoch += 1;
+                            *reading = Reading::new(self.next_epoch, now);
+                        }
+                        reading.front = true;
+                        reading.skip_to_break = true;
                     }
-                    reading.text.push_str(&followed.text);
-                    reading.end = followed.end.max(reading.end);
+                    reading.take(&followed.text, followed.end);
                     reading.read_at = Instant::now();
-                    if reading.text.len() > WINDOW {
-                        let (kept, dropped) = last_lines(&reading.text, WINDOW);
-                        let kept = kept.to_owned();
-                        reading.start += dropped as u64;
-                        reading.text = kept;
-                    }
                 }
                 Ok(Err(error)) => return Err(error.to_string()),
                 Err(_) => stale_ms = Some(reading.read_at.elapsed().as_millis() as u64),
@@ -194,6 +246,8 @@ impl TailState {
                 epoch: reading.epoch,
                 reset: false,
                 stale_ms,
+                held: reading.stream.held() as u64,
+                front: reading.front,
             });
         }
         let (text, dropped) = last_lines(&reading.text, RESET);
@@ -204,6 +258,8 @@ impl TailState {
             epoch: reading.epoch,
             reset: epoch != 0 || after != 0,
             stale_ms,
+            held: reading.stream.held() as u64,
+            front: reading.front,
         })
     }
 }
@@ -219,5 +275,31 @@ mod tests {
         assert_eq!(kept, "cccc\n");
         assert_eq!(dropped, 10);
         assert_eq!(last_lines(text, 100), (text, 0));
+    }
+
+    const KEY_LINE: &str = "MIIEowIBAAKCAQEAxq3O4Ou9Rk2cT8vWm5aYhL0pQz7sNdFjG1tUrBXy6eKwHnVi";
+
+    #[test]
+    fn a_reading_shows_what_is_settled_and_counts_what_it_holds() {
+        let mut reading = Reading::new(1, Instant::now());
+        reading.take("building\n-----BEGIN RSA PRIVATE KEY-----\n", 40);
+        // the BEGIN waits: what comes next could be the key's body
+        assert_eq!(reading.text, "building\n");
+        assert!(reading.stream.held() > 0);
+        reading.take(&format!("{KEY_LINE}\n-----END RSA PRIVATE KEY-----\ndone\n"), 200);
+        assert!(!reading.text.contains(KEY_LINE), "{}", reading.text);
+        assert!(reading.text.contains("[REDACTED:private_key]"), "{}", reading.text);
+        assert_eq!(reading.end, reading.text.len() as u64);
+    }
+
+    #[test]
+    fn a_reading_that_begins_inside_a_line_drops_it_up_to_the_next_break() {
+        let mut reading = Reading::new(1, Instant::now());
+        reading.skip_to_break = true;
+        reading.take("tail of a long line with no break", 100);
+        assert_eq!(reading.text, "");
+        assert_eq!(reading.stream.held(), 0, "dropped bytes are never counted as held");
+        reading.take(" still the same line\nnext line\n", 200);
+        assert_eq!(reading.text, "next line\n");
     }
 }

@@ -132,7 +132,8 @@ pub fn from_files(
         .map(|b| text(b).trim().to_owned())
         .filter(|b| !b.is_empty());
     Some(AskedQuestion {
-        question: question.to_owned(),
+        // a question is shown to people: redacted whole, before anything bounds it
+        question: boxfleet_redact::redact(question),
         audience: audience.unwrap_or_else(|| "requester".to_owned()),
         branch,
     })

@@ -161,13 +161,18 @@ fn whole_chars(bytes: &[u8], start: u64) -> (String, u64, u64) {
     (text, begin, begin + keep as u64)
 }
 
-/// The lines of a stream's end, the first dropped when the read began mid-line.
+/// The lines of a stream's end, the first dropped when the read began mid-line. What is kept
+/// is redacted whole before it is cut into lines and bounded, so a secret straddling a line
+/// or the cut never survives as a fragment no rule recognises.
 fn tail_lines(bytes: &[u8], clipped: bool, keep: usize) -> Vec<String> {
     let text = String::from_utf8_lossy(bytes);
-    let mut lines: Vec<&str> = text.lines().collect();
-    if clipped && !lines.is_empty() {
-        lines.remove(0);
-    }
+    let text = if clipped {
+        text.find('\n').map_or("", |at| &text[at + 1..])
+    } else {
+        &text[..]
+    };
+    let text = boxfleet_redact::redact(text);
+    let lines: Vec<&str> = text.lines().collect();
     let skip = lines.len().saturating_sub(keep);
     lines.into_iter().skip(skip).map(str::to_owned).collect()
 }
@@ -304,7 +309,7 @@ impl Runner for CommandRunner {
         let report = layout::report(home);
         match sandbox.read_file(&report).await {
             Ok(Some(bytes)) if !String::from_utf8_lossy(&bytes).trim().is_empty() => {
-                collected.report = String::from_utf8_lossy(&bytes).into_owned();
+                collected.report = boxfleet_redact::redact(&String::from_utf8_lossy(&bytes));
             }
             Ok(_) => {
                 if let Some(tail) = &stdout_tail {
@@ -312,7 +317,7 @@ impl Runner for CommandRunner {
                         usize::try_from(REPORT_FALLBACK_BYTES).unwrap_or(usize::MAX),
                     );
                     let (text, _, _) = whole_chars(&tail.bytes[skip..], tail.offset + skip as u64);
-                    collected.report = text;
+                    collected.report = boxfleet_redact::redact(&text);
                 }
             }
             Err(error) => failed("report", &report, error),
@@ -324,6 +329,7 @@ impl Runner for CommandRunner {
         match sandbox.read_tail(&stderr, 0, STDERR_TAIL_BYTES).await {
             Ok(tail) => {
                 let (text, _, _) = whole_chars(&tail.bytes, tail.offset);
+                let text = boxfleet_redact::redact(&text);
                 collected.stderr_tail = if tail.offset > 0 {
                     format!(
                         "[the first {} bytes of stderr are not shown]\n{text}",

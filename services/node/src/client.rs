@@ -901,6 +901,8 @@ struct TailCursor {
     launch: String,
     /// whether any answer has been applied yet
     asked: bool,
+    /// what the last answer held back
+    held: u64,
 }
 
 /// What one tail answer shows.
@@ -941,7 +943,11 @@ impl TailCursor {
                 view.text = text.to_owned();
                 self.hold(reply);
                 if first && held_before == 0 && reply.end == 0 && view.text.is_empty() {
-                    view.notice = Some("the job has written nothing yet".to_owned());
+                    view.notice = Some(if reply.held > 0 {
+                        "the job has written nothing that can be shown yet".to_owned()
+                    } else {
+                        "the job has written nothing yet".to_owned()
+                    });
                 }
             }
             tail_reply::Outcome::Reset => {
@@ -980,6 +986,22 @@ impl TailCursor {
                 view.stopped = true;
             }
         }
+        if first && reply.front {
+            add_notice(
+                &mut view,
+                "the output's front is not shown: the reading began after its start",
+            );
+        }
+        if reply.held > 0 && self.held == 0 {
+            add_notice(
+                &mut view,
+                &format!(
+                    "{} not shown yet: what the job writes next decides how they are redacted",
+                    human_bytes(reply.held)
+                ),
+            );
+        }
+        self.held = reply.held;
         if !view.text.is_empty() && !view.text.ends_with('\n') {
             // shown text is whole lines; a stray fragment must not glue to the next notice
             view.text.push('\n');
@@ -992,6 +1014,13 @@ impl TailCursor {
         self.after = reply.end;
         self.digest = reply.digest.clone();
     }
+}
+
+fn add_notice(view: &mut TailView, notice: &str) {
+    view.notice = Some(match view.notice.take() {
+        Some(first) => format!("{first}; {notice}"),
+        None => notice.to_owned(),
+    });
 }
 
 fn not_running_notice(detail: &str, turn: &str) -> String {
@@ -2381,6 +2410,8 @@ mod tests {
             digest: format!("d{end}"),
             launch_id: "l1".to_owned(),
             detail: String::new(),
+            held: 0,
+            front: false,
         }
     }
 

@@ -505,6 +505,8 @@ impl pb::runs_server::Runs for RunsService {
                     .stale_ms
                     .map(|ms| format!("from a reading {ms} ms old: the box is slow"))
                     .unwrap_or_default(),
+                held: view.held,
+                front: view.front,
             })),
             Ok(ractor::rpc::CallResult::Success(Err(error))) => Err(GrpcStatus::unavailable(
                 format!("the box of run {} could not be read: {error}", r.turn_id),
