@@ -113,7 +113,10 @@ fn a_token_run_into_the_key_is_no_key() {
 #[test]
 fn value_stops_at_a_marker_and_an_armour() {
     untouched("password: [REDACTED:password]");
-    check("password: ab[REDACTED:github]", "password: {R}[REDACTED:github]");
+    check(
+        "password: ab[REDACTED:github]",
+        "password: {R}[REDACTED:github]",
+    );
     check("password=ab-----BEGIN", "password={R}-----BEGIN");
     untouched("password: -----BEGIN RSA PRIVATE KEY-----");
 }
@@ -143,7 +146,10 @@ fn value_on_the_next_line() {
 
 #[test]
 fn value_under_a_line_number_gutter() {
-    check("  9\tPassword:\n 10\thunter2\n", "  9\tPassword:\n 10\t{R}\n");
+    check(
+        "  9\tPassword:\n 10\thunter2\n",
+        "  9\tPassword:\n 10\t{R}\n",
+    );
     check(
         "  9\tPassword:\n 10\t\n 11\thunter2\n",
         "  9\tPassword:\n 10\t\n 11\t{R}\n",
@@ -202,7 +208,10 @@ fn value_in_a_table_row_below() {
 
 #[test]
 fn a_key_where_the_value_would_be_ends_the_read() {
-    check("Password:\nRetype password:\n", "Password:\nRetype password:\n");
+    check(
+        "Password:\nRetype password:\n",
+        "Password:\nRetype password:\n",
+    );
     check(
         "Password:\nhunter2 Retype password:\nhunter2\n",
         "Password:\n{R} Retype password:\n{R}\n",
@@ -211,14 +220,20 @@ fn a_key_where_the_value_would_be_ends_the_read() {
 
 #[test]
 fn a_line_not_ending_in_the_punctuation_makes_it_the_value() {
-    check("echo \"Password:\" >> f\nls -la\n", "echo \"Password:{R} >> f\nls -la\n");
+    check(
+        "echo \"Password:\" >> f\nls -la\n",
+        "echo \"Password:{R} >> f\nls -la\n",
+    );
 }
 
 // ---- what is still published --------------------------------------------------------------------
 
 #[test]
 fn still_published_a_blank_numbered_line_that_lost_its_tab() {
-    check("  9\tPassword:\n 10\n 11\thunter2\n", "  9\tPassword:\n {R}\n 11\thunter2\n");
+    check(
+        "  9\tPassword:\n 10\n 11\thunter2\n",
+        "  9\tPassword:\n {R}\n 11\thunter2\n",
+    );
 }
 
 #[test]
@@ -231,7 +246,10 @@ fn still_published_a_value_shaped_like_the_lines_first_word() {
 
 #[test]
 fn still_published_a_list_dash_after_a_logged_message() {
-    check("msg: - Password:\n- hunter2x9\n", "msg: - Password:\n{R} hunter2x9\n");
+    check(
+        "msg: - Password:\n- hunter2x9\n",
+        "msg: - Password:\n{R} hunter2x9\n",
+    );
 }
 
 #[test]
@@ -250,7 +268,10 @@ fn still_published_a_yaml_block_scalar_after_its_first_word() {
 #[test]
 fn still_published_a_diff_with_a_changed_value() {
     check(" password:\n-old\n+new\n", " password:\n{R}\n+new\n");
-    check(" password:\n-  old\n+  new\n", " password:\n{R}  old\n+  new\n");
+    check(
+        " password:\n-  old\n+  new\n",
+        " password:\n{R}  old\n+  new\n",
+    );
 }
 
 #[test]
@@ -306,7 +327,10 @@ fn costs_a_choice_between_two_strings() {
 
 #[test]
 fn costs_the_shells_pwd_before_a_colon() {
-    check("docker run -v `pwd`:/app img", "docker run -v `pwd`:{R} img");
+    check(
+        "docker run -v `pwd`:/app img",
+        "docker run -v `pwd`:{R} img",
+    );
 }
 
 // ---- prompts ----------------------------------------------------------------------------------------
@@ -369,19 +393,53 @@ fn the_stream_shows_what_redact_does() {
 
 fn piece() -> impl Strategy<Value = String> {
     let gutters = prop::sample::select(vec![
-        "", "  9\t", " 10\t", "+", "-", " ", "echo \"", "msg=\"", "| ", "12:00:00.1 ", "12:00:01 ",
-        "- ", "**", "\t", "\"",
+        "",
+        "  9\t",
+        " 10\t",
+        "+",
+        "-",
+        " ",
+        "echo \"",
+        "msg=\"",
+        "| ",
+        "12:00:00.1 ",
+        "12:00:01 ",
+        "- ",
+        "**",
+        "\t",
+        "\"",
     ]);
     let keys = prop::sample::select(vec![
-        "password", "Password", "pwd", "db_password", "Retype password", "\"password\"",
-        "passwords", "**Password", "`pwd`", "",
+        "password",
+        "Password",
+        "pwd",
+        "db_password",
+        "Retype password",
+        "\"password\"",
+        "passwords",
+        "**Password",
+        "`pwd`",
+        "",
     ]);
-    let seps = prop::sample::select(vec![
-        ":", "=", ":=", "==", "=>", ": ", " = ", "", "::",
-    ]);
+    let seps = prop::sample::select(vec![":", "=", ":=", "==", "=>", ": ", " = ", "", "::"]);
     let tails = prop::sample::select(vec![
-        "", "\"", "\" >> f", "\" +", " |", "**", "hunter2", " hunter2", "\"x\"", "\"\"", r"ab\ncd",
-        " [REDACTED:password]", " ***", "\" level=info", "\";", " password:", " -----END",
+        "",
+        "\"",
+        "\" >> f",
+        "\" +",
+        " |",
+        "**",
+        "hunter2",
+        " hunter2",
+        "\"x\"",
+        "\"\"",
+        r"ab\ncd",
+        " [REDACTED:password]",
+        " ***",
+        "\" level=info",
+        "\";",
+        " password:",
+        " -----END",
     ]);
     (gutters, keys, seps, tails).prop_map(|(g, k, s, t)| format!("{g}{k}{s}{t}\n"))
 }
