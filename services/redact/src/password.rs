@@ -30,6 +30,15 @@ const LABEL_WORDS: usize = 3;
 
 const ARMOUR: &str = "-----";
 
+/// What follows a separator is read as a wrapping's punctuation only up to this length.
+const WRAP_LIMIT: usize = 64;
+
+/// The last position of each quote on the key's line, so an unclosed quote costs no scan.
+type LastQuotes = [(u8, Option<usize>); 3];
+
+/// A marker is never longer than this (its kind's name is short).
+const MARKER_LIMIT: usize = 64;
+
 fn matcher() -> &'static AhoCorasick {
     static MATCHER: OnceLock<AhoCorasick> = OnceLock::new();
     MATCHER.get_or_init(|| {
@@ -228,7 +237,8 @@ fn key_at(
 
 /// Where the part of the key's line that its markup and quotes are read from starts: after
 /// the last marker, token or value already claimed before the key, which a second pass sees as
-/// a marker.
+/// a marker, and at most [`NAME_BACK_LIMIT`] bytes before the key, so a long line of keys
+/// stays linear.
 fn opener_start(
     text: &str,
     line_start: usize,
@@ -236,9 +246,12 @@ fn opener_start(
     tokens: &Spans,
     claimed: &[(usize, usize)],
 ) -> usize {
-    let mut from = line_start;
-    if let Some(at) = text[line_start..key_start].rfind(MARKER_PREFIX) {
-        let marker = line_start + at;
+    let mut from = line_start.max(key_start.saturating_sub(NAME_BACK_LIMIT));
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    if let Some(at) = text[from..key_start].rfind(MARKER_PREFIX) {
+        let marker = from + at;
         from = memchr::memchr(b']', &text.as_bytes()[marker..key_start])
             .map_or(key_start, |close| marker + close + 1);
     }
@@ -276,9 +289,9 @@ fn close_markup(
         let rest = &text[from..end];
         if rest.starts_with("**") && count(opener, "**") % 2 == 1 {
             at = from + 2;
-        } else if rest.starts_with('*') && !rest.starts_with("**") && opener.contains('*') {
-            at = from + 1;
-        } else if rest.starts_with('`') && count(opener, "`") % 2 == 1 {
+        } else if (rest.starts_with('*') && !rest.starts_with("**") && opener.contains('*'))
+            || (rest.starts_with('`') && count(opener, "`") % 2 == 1)
+        {
             at = from + 1;
         } else if pipes && pipe.is_none() && rest.starts_with('|') && opener.contains('|') {
             pipe = Some(from);
@@ -362,7 +375,8 @@ fn closes_like(rem: &str, punct: &str) -> bool {
 /// A marker or a token starting at `at`: where it ends.
 fn unit_at(text: &str, at: usize, tokens: &Spans, claimed: &[(usize, usize)]) -> Option<usize> {
     if text[at..].starts_with(MARKER_PREFIX) {
-        let close = memchr::memchr(b']', text[at..].as_bytes())?;
+        let window = &text.as_bytes()[at..text.len().min(at + MARKER_LIMIT)];
+        let close = memchr::memchr(b']', window)?;
         return Some(at + close + 1);
     }
     let index = claimed.partition_point(|span| span.0 < at);
@@ -634,7 +648,14 @@ fn has_key(
 }
 
 /// Reads a key's value.
-fn read(text: &str, lines: &[Line], key: Key, tokens: &Spans, claimed: &[(usize, usize)]) -> Read {
+fn read(
+    text: &str,
+    lines: &[Line],
+    key: Key,
+    tokens: &Spans,
+    claimed: &[(usize, usize)],
+    last_quotes: &LastQuotes,
+) -> Read {
     let line = lines[key.line];
     let mut out = Read {
         key,
@@ -646,7 +667,12 @@ fn read(text: &str, lines: &[Line], key: Key, tokens: &Spans, claimed: &[(usize,
     };
     let opener = &text[opener_start(text, line.start, key.start, tokens, claimed)..key.start];
     let rest = &text[key.rest..line.end];
-    let trimmed = rest.trim();
+    // Only a short rest can be a wrapping's punctuation; a long one is never read whole here.
+    let trimmed = if rest.len() <= WRAP_LIMIT {
+        rest.trim()
+    } else {
+        "\u{0}"
+    };
     if trimmed.is_empty() || is_wrapping(trimmed) {
         let punct = if trimmed.is_empty() && key.pipe {
             "|"
@@ -671,7 +697,17 @@ fn read(text: &str, lines: &[Line], key: Key, tokens: &Spans, claimed: &[(usize,
     for quote in ["\\\"", "\"", "'", "`"] {
         if let Some(after) = rest.strip_prefix(quote) {
             let from = key.rest + quote.len();
-            if let Some((end, close)) = quoted_end(text, from, line.end, quote) {
+            let closable = quote
+                .bytes()
+                .last()
+                .and_then(|byte| last_quotes.iter().find(|(q, _)| *q == byte))
+                .is_none_or(|(_, last)| last.is_some_and(|last| last >= from));
+            let closed = if closable {
+                quoted_end(text, from, line.end, quote)
+            } else {
+                None
+            };
+            if let Some((end, close)) = closed {
                 push_value(text, from, end, &mut out.values);
                 out.consumed = close;
                 return out;
@@ -750,7 +786,7 @@ fn read_below(
                 None => (at, line.end),
             }
         } else if punct == "|" {
-            let end = memchr::memchr(b'|', text[at..line.end].as_bytes())
+            let end = memchr::memchr(b'|', &text.as_bytes()[at..line.end])
                 .map_or(line.end, |offset| at + offset);
             let value = text[at..end].trim_end();
             (at, at + value.len())
@@ -818,6 +854,8 @@ fn scan(text: &str, lines: &[Line], tokens: &Spans, mut each: impl FnMut(&Read))
     let mut consumed = 0;
     let mut line_index = 0;
     let mut claimed: Vec<(usize, usize)> = Vec::new();
+    let mut last_quotes: LastQuotes = [(b'"', None), (b'\'', None), (b'`', None)];
+    let mut quotes_of: Option<usize> = None;
     for hit in matcher().find_iter(text) {
         if hit.start() < consumed {
             continue;
@@ -842,7 +880,15 @@ fn scan(text: &str, lines: &[Line], tokens: &Spans, mut each: impl FnMut(&Read))
         if key.start < consumed {
             continue;
         }
-        let read = read(text, lines, key, tokens, &claimed);
+        if quotes_of != Some(line_index) {
+            let line = lines[line_index];
+            let bytes = &text.as_bytes()[line.start..line.end];
+            for (quote, last) in &mut last_quotes {
+                *last = memchr::memrchr(*quote, bytes).map(|at| line.start + at);
+            }
+            quotes_of = Some(line_index);
+        }
+        let read = read(text, lines, key, tokens, &claimed, &last_quotes);
         consumed = read.consumed.max(key.sep_end);
         claimed.extend_from_slice(&read.values);
         each(&read);

@@ -478,3 +478,40 @@ proptest! {
         prop_assert_eq!(redact(&once), once.clone());
     }
 }
+
+// ---- linear time -----------------------------------------------------------------------------------
+
+fn time_of(text: &str) -> std::time::Duration {
+    let start = std::time::Instant::now();
+    let out = redact(text);
+    let _ = settled(text);
+    std::hint::black_box(out);
+    start.elapsed()
+}
+
+#[test]
+fn linear_on_long_lines_of_keys_and_long_runs_of_blank_lines() {
+    const SIZE: usize = 1 << 20;
+    let ordinary = "the quick brown fox jumps over the lazy dog 0123456789\n".repeat(SIZE / 55);
+    let base = time_of(&ordinary).max(std::time::Duration::from_millis(5));
+    let shapes = [
+        "pwd=x ".repeat(SIZE / 6),
+        "pwd.pwd.".repeat(SIZE / 8),
+        "password:\n".repeat(SIZE / 10),
+        "\"password\": \"".repeat(SIZE / 14),
+        format!("password:{}x\n", "\n".repeat(SIZE)),
+        format!("  9\tPassword:\n{}", " 10\t\n".repeat(SIZE / 5)),
+        "| **Password:** | ".repeat(SIZE / 18),
+        "[REDACTED:".repeat(SIZE / 10),
+        format!("x{}", "password".repeat(SIZE / 8)),
+        "passwords ".repeat(SIZE / 10),
+    ];
+    for shape in &shapes {
+        let took = time_of(shape);
+        assert!(
+            took < base * 60,
+            "{:?}… took {took:?} against {base:?} for ordinary text",
+            &shape[..20]
+        );
+    }
+}
