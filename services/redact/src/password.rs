@@ -1,9 +1,1015 @@
-//! Password values (stub: filled in by the password work).
-use crate::Claim;
+//! Password values: the value after a password's key, in every form a text writes it, the value
+//! alone replaced.
+//!
+//! A key is a name ending in `password`, `passwd`, `passphrase` or `pwd` (any case), closed by
+//! its own string's quote or by the markup it is written in, and followed by `:`, `=`, `:=`,
+//! `==`, `===` or `=>`. The value is read on the key's line, or — when nothing follows the
+//! separator there but the punctuation a wrapping writes after every line — on the first line
+//! below that is not blank, past the gutter it shares with the key's line.
+//!
+//! Every scan here moves forward: a key's name is read back at most [`NAME_BACK_LIMIT`] bytes,
+//! and a read below its line passes only lines holding no key, each of which belongs to one
+//! key's read at most, so the rule is linear in the text's length.
+
+use std::sync::OnceLock;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+
 use crate::lines::Line;
+use crate::{Claim, Kind, MARKER_PREFIX};
 
-pub(crate) fn find(_text: &str, _lines: &[Line], _tokens: &[Claim], _out: &mut Vec<Claim>) {}
+/// The words a key's name ends in.
+const KEY_WORDS: &[&str] = &["password", "passwd", "passphrase", "pwd"];
 
-pub(crate) fn hold(_text: &str, _lines: &[Line]) -> Option<usize> {
+/// How far back from its last word a key's name is read (`db_password`, `user.password`).
+const NAME_BACK_LIMIT: usize = 256;
+
+/// How many words a label may put before the key word on a value's line (`Retype password:`)
+/// for that line to be read as holding a key where the value would be.
+const LABEL_WORDS: usize = 3;
+
+const ARMOUR: &str = "-----";
+
+/// What follows a separator is read as a wrapping's punctuation only up to this length.
+const WRAP_LIMIT: usize = 64;
+
+/// The last position of each quote on the key's line, so an unclosed quote costs no scan.
+type LastQuotes = [(u8, Option<usize>); 3];
+
+/// A marker is never longer than this (its kind's name is short).
+const MARKER_LIMIT: usize = 64;
+
+fn matcher() -> &'static AhoCorasick {
+    static MATCHER: OnceLock<AhoCorasick> = OnceLock::new();
+    MATCHER.get_or_init(|| {
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(KEY_WORDS)
+            .expect("the key words are a valid, small pattern set")
+    })
+}
+
+/// Disjoint, sorted byte ranges another rule claimed (tokens).
+#[derive(Debug, Default)]
+struct Spans(Vec<(usize, usize)>);
+
+impl Spans {
+    fn new(claims: &[Claim]) -> Self {
+        let mut spans: Vec<(usize, usize)> = claims
+            .iter()
+            .filter(|claim| claim.start < claim.end)
+            .map(|claim| (claim.start, claim.end))
+            .collect();
+        spans.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+        for (start, end) in spans {
+            match merged.last_mut() {
+                Some(last) if start < last.1 => last.1 = last.1.max(end),
+                _ => merged.push((start, end)),
+            }
+        }
+        Spans(merged)
+    }
+
+    fn overlaps(&self, start: usize, end: usize) -> bool {
+        let at = self.0.partition_point(|span| span.1 <= start);
+        self.0.get(at).is_some_and(|span| span.0 < end)
+    }
+
+    /// The end of a span starting exactly at `at`.
+    fn starting_at(&self, at: usize) -> Option<usize> {
+        let index = self.0.partition_point(|span| span.0 < at);
+        self.0
+            .get(index)
+            .filter(|span| span.0 == at)
+            .map(|span| span.1)
+    }
+}
+
+/// A password's key as the text writes it.
+#[derive(Debug, Clone, Copy)]
+struct Key {
+    /// the index of the key's line
+    line: usize,
+    /// where the key starts: its own string's opening quote, or its name
+    start: usize,
+    /// where its separator ends
+    sep_end: usize,
+    /// where what follows the separator starts, past the markup closing the key and spaces
+    rest: usize,
+    /// a table's `|` closed the key after its separator
+    pipe: bool,
+    /// where that `|` stands
+    pipe_at: Option<usize>,
+}
+
+/// What a key's read still waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    /// decided by the text as it stands
+    No,
+    /// the value is on a line not written yet
+    Below,
+    /// punctuation and more follow the key: it waits for one more line
+    OneLine,
+}
+
+/// The outcome of reading one key's value.
+#[derive(Debug)]
+struct Read {
+    key: Key,
+    /// value ranges redacted
+    values: Vec<(usize, usize)>,
+    /// keys starting before this are inside the value
+    consumed: usize,
+    /// the line the value was read on, when below the key's
+    below: Option<usize>,
+    pending: Pending,
+    /// the read went below the key's line with nothing after the separator
+    bare: bool,
+}
+
+fn is_name_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'.' | b'-')
+}
+
+fn is_word_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'_' || byte >= 0x80
+}
+
+fn skip_blanks(text: &str, mut at: usize, end: usize) -> usize {
+    let bytes = text.as_bytes();
+    while at < end && matches!(bytes[at], b' ' | b'\t' | b'\r') {
+        at += 1;
+    }
+    at
+}
+
+/// Counts non-overlapping occurrences of `needle` in `hay`.
+fn count(hay: &str, needle: &str) -> usize {
+    hay.matches(needle).count()
+}
+
+/// Reads the key whose last word is `word_start..word_end`, on `line`.
+fn key_at(
+    text: &str,
+    lines: &[Line],
+    line_index: usize,
+    word_start: usize,
+    word_end: usize,
+    tokens: &Spans,
+    claimed: &[(usize, usize)],
+) -> Option<Key> {
+    let line = lines[line_index];
+    let bytes = text.as_bytes();
+    // The key word ends the name: `passwords` and `password_hash` are no keys.
+    if let Some(next) = text[word_end..line.end].chars().next() {
+        if next.is_alphanumeric() || next == '_' {
+            return None;
+        }
+        if next == '-'
+            && bytes
+                .get(word_end + 1)
+                .is_some_and(u8::is_ascii_alphanumeric)
+        {
+            return None;
+        }
+    }
+    let floor = word_start.saturating_sub(NAME_BACK_LIMIT).max(line.start);
+    let mut name = word_start;
+    while name > floor && is_name_byte(bytes[name - 1]) {
+        name -= 1;
+    }
+    // A name run into a letter of another script is part of a longer word.
+    if text[line.start..name]
+        .chars()
+        .next_back()
+        .is_some_and(char::is_alphanumeric)
+    {
+        return None;
+    }
+    // Part of a token run into it (sk-…Pwd:): one the token rule claimed, or a run of random
+    // characters straight before the key word.
+    if tokens.overlaps(name, word_end) || token_like(&text[name..word_start]) {
+        return None;
+    }
+    let before = &text[line.start..name];
+    let mut at = word_end;
+    let mut start = name;
+    // A quote only where it closes the key's own string.
+    for quote in ["\\\"", "\"", "'"] {
+        if text[at..line.end].starts_with(quote) {
+            if before.ends_with(quote) {
+                at += quote.len();
+                start = name - quote.len();
+                break;
+            }
+            return None;
+        }
+    }
+    let opener = &text[opener_start(text, line.start, start, tokens, claimed)..start];
+    at = close_markup(text, opener, at, line.end, false).0;
+    at = skip_blanks(text, at, line.end);
+    let after = &text[at..line.end];
+    let sep = if after.starts_with("===") {
+        3
+    } else if after.starts_with("::") {
+        return None;
+    } else if after.starts_with(":=") || after.starts_with("==") || after.starts_with("=>") {
+        2
+    } else if after.starts_with(':') || after.starts_with('=') {
+        1
+    } else {
+        return None;
+    };
+    let sep_end = at + sep;
+    let (rest, pipe) = close_markup(text, opener, sep_end, line.end, true);
+    Some(Key {
+        line: line_index,
+        start,
+        sep_end,
+        rest: skip_blanks(text, rest, line.end),
+        pipe: pipe.is_some(),
+        pipe_at: pipe,
+    })
+}
+
+/// Where the part of the key's line that its markup and quotes are read from starts: after
+/// the last marker, token or value already claimed before the key, which a second pass sees as
+/// a marker, and at most [`NAME_BACK_LIMIT`] bytes before the key, so a long line of keys
+/// stays linear.
+fn opener_start(
+    text: &str,
+    line_start: usize,
+    key_start: usize,
+    tokens: &Spans,
+    claimed: &[(usize, usize)],
+) -> usize {
+    let mut from = line_start.max(key_start.saturating_sub(NAME_BACK_LIMIT));
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    if let Some(at) = text[from..key_start].rfind(MARKER_PREFIX) {
+        let marker = from + at;
+        from = memchr::memchr(b']', &text.as_bytes()[marker..key_start])
+            .map_or(key_start, |close| marker + close + 1);
+    }
+    for spans in [&tokens.0[..], claimed] {
+        let index = spans.partition_point(|span| span.0 < key_start);
+        if let Some(span) = index.checked_sub(1).and_then(|index| spans.get(index)) {
+            if span.1 > from && span.1 <= key_start {
+                from = span.1;
+            }
+        }
+    }
+    from
+}
+
+/// Whether the part of a name before its key word ends in a run of a token's random body: 16
+/// characters or more between separators, with a digit.
+fn token_like(head: &str) -> bool {
+    let last = head.rsplit(['_', '.', '-']).next().unwrap_or(head);
+    last.len() >= 16 && last.bytes().any(|byte| byte.is_ascii_digit())
+}
+
+/// Passes the markup closing what the key's line opened before the key (`**`, `*`, a code
+/// span's backtick and, after the separator, a table's `|`). Returns where it ends and whether
+/// a `|` was among it.
+fn close_markup(
+    text: &str,
+    opener: &str,
+    mut at: usize,
+    end: usize,
+    pipes: bool,
+) -> (usize, Option<usize>) {
+    let mut pipe = None;
+    loop {
+        let from = skip_blanks(text, at, end);
+        let rest = &text[from..end];
+        if rest.starts_with("**") && count(opener, "**") % 2 == 1 {
+            at = from + 2;
+        } else if (rest.starts_with('*') && !rest.starts_with("**") && opener.contains('*'))
+            || (rest.starts_with('`') && count(opener, "`") % 2 == 1)
+        {
+            at = from + 1;
+        } else if pipes && pipe.is_none() && rest.starts_with('|') && opener.contains('|') {
+            pipe = Some(from);
+            at = from + 1;
+        } else {
+            return (at, pipe);
+        }
+    }
+}
+
+/// The closing a wrapping writes after a line's last piece, after its quote: nothing, a
+/// concatenation's `+`, a list's `,`, a statement's end, or a redirection to a file.
+fn is_tail(rest: &str) -> bool {
+    let rest = rest.trim();
+    if matches!(
+        rest,
+        "" | "+" | "," | ";" | ")" | ");" | "]" | "]," | "];" | "}" | "}," | "\\" | ")," | "|"
+    ) {
+        return true;
+    }
+    let Some(target) = rest.strip_prefix('>') else {
+        return false;
+    };
+    let target = target.strip_prefix('>').unwrap_or(target).trim();
+    !target.is_empty() && !target.contains(char::is_whitespace)
+}
+
+/// The quote a wrapping's punctuation opens with, with any escaped line break before it.
+fn split_quote(punct: &str) -> (Option<&'static str>, &str) {
+    let mut rest = punct;
+    for escape in ["\\\\n", "\\n"] {
+        if let Some(after) = rest.strip_prefix(escape) {
+            rest = after;
+            break;
+        }
+    }
+    for quote in ["\\\"", "\"", "'"] {
+        if let Some(after) = rest.strip_prefix(quote) {
+            return (Some(quote), after);
+        }
+    }
+    (None, rest)
+}
+
+/// Whether what follows a separator is only the punctuation a wrapping writes after every line:
+/// an echo's closing quote and redirection, a concatenation's `" +`, a list's `",`, a table's `|`.
+fn is_wrapping(rest: &str) -> bool {
+    let rest = rest.trim();
+    if rest.is_empty() {
+        return false;
+    }
+    if rest == "|" {
+        return true;
+    }
+    let (quote, tail) = split_quote(rest);
+    let tail = tail.trim();
+    if quote.is_none() && tail == rest && !(tail.starts_with('>') || tail == "+") {
+        return false;
+    }
+    if quote.is_some() && tail.starts_with(['"', '\'']) {
+        // an empty quoted string is a value
+        return false;
+    }
+    matches!(tail, "" | "+" | ",") || (tail.starts_with('>') && is_tail(tail))
+}
+
+/// Whether a value line's remainder after its value closes as the key's line's punctuation
+/// does (or as a list's or a concatenation's last line does instead).
+fn closes_like(rem: &str, punct: &str) -> bool {
+    let rem = rem.trim();
+    if punct == "|" {
+        return rem == "|";
+    }
+    let (quote, _) = split_quote(punct);
+    match quote {
+        Some(quote) => rem.strip_prefix(quote).is_some_and(is_tail),
+        None => !rem.is_empty() && is_tail(rem),
+    }
+}
+
+/// A marker or a token starting at `at`: where it ends.
+fn unit_at(text: &str, at: usize, tokens: &Spans, claimed: &[(usize, usize)]) -> Option<usize> {
+    if text[at..].starts_with(MARKER_PREFIX) {
+        let window = &text.as_bytes()[at..text.len().min(at + MARKER_LIMIT)];
+        let close = memchr::memchr(b']', window)?;
+        return Some(at + close + 1);
+    }
+    let index = claimed.partition_point(|span| span.0 < at);
+    if let Some(span) = claimed.get(index).filter(|span| span.0 == at) {
+        return Some(span.1);
+    }
+    tokens.starting_at(at)
+}
+
+fn skip_spaces(bytes: &[u8], mut at: usize, end: usize) -> usize {
+    while at < end && bytes[at] == b' ' {
+        at += 1;
+    }
+    at
+}
+
+/// The end of a digit run and of a fraction after it (`.123`, `,5`).
+fn digits_end(bytes: &[u8], mut at: usize, end: usize) -> usize {
+    while at < end && bytes[at].is_ascii_digit() {
+        at += 1;
+    }
+    at
+}
+
+fn fraction_end(bytes: &[u8], at: usize, end: usize) -> Option<usize> {
+    if at + 1 < end && matches!(bytes[at], b'.' | b',') && bytes[at + 1].is_ascii_digit() {
+        Some(digits_end(bytes, at + 1, end))
+    } else {
+        None
+    }
+}
+
+/// Where the gutter the value's line shares with the key's line ends: read from both lines'
+/// starts, numbers moving on and a fraction written on one line alone still the gutter, ending
+/// where a word of both lines does, where the key's line reaches its key, or before a marker,
+/// token or value already claimed on either line.
+fn gutter(
+    text: &str,
+    key_from: usize,
+    key_to: usize,
+    line: Line,
+    tokens: &Spans,
+    claimed: &[(usize, usize)],
+) -> usize {
+    let bytes = text.as_bytes();
+    let (mut i, mut j) = (key_from, line.start);
+    let mut best = line.start;
+    loop {
+        if i >= key_to {
+            if i == key_to {
+                best = j;
+            }
+            return best;
+        }
+        if j >= line.end {
+            return best;
+        }
+        // A marker, a token or a value stands where a second pass sees a marker: the gutter
+        // ends before it, so both passes read the same gutter.
+        if unit_at(text, i, tokens, claimed).is_some()
+            || unit_at(text, j, tokens, claimed).is_some()
+        {
+            return best;
+        }
+        let (a, b) = (bytes[i], bytes[j]);
+        if a.is_ascii_digit() && b.is_ascii_digit() {
+            i = digits_end(bytes, i, key_to);
+            j = digits_end(bytes, j, line.end);
+            match (
+                fraction_end(bytes, i, key_to),
+                fraction_end(bytes, j, line.end),
+            ) {
+                (Some(end), None) => i = end,
+                (None, Some(end)) => j = end,
+                _ => {}
+            }
+            continue;
+        }
+        if a != b {
+            // a right-aligned number: spaces on one line where the other has digits
+            let ni = skip_spaces(bytes, i, key_to);
+            let nj = skip_spaces(bytes, j, line.end);
+            if (ni > i || nj > j)
+                && bytes.get(ni).is_some_and(u8::is_ascii_digit)
+                && bytes.get(nj).is_some_and(u8::is_ascii_digit)
+                && ni < key_to
+                && nj < line.end
+            {
+                i = ni;
+                j = nj;
+                continue;
+            }
+            return best;
+        }
+        i += 1;
+        j += 1;
+        if !is_word_byte(a) {
+            best = j;
+        }
+    }
+}
+
+/// Where a value starting at `at` ends: at whitespace, one of `stops`, a marker or an armour.
+fn word_end(text: &str, at: usize, end: usize, stops: &[u8]) -> usize {
+    let mut pos = at;
+    for (offset, ch) in text[at..end].char_indices() {
+        pos = at + offset;
+        if ch.is_whitespace() {
+            return pos;
+        }
+        if ch.is_ascii() {
+            let byte = ch as u8;
+            if stops.contains(&byte) || stops_value(text, pos) {
+                return pos;
+            }
+        }
+        pos += ch.len_utf8();
+    }
+    pos.max(at).min(end)
+}
+
+/// A marker or an armour at `at` ends a value.
+fn stops_value(text: &str, at: usize) -> bool {
+    let rest = &text[at..];
+    rest.starts_with(MARKER_PREFIX) || rest.starts_with(ARMOUR)
+}
+
+/// A quoted value's content starting after `quote` at `at`: where it ends (before its closing
+/// quote, a marker or an armour), or None when the quote is not closed on the line.
+fn quoted_end(text: &str, at: usize, end: usize, quote: &str) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let mut pos = at;
+    let mut stopped = None;
+    while pos < end {
+        if text[pos..end].starts_with(quote) {
+            return Some((stopped.unwrap_or(pos), pos + quote.len()));
+        }
+        if stopped.is_none() && stops_value(text, pos) {
+            stopped = Some(pos);
+        }
+        if bytes[pos] == b'\\' && quote.len() == 1 && pos + 1 < end {
+            pos += 1;
+        }
+        pos += 1;
+        while pos < end && !text.is_char_boundary(pos) {
+            pos += 1;
+        }
+    }
     None
+}
+
+/// Splits a value at escaped line breaks inside it (`ab\ncd`): the pieces redacted, the breaks
+/// left; a piece after a break that is punctuation alone reads as a string's closing and stays.
+fn push_value(text: &str, start: usize, end: usize, values: &mut Vec<(usize, usize)>) {
+    let bytes = text.as_bytes();
+    let mut piece = start;
+    let mut first = true;
+    let mut pos = start;
+    while pos < end {
+        if bytes[pos] != b'\\' {
+            pos += 1;
+            continue;
+        }
+        let mut after = pos;
+        while after < end && bytes[after] == b'\\' {
+            after += 1;
+        }
+        let mut brk = None;
+        if after < end && bytes[after] == b'n' {
+            brk = Some(after + 1);
+        } else if after < end && bytes[after] == b'r' {
+            let mut next = after + 1;
+            while next < end && bytes[next] == b'\\' {
+                next += 1;
+            }
+            if next > after + 1 && next < end && bytes[next] == b'n' {
+                brk = Some(next + 1);
+            }
+        }
+        match brk {
+            Some(brk_end) => {
+                push_piece(text, piece, pos, first, values);
+                first = false;
+                piece = brk_end;
+                pos = brk_end;
+            }
+            None => pos = after.max(pos + 1),
+        }
+    }
+    push_piece(text, piece, end, first, values);
+}
+
+fn push_piece(text: &str, start: usize, end: usize, first: bool, values: &mut Vec<(usize, usize)>) {
+    if start >= end {
+        return;
+    }
+    if !first && !text[start..end].chars().any(char::is_alphanumeric) {
+        return;
+    }
+    values.push((start, end));
+}
+
+/// Whether a key's name starts where a value would be on `line`, at `at`: the line's first
+/// word holds a key, or a short label of letters leads to one (`Retype password:`).
+fn key_where_value(
+    text: &str,
+    lines: &[Line],
+    line_index: usize,
+    at: usize,
+    tokens: &Spans,
+    claimed: &[(usize, usize)],
+) -> bool {
+    let line = lines[line_index];
+    let mut words = 0;
+    let mut pos = at;
+    while pos < line.end && words <= LABEL_WORDS {
+        let end = word_end(text, pos, line.end, &[]);
+        let end = if end == pos {
+            // a marker or armour opens the word
+            return false;
+        } else {
+            end
+        };
+        for hit in matcher().find_iter(&text[pos..end]) {
+            if key_at(
+                text,
+                lines,
+                line_index,
+                pos + hit.start(),
+                pos + hit.end(),
+                tokens,
+                claimed,
+            )
+            .is_some()
+            {
+                return true;
+            }
+        }
+        if !text[pos..end].chars().all(char::is_alphabetic) {
+            return false;
+        }
+        words += 1;
+        pos = skip_blanks(text, end, line.end);
+    }
+    false
+}
+
+/// Whether a line holds a key at all.
+fn has_key(
+    text: &str,
+    lines: &[Line],
+    line_index: usize,
+    tokens: &Spans,
+    claimed: &[(usize, usize)],
+) -> bool {
+    let line = lines[line_index];
+    matcher().find_iter(&text[line.start..line.end]).any(|hit| {
+        key_at(
+            text,
+            lines,
+            line_index,
+            line.start + hit.start(),
+            line.start + hit.end(),
+            tokens,
+            claimed,
+        )
+        .is_some()
+    })
+}
+
+/// Reads a key's value.
+fn read(
+    text: &str,
+    lines: &[Line],
+    key: Key,
+    tokens: &Spans,
+    claimed: &[(usize, usize)],
+    last_quotes: &LastQuotes,
+) -> Read {
+    let line = lines[key.line];
+    let mut out = Read {
+        key,
+        values: Vec::new(),
+        consumed: key.rest,
+        below: None,
+        pending: Pending::No,
+        bare: false,
+    };
+    let opener = &text[opener_start(text, line.start, key.start, tokens, claimed)..key.start];
+    let rest = &text[key.rest..line.end];
+    // Only a short rest can be a wrapping's punctuation; a long one is never read whole here.
+    let trimmed = if rest.len() <= WRAP_LIMIT {
+        rest.trim()
+    } else {
+        "\u{0}"
+    };
+    if trimmed.is_empty() || is_wrapping(trimmed) {
+        let punct = if trimmed.is_empty() && key.pipe {
+            "|"
+        } else {
+            trimmed
+        };
+        out.bare = punct.is_empty();
+        read_below(text, lines, key, punct, tokens, claimed, &mut out);
+        return out;
+    }
+    if stops_value(text, key.rest) {
+        return out;
+    }
+    // A quote closing the string the key was written in, then more: the next field.
+    for quote in ["\\\"", "\"", "'"] {
+        if rest.starts_with(quote) && count(opener, quote) % 2 == 1 {
+            out.pending = Pending::OneLine;
+            out.consumed = key.rest + quote.len();
+            return out;
+        }
+    }
+    for quote in ["\\\"", "\"", "'", "`"] {
+        if let Some(after) = rest.strip_prefix(quote) {
+            let from = key.rest + quote.len();
+            let closable = quote
+                .bytes()
+                .last()
+                .and_then(|byte| last_quotes.iter().find(|(q, _)| *q == byte))
+                .is_none_or(|(_, last)| last.is_some_and(|last| last >= from));
+            let closed = if closable {
+                quoted_end(text, from, line.end, quote)
+            } else {
+                None
+            };
+            if let Some((end, close)) = closed {
+                push_value(text, from, end, &mut out.values);
+                out.consumed = close;
+                return out;
+            }
+            // Unclosed, then a space or punctuation: a quote closing a string, then the next
+            // field (whether or not the key's line still shows the string's opening quote).
+            if after
+                .chars()
+                .next()
+                .is_none_or(|ch| ch.is_whitespace() || (ch.is_ascii_punctuation() && ch != '['))
+            {
+                out.pending = Pending::OneLine;
+                out.consumed = from;
+                return out;
+            }
+            let end = word_end(text, from, line.end, &[]);
+            push_value(text, from, end, &mut out.values);
+            out.consumed = end;
+            return out;
+        }
+    }
+    let mut stops: Vec<u8> = Vec::new();
+    for (quote, byte) in [("\"", b'"'), ("'", b'\''), ("`", b'`')] {
+        if count(opener, quote) % 2 == 1 {
+            stops.push(byte);
+        }
+    }
+    if key.pipe || opener.contains('|') {
+        stops.push(b'|');
+    }
+    if count(opener, "**") % 2 == 1 {
+        stops.push(b'*');
+    }
+    let end = word_end(text, key.rest, line.end, &stops);
+    push_value(text, key.rest, end, &mut out.values);
+    out.consumed = end;
+    out
+}
+
+/// Reads a value on a line below its key: the first line that is not blank past the gutter,
+/// ended before the punctuation `punct` the key's line closes with.
+fn read_below(
+    text: &str,
+    lines: &[Line],
+    key: Key,
+    punct: &str,
+    tokens: &Spans,
+    claimed: &[(usize, usize)],
+    out: &mut Read,
+) {
+    let key_line = lines[key.line];
+    let (quote, _) = split_quote(punct);
+    for index in key.line + 1..lines.len() {
+        let line = lines[index];
+        let from = gutter(text, key_line.start, key.start, line, tokens, claimed);
+        let at = skip_blanks(text, from, line.end);
+        let rest = &text[at..line.end];
+        let blank = rest.trim().is_empty() || (!punct.is_empty() && closes_like(rest, punct));
+        if blank {
+            if has_key(text, lines, index, tokens, claimed) {
+                return;
+            }
+            continue;
+        }
+        if stops_value(text, at) || key_where_value(text, lines, index, at, tokens, claimed) {
+            return;
+        }
+        let at = match quote {
+            Some(quote) if text[at..line.end].starts_with(quote) => at + quote.len(),
+            _ => at,
+        };
+        let rest = &text[at..line.end];
+        let (start, end) = if let Some(quote) = quote {
+            match quoted_end(text, at, line.end, quote) {
+                Some((end, _)) => (at, end),
+                None => (at, line.end),
+            }
+        } else if punct == "|" {
+            let end = memchr::memchr(b'|', &text.as_bytes()[at..line.end])
+                .map_or(line.end, |offset| at + offset);
+            let value = text[at..end].trim_end();
+            (at, at + value.len())
+        } else if punct.is_empty() {
+            let mut value_at = at;
+            let mut close = None;
+            for q in ["\"", "'"] {
+                if rest.starts_with(q) {
+                    value_at = at + q.len();
+                    close = quoted_end(text, value_at, line.end, q);
+                }
+            }
+            match close {
+                Some((end, _)) => (value_at, end),
+                None => (at, word_end(text, at, line.end, &[])),
+            }
+        } else {
+            (at, word_end(text, at, line.end, &[]))
+        };
+        let end = first_stop(text, start, end);
+        let fits = punct.is_empty() || {
+            let rem = &text[end..line.end];
+            let value_has_key = matcher().find_iter(&text[start..end]).any(|hit| {
+                key_at(
+                    text,
+                    lines,
+                    index,
+                    start + hit.start(),
+                    start + hit.end(),
+                    tokens,
+                    claimed,
+                )
+                .is_some()
+            });
+            !value_has_key && (closes_like(rem, punct) || stops_value(text, end))
+        };
+        if fits {
+            push_value(text, start, end, &mut out.values);
+            out.consumed = end;
+        } else {
+            // No wrapping's line: the punctuation on the key's line is the value, as *** is.
+            let from = key.pipe_at.unwrap_or(key.rest);
+            let end = word_end(text, from, key_line.end, &[]);
+            push_value(text, from, end, &mut out.values);
+            out.consumed = out.consumed.max(end);
+        }
+        if !out.values.is_empty() {
+            out.below = Some(index);
+        }
+        return;
+    }
+    out.pending = Pending::Below;
+}
+
+/// The first marker or armour in `start..end`, or `end`.
+fn first_stop(text: &str, start: usize, end: usize) -> usize {
+    let bytes = text.as_bytes();
+    (start..end)
+        .find(|&at| matches!(bytes[at], b'[' | b'-') && stops_value(text, at))
+        .unwrap_or(end)
+}
+
+/// Reads every key in the text, in order; a key inside an earlier key's value is no key.
+fn scan(text: &str, lines: &[Line], tokens: &Spans, mut each: impl FnMut(&Read)) {
+    let mut consumed = 0;
+    let mut line_index = 0;
+    let mut claimed: Vec<(usize, usize)> = Vec::new();
+    let mut last_quotes: LastQuotes = [(b'"', None), (b'\'', None), (b'`', None)];
+    let mut quotes_of: Option<usize> = None;
+    for hit in matcher().find_iter(text) {
+        if hit.start() < consumed {
+            continue;
+        }
+        while line_index < lines.len() && lines[line_index].next <= hit.start() {
+            line_index += 1;
+        }
+        if line_index >= lines.len() {
+            break;
+        }
+        let Some(key) = key_at(
+            text,
+            lines,
+            line_index,
+            hit.start(),
+            hit.end(),
+            tokens,
+            &claimed,
+        ) else {
+            continue;
+        };
+        if key.start < consumed {
+            continue;
+        }
+        if quotes_of != Some(line_index) {
+            let line = lines[line_index];
+            let bytes = &text.as_bytes()[line.start..line.end];
+            for (quote, last) in &mut last_quotes {
+                *last = memchr::memrchr(*quote, bytes).map(|at| line.start + at);
+            }
+            quotes_of = Some(line_index);
+        }
+        let read = read(text, lines, key, tokens, &claimed, &last_quotes);
+        consumed = read.consumed.max(key.sep_end);
+        claimed.extend_from_slice(&read.values);
+        each(&read);
+    }
+}
+
+/// Pushes a claim for each password's value in the text.
+pub(crate) fn find(text: &str, lines: &[Line], tokens: &[Claim], out: &mut Vec<Claim>) {
+    let tokens = Spans::new(tokens);
+    scan(text, lines, &tokens, |read| {
+        for &(start, end) in &read.values {
+            out.push(Claim {
+                start,
+                end,
+                kind: Kind::Password,
+            });
+        }
+    });
+}
+
+fn token_spans(text: &str) -> Spans {
+    let mut claims = Vec::new();
+    crate::tokens::find(text, &mut claims);
+    Spans::new(&claims)
+}
+
+/// The earliest line whose redaction could still change with what is written after `text`
+/// (which holds complete lines only): a key whose value is not decided yet waits for the line
+/// that decides it, and a key followed by punctuation and more waits one line.
+pub(crate) fn hold(text: &str, lines: &[Line]) -> Option<usize> {
+    let tokens = token_spans(text);
+    let mut held: Option<usize> = None;
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    scan(text, lines, &tokens, |read| {
+        let line = read.key.line;
+        let waits = match read.pending {
+            Pending::No => false,
+            Pending::Below => true,
+            Pending::OneLine => line + 1 >= lines.len(),
+        };
+        if waits && held.is_none() {
+            held = Some(line);
+        }
+        if let Some(below) = read.below {
+            spans.push((line, below));
+        }
+    });
+    let mut held = held?;
+    for &(from, to) in spans.iter().rev() {
+        if from < held && to >= held {
+            held = from;
+        }
+    }
+    Some(held)
+}
+
+/// Whether a line is a password prompt: it ends in a password's key and its separator (and the
+/// markup closing the key), that key neither the value of a key before it nor part of a token.
+#[allow(dead_code)] // the key rule reads prompts with it
+pub(crate) fn is_prompt(line: &str) -> bool {
+    let line = line.strip_suffix('\n').unwrap_or(line);
+    let lines = crate::lines::split(line);
+    let tokens = token_spans(line);
+    let mut prompt = false;
+    scan(line, &lines, &tokens, |read| {
+        prompt = read.bare && read.pending == Pending::Below && read.key.line == 0;
+    });
+    prompt
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims(text: &str) -> Vec<&str> {
+        let lines = crate::lines::split(text);
+        let mut out = Vec::new();
+        find(text, &lines, &[], &mut out);
+        out.iter()
+            .map(|claim| &text[claim.start..claim.end])
+            .collect()
+    }
+
+    #[test]
+    fn prompts() {
+        assert!(is_prompt("Password:"));
+        assert!(is_prompt("hunter2 Retype password:"));
+        assert!(is_prompt("pwd=x password:"));
+        assert!(is_prompt("**Root password:**"));
+        assert!(!is_prompt("pwd= password:"));
+        assert!(!is_prompt("password: x"));
+        assert!(!is_prompt("passwords:"));
+        assert!(!is_prompt(
+            "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789Pwd:"
+        ));
+    }
+
+    #[test]
+    fn separators() {
+        assert_eq!(claims("password := x"), ["x"]);
+        assert_eq!(claims("password == x"), ["x"]);
+        assert_eq!(claims("password => x"), ["x"]);
+        assert_eq!(claims("password=x"), ["x"]);
+        assert!(claims("password::hash(x)").is_empty());
+    }
+
+    #[test]
+    fn gutter_reads_numbers_and_fractions() {
+        let text = "10:00:00.123 Password:\n10:00:01 hunter2\n";
+        assert_eq!(claims(text), ["hunter2"]);
+        let text = "  12\tPassword:\n  13\t\n  14\thunter2\n";
+        assert_eq!(claims(text), ["hunter2"]);
+    }
+
+    #[test]
+    fn hold_waits_for_the_value() {
+        let text = "a\nPassword:\n\n";
+        let lines = crate::lines::split(text);
+        assert_eq!(hold(text, &lines), Some(1));
+        let text = "a\nPassword:\nhunter2\n";
+        let lines = crate::lines::split(text);
+        assert_eq!(hold(text, &lines), None);
+    }
 }
