@@ -97,7 +97,8 @@ fn find(text: &str) -> Vec<Claim> {
     tokens::find(text, &mut claims);
     let lines = lines::split(text);
     let found_tokens = claims.len();
-    password::find(text, &lines, &claims[..found_tokens].to_vec(), &mut claims);
+    let found: Vec<Claim> = claims[..found_tokens].to_vec();
+    password::find(text, &lines, &found, &mut claims);
     let claimed = claims.clone();
     keys::find(text, &lines, &claimed, &mut claims);
     merge(claims)
