@@ -2,8 +2,11 @@
 //! password of a URL's userinfo, each on one line.
 //!
 //! Every shape is one alternative of a single combined regex (JWTs have a regex of their own,
-//! see [`JWT`]); a capture group named `s<i>` marks the part of alternative `i` that is
-//! redacted, so one match says both which shape it is and which bytes to claim.
+//! see [`JWT`]). A match is found with the regex's DFA alone (no capture groups: resolving
+//! them on a long match runs the slow engine over all of it); which shape it is follows from
+//! how it starts — every alternative opens with its own literal — and the part redacted from
+//! the shape's [`Claimed`]. The `(?P<s>…)` group in each pattern documents that part, and the
+//! unit tests check the two readings agree.
 //!
 //! A token:
 //! - starts at an ASCII word boundary, never in the middle of a longer identifier
@@ -23,11 +26,22 @@
 use std::sync::LazyLock;
 
 use memchr::memmem;
-use regex::{CaptureLocations, Regex};
+use regex::Regex;
 
 use crate::{Claim, Kind};
 
-/// How a match is turned into a claim, beyond "claim group `s<i>`".
+/// Which part of a shape's match is redacted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Claimed {
+    /// all of it
+    Whole,
+    /// what follows the last of these bytes (a prefix such as `Bearer ` is kept)
+    AfterLast(&'static [u8]),
+    /// a URL's password: between the first `:` after `://` and the closing `@`
+    UrlPassword,
+}
+
+/// How a match is turned into a claim, beyond its [`Claimed`] part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Check {
     /// claim the group as it is
@@ -43,9 +57,25 @@ enum Check {
 /// One token shape: its kind's name and its pattern, in which `(?P<s>` marks the claimed part.
 struct Shape {
     name: &'static str,
+    /// whether a match of this shape starts so (checked in order, the first one true wins)
+    opens: fn(&[u8]) -> bool,
     pattern: &'static str,
+    claimed: Claimed,
     check: Check,
 }
+
+fn starts_with_any(m: &[u8], prefixes: &[&[u8]]) -> bool {
+    prefixes.iter().any(|p| m.starts_with(p))
+}
+
+fn starts_with_ignore_case(m: &[u8], prefix: &[u8]) -> bool {
+    m.get(..prefix.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+}
+
+/// The separators a credential after a kept prefix follows.
+const CREDENTIAL_AFTER: &[u8] = b" \t";
+const AWS_SECRET_AFTER: &[u8] = b" \t:=\"'\\";
 
 /// The shapes of the combined regex. Order matters only between alternatives that can start
 /// at the same byte: the earlier one wins (Anthropic's `sk-ant-` before OpenAI's `sk-`).
@@ -53,85 +83,117 @@ struct Shape {
 const SHAPES: &[Shape] = &[
     Shape {
         name: "slack_webhook",
+        opens: |m| starts_with_any(m, &[b"http", b"hooks"]),
         pattern: r"\b(?P<s>(?:https?://)?hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+)",
+        claimed: Claimed::Whole,
         check: Check::Plain,
     },
     Shape {
         name: "bearer_token",
+        opens: |m| starts_with_ignore_case(m, b"bearer"),
         pattern: r"\b(?i:bearer)[ \t]+(?P<s>[A-Za-z0-9._~+/=-]{16,})",
+        claimed: Claimed::AfterLast(CREDENTIAL_AFTER),
         check: Check::Credential,
     },
     Shape {
         name: "bearer_token",
+        opens: |m| starts_with_ignore_case(m, b"authorization"),
         pattern: r#"\b(?i:authorization)\\?["']?[ \t]*[:=][ \t]*\\?["']?(?i:token|basic)[ \t]+(?P<s>[A-Za-z0-9._~+/=-]{16,})"#,
+        claimed: Claimed::AfterLast(CREDENTIAL_AFTER),
         check: Check::Credential,
     },
     Shape {
         name: "aws_secret_access_key",
+        opens: |m| starts_with_any(m, &[b"aws_secret_access_key", b"AWS_SECRET_ACCESS_KEY"]),
         pattern: r#"(?:aws_secret_access_key|AWS_SECRET_ACCESS_KEY)\\?["']?[ \t]*[:=][ \t]*\\?["']?(?P<s>[A-Za-z0-9/+]{40,})"#,
+        claimed: Claimed::AfterLast(AWS_SECRET_AFTER),
         check: Check::Plain,
     },
     Shape {
         name: "anthropic_api_key",
+        opens: |m| m.starts_with(b"sk-ant-"),
         pattern: r"\b(?P<s>sk-ant-[A-Za-z0-9_-]{20,})",
+        claimed: Claimed::Whole,
         check: Check::Plain,
     },
     Shape {
         name: "openai_api_key",
+        opens: |m| m.starts_with(b"sk-"),
         // a body of 20 or more that does not open with `ant-` (that is Anthropic's prefix)
         pattern: r"\b(?P<s>sk-(?:[A-Zb-z0-9_-][A-Za-z0-9_-]{19,}|a[A-Za-mo-z0-9_-][A-Za-z0-9_-]{18,}|an[A-Za-su-z0-9_-][A-Za-z0-9_-]{17,}|ant[A-Za-z0-9_][A-Za-z0-9_-]{16,}))",
+        claimed: Claimed::Whole,
         check: Check::OpenAi,
     },
     Shape {
         name: "github_token",
+        opens: |m| m.starts_with(b"gh"),
         pattern: r"\b(?P<s>gh[pousr]_[A-Za-z0-9]{36,})",
+        claimed: Claimed::Whole,
         check: Check::Plain,
     },
     Shape {
         name: "github_fine_grained_token",
+        opens: |m| m.starts_with(b"github_pat_"),
         pattern: r"\b(?P<s>github_pat_[A-Za-z0-9_]{22,})",
+        claimed: Claimed::Whole,
         check: Check::Plain,
     },
     Shape {
         name: "gitlab_token",
+        opens: |m| m.starts_with(b"gl"),
         pattern: r"\b(?P<s>(?:glpat|gldt|glrt|glptt|gloas|glcbt|glft|glimt|glsoat)-[A-Za-z0-9_-]{20,})",
+        claimed: Claimed::Whole,
         check: Check::Plain,
     },
     Shape {
         name: "slack_token",
+        opens: |m| starts_with_any(m, &[b"xox", b"xapp"]),
         pattern: r"\b(?P<s>(?:xox[abeoprs]|xapp)-[A-Za-z0-9-]{10,})",
+        claimed: Claimed::Whole,
         check: Check::Plain,
     },
     Shape {
         name: "aws_access_key_id",
+        opens: |m| starts_with_any(m, &[b"AKIA", b"ASIA", b"ABIA", b"ACCA", b"AIDA", b"AROA"]),
         pattern: r"\b(?P<s>(?:AKIA|ASIA|ABIA|ACCA|AIDA|AROA)[A-Z0-9]{16})\b",
+        claimed: Claimed::Whole,
         check: Check::Plain,
     },
     Shape {
         name: "google_api_key",
+        opens: |m| m.starts_with(b"AIza"),
         pattern: r"\b(?P<s>AIza[A-Za-z0-9_-]{35,})",
+        claimed: Claimed::Whole,
         check: Check::Plain,
     },
     Shape {
         name: "stripe_key",
+        opens: |m| starts_with_any(m, &[b"sk_", b"rk_", b"pk_", b"whsec_"]),
         pattern: r"\b(?P<s>(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{16,})",
+        claimed: Claimed::Whole,
         check: Check::Plain,
     },
     Shape {
         name: "npm_token",
+        opens: |m| m.starts_with(b"npm_"),
         pattern: r"\b(?P<s>npm_[A-Za-z0-9]{36,})",
+        claimed: Claimed::Whole,
         check: Check::Plain,
     },
     Shape {
         name: "pypi_token",
+        opens: |m| m.starts_with(b"pypi-"),
         pattern: r"\b(?P<s>pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,})",
+        claimed: Claimed::Whole,
         check: Check::Plain,
     },
     Shape {
         name: "url_credentials",
+        opens: |m| m.starts_with(b"://"),
         // the user may be empty (redis://:password@host); the scheme is checked by hand, so
         // the regex keeps `://` as its literal prefix
         pattern: r"://[A-Za-z0-9._~%!$&'()*+,;=-]*:(?P<s>[A-Za-z0-9._~%!$&'()*+,;=:-]+)@",
+        claimed: Claimed::UrlPassword,
         check: Check::Url,
     },
 ];
@@ -139,14 +201,16 @@ const SHAPES: &[Shape] = &[
 /// A JWT: three base64url segments, the first two a JSON object's (`eyJ`), 8 or more each.
 const JWT_SHAPES: &[Shape] = &[Shape {
     name: "jwt",
+    opens: |m| m.starts_with(b"eyJ"),
     pattern: r"\b(?P<s>eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{8,})",
+    claimed: Claimed::Whole,
     check: Check::Plain,
 }];
 
-/// A compiled set of shapes: the regex and, per shape, the index of its claimed group.
+/// A compiled set of shapes: the regex of their alternatives, in order.
 struct Compiled {
     regex: Regex,
-    groups: Vec<(usize, &'static Shape)>,
+    shapes: &'static [Shape],
 }
 
 impl Compiled {
@@ -154,53 +218,57 @@ impl Compiled {
         let alternatives: Vec<String> = shapes
             .iter()
             .enumerate()
-            .map(|(i, shape)| {
-                debug_assert_eq!(shape.pattern.matches("(?P<s>").count(), 1);
-                shape.pattern.replace("(?P<s>", &format!("(?P<s{i}>"))
-            })
+            .map(|(i, shape)| shape.pattern.replace("(?P<s>", &format!("(?P<s{i}>")))
             .collect();
         // ASCII mode: `\b` is an ASCII word boundary, which the lazy DFA runs on any text,
         // and `(?i)` folds ASCII only. Every class is ASCII, so matches are on char boundaries.
         let pattern = format!("(?-u)(?:{})", alternatives.join("|"));
         let regex = Regex::new(&pattern).expect("the token shapes are a valid regex");
-        let groups = shapes
+        Compiled { regex, shapes }
+    }
+
+    /// Which shape a match is, and the part of it redacted, relative to the match.
+    fn classify(&self, matched: &[u8]) -> Option<(usize, usize, usize)> {
+        let index = self
+            .shapes
             .iter()
-            .enumerate()
-            .map(|(i, shape)| {
-                let name = format!("s{i}");
-                let index = regex
-                    .capture_names()
-                    .position(|n| n == Some(name.as_str()))
-                    .expect("every shape has its claimed group");
-                (index, shape)
-            })
-            .collect();
-        Compiled { regex, groups }
+            .position(|shape| (shape.opens)(matched))?;
+        let len = matched.len();
+        let (from, to) = match self.shapes[index].claimed {
+            Claimed::Whole => (0, len),
+            Claimed::AfterLast(separators) => (
+                matched
+                    .iter()
+                    .rposition(|b| separators.contains(b))
+                    .map_or(0, |at| at + 1),
+                len,
+            ),
+            Claimed::UrlPassword => (
+                matched
+                    .iter()
+                    .skip(3)
+                    .position(|&b| b == b':')
+                    .map_or(len, |at| at + 4),
+                len.saturating_sub(1),
+            ),
+        };
+        (from < to).then_some((index, from, to))
     }
 
     /// Claims every token of these shapes in `text[start..end]`, a segment with no armour in
     /// it; the text before `start` is context for the word boundary only.
-    fn scan(
-        &self,
-        text: &str,
-        start: usize,
-        end: usize,
-        locs: &mut CaptureLocations,
-        out: &mut Vec<Claim>,
-    ) {
+    fn scan(&self, text: &str, start: usize, end: usize, out: &mut Vec<Claim>) {
         let haystack = &text[..end];
         let mut at = start;
         while at < end {
-            let Some(found) = self.regex.captures_read_at(locs, haystack, at) else {
+            let Some(found) = self.regex.find_at(haystack, at) else {
                 break;
             };
             // every shape matches at least one byte, so the search always moves on
             let mut next = found.end().max(at + 1);
-            let matched = self
-                .groups
-                .iter()
-                .find_map(|&(group, shape)| locs.get(group).map(|span| (span, shape)));
-            if let Some(((from, to), shape)) = matched {
+            if let Some((index, from, to)) = self.classify(found.as_str().as_bytes()) {
+                let shape = &self.shapes[index];
+                let (from, to) = (found.start() + from, found.start() + to);
                 let claim = match shape.check {
                     Check::Plain => Some((from, to)),
                     Check::OpenAi => (!kebab(&text[from + 3..to])).then_some((from, to)),
@@ -254,14 +322,12 @@ static ARMOUR: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Find
 pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
     let tokens = &*TOKENS;
     let jwt = &*JWT;
-    let mut token_locs = tokens.regex.capture_locations();
-    let mut jwt_locs = jwt.regex.capture_locations();
     let mut scan = |start: usize, end: usize| {
         // nothing shorter than a JWT's 28 bytes, or a slack token's 15, is worth a search
         if end - start >= 15 {
-            tokens.scan(text, start, end, &mut token_locs, out);
+            tokens.scan(text, start, end, out);
             if end - start >= 28 {
-                jwt.scan(text, start, end, &mut jwt_locs, out);
+                jwt.scan(text, start, end, out);
             }
         }
     };
@@ -286,10 +352,80 @@ mod tests {
             .collect()
     }
 
+    /// Every match's shape and claimed part, read from how it starts, are the ones its
+    /// capture group says.
+    fn agree(text: &str) {
+        for compiled in [&*TOKENS, &*JWT] {
+            let mut at = 0;
+            while let Some(found) = compiled.regex.find_at(text, at) {
+                let caps = compiled
+                    .regex
+                    .captures_at(text, at)
+                    .expect("captures find the same match");
+                assert_eq!(caps.get(0).map(|m| m.range()), Some(found.range()));
+                let (group, span) = caps
+                    .iter()
+                    .enumerate()
+                    .skip(1)
+                    .find_map(|(i, g)| g.map(|g| (i, g.range())))
+                    .expect("one shape's group took part");
+                let name = compiled
+                    .regex
+                    .capture_names()
+                    .nth(group)
+                    .flatten()
+                    .expect("groups are named");
+                let (index, from, to) = compiled
+                    .classify(found.as_str().as_bytes())
+                    .expect("every match is classified");
+                assert_eq!(name, format!("s{index}"), "{:?}", found.as_str());
+                assert_eq!(
+                    (found.start() + from)..(found.start() + to),
+                    span,
+                    "{:?}",
+                    found.as_str()
+                );
+                at = found.end();
+            }
+        }
+    }
+
     #[test]
-    fn every_shape_has_a_group_and_the_regexes_compile() {
-        assert_eq!(TOKENS.groups.len(), SHAPES.len());
-        assert_eq!(JWT.groups.len(), 1);
+    fn the_regexes_compile_and_every_shape_has_one_group() {
+        for (compiled, shapes) in [(&*TOKENS, SHAPES), (&*JWT, JWT_SHAPES)] {
+            assert_eq!(compiled.regex.captures_len(), shapes.len() + 1);
+        }
+    }
+
+    #[test]
+    fn classify_agrees_on_every_shape() {
+        let alnum = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0";
+        agree(&format!(
+            "https://hooks.slack.com/services/T01/B02/{alnum} Bearer {alnum}. \
+             Authorization: \"token {alnum}\" aws_secret_access_key = '{alnum}' \
+             sk-ant-api03-{alnum} sk-{alnum} ghp_{alnum} github_pat_{alnum} glptt-{alnum} \
+             xoxe-{alnum} ASIAQ7W3E9R2T5Y8U4I6 AIza{alnum} pk_test_{alnum} whsec_{alnum} \
+             npm_{alnum} pypi-AgEIcHlwaS5vcmc{alnum}{alnum} git+ssh://u:p%40ss@h \
+             eyJhbGciOi.eyJzdWIiOi.{alnum}"
+        ));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn classify_agrees_with_the_capture_groups(
+            pieces in proptest::collection::vec(proptest::sample::select(vec![
+                "sk-", "sk-ant-", "ant-", "api03-", "proj-", "ghp_", "gho_", "github_pat_", "glpat-",
+                "gldt-", "xoxb-", "xapp-", "AKIA", "AROA", "AIza", "sk_live_", "rk_test_", "whsec_",
+                "npm_", "pypi-AgEIcHlwaS5vcmc", "eyJ", ".", "Bearer ", "bearer\t", "Authorization: ",
+                "authorization=\"", "token ", "Basic ", "aws_secret_access_key", "AWS_SECRET_ACCESS_KEY",
+                " = ", ":", "'", "\\\"", "https://", "http://", "hooks.slack.com/services/", "T0", "/B1",
+                "/", "://", "@", "-", "_", " ", "\n", "A1b2C3d4", "Q7W3E9R2", "xyzw", "0123", "==", "+",
+                "~", "%2F", "é", "[REDACTED:jwt]",
+                "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0", "Q7W3E9R2T5Y8U4I6", "eyJhbGciOi.",
+            ]), 0..40)
+        ) {
+            agree(&pieces.concat());
+        }
     }
 
     #[test]
