@@ -208,11 +208,8 @@ impl TailState {
         reading.asked_at = now;
         let mut stale_ms = None;
         if reading.read_at.elapsed() >= REUSE {
-            match tokio::time::timeout(
-                READ_BOUND,
-                self.coordinator.follow(record, reading.raw_end),
-            )
-            .await
+            match tokio::time::timeout(READ_BOUND, self.coordinator.follow(record, reading.raw_end))
+                .await
             {
                 Ok(Ok(followed)) => {
                     if followed.start > reading.raw_end {
@@ -286,9 +283,16 @@ mod tests {
         // the BEGIN waits: what comes next could be the key's body
         assert_eq!(reading.text, "building\n");
         assert!(reading.stream.held() > 0);
-        reading.take(&format!("{KEY_LINE}\n-----END RSA PRIVATE KEY-----\ndone\n"), 200);
+        reading.take(
+            &format!("{KEY_LINE}\n-----END RSA PRIVATE KEY-----\ndone\n"),
+            200,
+        );
         assert!(!reading.text.contains(KEY_LINE), "{}", reading.text);
-        assert!(reading.text.contains("[REDACTED:private_key]"), "{}", reading.text);
+        assert!(
+            reading.text.contains("[REDACTED:private_key]"),
+            "{}",
+            reading.text
+        );
         assert_eq!(reading.end, reading.text.len() as u64);
     }
 
@@ -298,7 +302,11 @@ mod tests {
         reading.skip_to_break = true;
         reading.take("tail of a long line with no break", 100);
         assert_eq!(reading.text, "");
-        assert_eq!(reading.stream.held(), 0, "dropped bytes are never counted as held");
+        assert_eq!(
+            reading.stream.held(),
+            0,
+            "dropped bytes are never counted as held"
+        );
         reading.take(" still the same line\nnext line\n", 200);
         assert_eq!(reading.text, "next line\n");
     }

@@ -24,6 +24,7 @@ mod lines;
 mod password;
 mod tokens;
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// A block is never read more than this far from its armour: the largest key there is, more
@@ -81,27 +82,47 @@ pub(crate) struct Claim {
 
 /// Redacts a whole text: every token, password value and private-key block in it is replaced
 /// by a marker naming its kind. Redacting the result again changes nothing.
+///
+/// The rules run in stages, each on the text the one before it left: tokens, then password
+/// values, then private keys. So each rule sees exactly what a second pass would see — a
+/// token already a marker where a value or a key's line meets it — which is what makes
+/// redacting twice change nothing. Tokens and values never span a line break, so every stage
+/// keeps the text's lines.
 pub fn redact(text: &str) -> String {
-    let claims = find(text);
-    render(text, claims)
+    let (_, _, redacted) = stages(text);
+    redacted.into_owned()
 }
 
 /// Whether [`redact`] would change the text.
 pub fn has_secret(text: &str) -> bool {
-    !find(text).is_empty()
+    matches!(stages(text).2, Cow::Owned(_))
 }
 
-/// The findings of every rule, sorted and merged so that no two overlap.
-fn find(text: &str) -> Vec<Claim> {
+/// The text after each stage: tokens, password values, private keys.
+fn stages(text: &str) -> (Cow<'_, str>, Cow<'_, str>, Cow<'_, str>) {
+    let tokens = stage(Cow::Borrowed(text), |text, _, out| tokens::find(text, out));
+    let passwords = stage(tokens.clone(), |text, lines, out| {
+        password::find(text, lines, &[], out)
+    });
+    let keys = stage(passwords.clone(), |text, lines, out| {
+        keys::find(text, lines, &[], out)
+    });
+    (tokens, passwords, keys)
+}
+
+/// One rule's stage: the text with what the rule finds in it replaced by markers (the same
+/// text, not copied, when it finds nothing).
+fn stage<'t>(
+    text: Cow<'t, str>,
+    rule: impl FnOnce(&str, &[lines::Line], &mut Vec<Claim>),
+) -> Cow<'t, str> {
+    let lines = lines::split(&text);
     let mut claims = Vec::new();
-    tokens::find(text, &mut claims);
-    let lines = lines::split(text);
-    let found_tokens = claims.len();
-    let found: Vec<Claim> = claims[..found_tokens].to_vec();
-    password::find(text, &lines, &found, &mut claims);
-    let claimed = claims.clone();
-    keys::find(text, &lines, &claimed, &mut claims);
-    merge(claims)
+    rule(&text, &lines, &mut claims);
+    if claims.is_empty() {
+        return text;
+    }
+    Cow::Owned(render(&text, merge(claims)))
 }
 
 /// Sorts claims and merges overlapping ones into one, named by the highest-ranked kind.
@@ -157,15 +178,27 @@ pub struct Settled {
 /// rest equals `redact` of the whole.
 pub fn settled(text: &str) -> Settled {
     let complete = memchr::memrchr(b'\n', text.as_bytes()).map_or(0, |at| at + 1);
-    let lines = lines::split(&text[..complete]);
-    let mut len = complete;
     let body = &text[..complete];
-    if let Some(line) = keys::hold(body, &lines) {
-        len = len.min(lines[line].start);
+    let lines = lines::split(body);
+    // each rule's hold is read on the text its stage sees; the stages keep the lines
+    let (tokens, passwords, _) = stages(body);
+    let mut held: Option<usize> = None;
+    let mut hold = |line: Option<usize>| {
+        if let Some(line) = line {
+            held = Some(held.map_or(line, |held| held.min(line)));
+        }
+    };
+    let token_lines = lines::split(&tokens);
+    hold(password::hold(&tokens, &token_lines));
+    let password_lines = lines::split(&passwords);
+    hold(keys::hold(&passwords, &password_lines));
+    if token_lines.len() != lines.len() || password_lines.len() != lines.len() {
+        // a stage changed the lines, which no rule does: hold what cannot be mapped back
+        hold(Some(0));
     }
-    if let Some(line) = password::hold(body, &lines) {
-        len = len.min(lines[line].start);
-    }
+    let len = held.map_or(complete, |line| {
+        lines.get(line).map_or(complete, |l| l.start)
+    });
     Settled {
         len,
         held: text.len() - len,

@@ -77,6 +77,15 @@ impl Spans {
         self.0.get(at).is_some_and(|span| span.0 < end)
     }
 
+    /// The start of the first span starting in `from..to`, or `to`.
+    fn first_start_in(&self, from: usize, to: usize) -> usize {
+        let index = self.0.partition_point(|span| span.0 < from);
+        self.0
+            .get(index)
+            .map_or(to, |span| span.0.min(to))
+            .max(from.min(to))
+    }
+
     /// The end of a span starting exactly at `at`.
     fn starting_at(&self, at: usize) -> Option<usize> {
         let index = self.0.partition_point(|span| span.0 < at);
@@ -316,7 +325,11 @@ fn is_tail(rest: &str) -> bool {
         return false;
     };
     let target = target.strip_prefix('>').unwrap_or(target).trim();
-    !target.is_empty() && !target.contains(char::is_whitespace)
+    // a file's path: an escaped break, a marker or a quote after it is no redirection's
+    !target.is_empty()
+        && target
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"_./~+-$&{}".contains(&byte))
 }
 
 /// The quote a wrapping's punctuation opens with, with any escaped line break before it.
@@ -374,7 +387,7 @@ fn closes_like(rem: &str, punct: &str) -> bool {
 
 /// A marker or a token starting at `at`: where it ends.
 fn unit_at(text: &str, at: usize, tokens: &Spans, claimed: &[(usize, usize)]) -> Option<usize> {
-    if text[at..].starts_with(MARKER_PREFIX) {
+    if text.as_bytes()[at..].starts_with(MARKER_PREFIX.as_bytes()) {
         let window = &text.as_bytes()[at..text.len().min(at + MARKER_LIMIT)];
         let close = memchr::memchr(b']', window)?;
         return Some(at + close + 1);
@@ -806,7 +819,8 @@ fn read_below(
         } else {
             (at, word_end(text, at, line.end, &[]))
         };
-        let end = first_stop(text, start, end);
+        // a token stops a value as the marker a second pass finds in its place does
+        let end = first_stop(text, start, end).min(tokens.first_start_in(start + 1, end));
         let fits = punct.is_empty() || {
             let rem = &text[end..line.end];
             let value_has_key = matcher().find_iter(&text[start..end]).any(|hit| {
@@ -821,7 +835,10 @@ fn read_below(
                 )
                 .is_some()
             });
-            !value_has_key && (closes_like(rem, punct) || stops_value(text, end))
+            !value_has_key
+                && (closes_like(rem, punct)
+                    || stops_value(text, end)
+                    || tokens.starting_at(end).is_some())
         };
         if fits {
             push_value(text, start, end, &mut out.values);

@@ -17,7 +17,8 @@ const CLEAN: &[(&str, &str)] = &[
 ];
 
 /// A paragraph no rule reads: it ends any key's block and any password's value.
-const BREAK: &str = "the build continues here\nand nothing in this paragraph is secret\nso it stays as written\n";
+const BREAK: &str =
+    "the build continues here\nand nothing in this paragraph is secret\nso it stays as written\n";
 
 #[test]
 fn clean_logs_come_through_untouched() {
@@ -49,9 +50,7 @@ struct Secret {
 }
 
 fn secrets() -> Vec<Secret> {
-    let body: Vec<String> = (0..6)
-        .map(|i| support::base64_line(1000 + i, 64))
-        .collect();
+    let body: Vec<String> = (0..6).map(|i| support::base64_line(1000 + i, 64)).collect();
     let mut pem = String::from("-----BEGIN RSA PRIVATE KEY-----\n");
     for line in &body {
         pem.push_str(line);
@@ -59,9 +58,7 @@ fn secrets() -> Vec<Secret> {
     }
     pem.push_str("q3O4OuZx9k==\n-----END RSA PRIVATE KEY-----\n");
     let key_material: Vec<String> = body.iter().map(|l| l[8..40].to_owned()).collect();
-    let openssh_body: Vec<String> = (0..4)
-        .map(|i| support::base64_line(2000 + i, 70))
-        .collect();
+    let openssh_body: Vec<String> = (0..4).map(|i| support::base64_line(2000 + i, 70)).collect();
     let mut openssh = String::from("-----BEGIN OPENSSH PRIVATE KEY-----\n");
     for line in &openssh_body {
         openssh.push_str(line);
@@ -109,7 +106,11 @@ fn secrets() -> Vec<Secret> {
             "+ curl -sH 'Authorization: Bearer 9f8E7d6C5b4A3z2Y1x0Wv9U8t7' https://api.example.com",
             "9f8E7d6C5b4A3z2Y1x0Wv9U8t7",
         ),
-        token("password", "DB_PASSWORD=hunter2-and-more!", "hunter2-and-more!"),
+        token(
+            "password",
+            "DB_PASSWORD=hunter2-and-more!",
+            "hunter2-and-more!",
+        ),
         token(
             "json_password",
             r#"{"level":"debug","config":{"db_password":"c0rrect-h0rse"}}"#,
@@ -137,10 +138,15 @@ fn wrappings() -> Vec<(&'static str, fn(&str) -> String)> {
             each_line(t, |i| format!("deploy/key.pem:{}:", i + 3))
         }),
         ("timestamps", |t: &str| {
-            each_line(t, |i| format!("2026-11-29T09:41:{:02}.{}Z ", i, 100 + i * 7))
+            each_line(t, |i| {
+                format!("2026-11-29T09:41:{:02}.{}Z ", i, 100 + i * 7)
+            })
         }),
         ("json string", |t: &str| {
-            let escaped = t.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
+            let escaped = t
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('\n', "\\n");
             format!("{{\"level\":\"info\",\"output\":\"{escaped}\"}}\n")
         }),
     ]

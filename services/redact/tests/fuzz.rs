@@ -8,14 +8,21 @@ use boxfleet_redact::{Stream, redact};
 
 fn check(text: &str, cut: usize) {
     let once = redact(text);
-    assert_eq!(redact(&once), once, "redacting twice changed the text");
+    let twice = redact(&once);
+    assert!(
+        twice == once,
+        "redacting twice changed the text\n text: {text:?}\n once: {once:?}\ntwice: {twice:?}"
+    );
     let mut stream = Stream::new();
     let mut shown = String::new();
     for chunk in support::chunks(text, &[cut.max(1), 1, 7]) {
         shown.push_str(&stream.push(chunk));
     }
     shown.push_str(&stream.finish());
-    assert_eq!(shown, once, "the stream differed from the whole text");
+    assert!(
+        shown == once,
+        "the stream differed from the whole text\n  text: {text:?}\n whole: {once:?}\nstream: {shown:?}"
+    );
 }
 
 #[test]

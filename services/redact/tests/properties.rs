@@ -101,11 +101,7 @@ fn a_megabyte_without_a_line_break_redacts_in_linear_time() {
         |n| support::base64_line(7, n),
         256 * 1024,
     );
-    assert_linear(
-        "passwords on one line",
-        |n| "password=x ".repeat(n),
-        20_000,
-    );
+    assert_linear("passwords on one line", |n| "password=x ".repeat(n), 20_000);
     assert_linear(
         "minified text naming the armour",
         |n| {

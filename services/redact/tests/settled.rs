@@ -67,7 +67,10 @@ fn a_line_exactly_as_wide_as_a_keys_waits_for_five() {
             text.push_str(line);
             text.push('\n');
         }
-        assert!(held(&text).starts_with(&body), "width {width}: four are not enough");
+        assert!(
+            held(&text).starts_with(&body),
+            "width {width}: four are not enough"
+        );
         text.push_str("five\n");
         assert_eq!(held(&text), "", "width {width}: five release it");
     }
@@ -95,7 +98,11 @@ fn a_line_holding_a_piece_of_a_key_anywhere_waits_for_four_lines_that_hold_none(
 #[test]
 fn a_run_of_password_lines_is_shown_as_it_is_written() {
     let text = "echo \"password:\"\necho \"password:\"\necho \"password:\"\nls\n";
-    assert!(held(text).len() <= "echo \"password:\"\nls\n".len(), "{:?}", held(text));
+    assert!(
+        held(text).len() <= "echo \"password:\"\nls\n".len(),
+        "{:?}",
+        held(text)
+    );
 }
 
 #[test]
