@@ -585,14 +585,13 @@ impl Coordinator {
             RunRecord::launching(&turn_id, &launch_id, &request.seat, &runner_name, now);
         record.iteration = request.iteration;
         record.brief = request.brief.clone();
-        record.task = if request.task.is_empty() {
-            request
-                .command
-                .clone()
-                .unwrap_or_else(|| request.brief.clone())
+        // the task is shown on the board and announced: a secret pasted into a command or a
+        // brief is redacted there (the job itself still gets what it was given)
+        record.task = boxfleet_redact::redact(if request.task.is_empty() {
+            request.command.as_deref().unwrap_or(&request.brief)
         } else {
-            request.task.clone()
-        };
+            &request.task
+        });
         record.requester = request.requester.clone();
         record.work_item = request.work_item.clone();
         record.conversation_key = request.conversation_key.clone();
