@@ -185,9 +185,18 @@ fn key_at(
             return None;
         }
     }
-    let floor = word_start.saturating_sub(NAME_BACK_LIMIT).max(line.start);
+    let mut floor = word_start.saturating_sub(NAME_BACK_LIMIT).max(line.start);
+    // a name never reaches back into a value already read, which a second pass sees as a
+    // marker, nor across an armour
+    let before_word = claimed.partition_point(|span| span.1 <= word_start);
+    if let Some(span) = before_word.checked_sub(1).and_then(|i| claimed.get(i)) {
+        floor = floor.max(span.1);
+    }
     let mut name = word_start;
     while name > floor && is_name_byte(bytes[name - 1]) {
+        if bytes[..name].ends_with(ARMOUR.as_bytes()) {
+            break;
+        }
         name -= 1;
     }
     // A name run into a letter of another script is part of a longer word.

@@ -6,6 +6,14 @@ mod support;
 
 use boxfleet_redact::{Stream, redact};
 
+/// How many inputs each target tries: `REDACT_FUZZ_ITERATIONS` for a longer run.
+fn iterations() -> usize {
+    std::env::var("REDACT_FUZZ_ITERATIONS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(2_000)
+}
+
 fn check(text: &str, cut: usize) {
     let once = redact(text);
     let twice = redact(&once);
@@ -28,6 +36,7 @@ fn check(text: &str, cut: usize) {
 #[test]
 fn fuzz_redaction() {
     bolero::check!()
+        .with_iterations(iterations())
         .with_type::<(String, u8)>()
         .for_each(|(text, cut)| check(text, usize::from(*cut)));
 }
@@ -59,6 +68,7 @@ fn fuzz_redaction_of_armoured_bytes() {
         "=twTO",
     ];
     bolero::check!()
+        .with_iterations(iterations())
         .with_type::<(Vec<u8>, u8)>()
         .for_each(|(picks, cut)| {
             let text: String = picks
