@@ -865,6 +865,10 @@ fn backward(scan: &Scan<'_>, ai: usize, owner: &[Option<usize>], fwd: &[Block]) 
             break;
         }
         let r = read(scan, (s.start, s.end), wrap_trailing, s.first);
+        if !s.arms.is_empty() {
+            // an armour or a marker ends the read
+            break;
+        }
         let candidate = if let Some(b) = owner[j] {
             // a forward block's line: its key material, whatever it reads as
             Some((BackLine { material: fwd[b].start, width: match r.class { Class::B64 { width, .. } => Some(width), _ => None } }, Some(b)))
@@ -930,6 +934,8 @@ struct Found {
     blocks: Vec<Block>,
     /// BEGIN armours whose block what is written next could still change, as segment indices
     open_begins: Vec<usize>,
+    /// for each segment, whether a forward block holds it
+    owned: Vec<bool>,
 }
 
 fn find_blocks(scan: &Scan<'_>) -> Found {
@@ -988,6 +994,7 @@ fn find_blocks(scan: &Scan<'_>) -> Found {
     Found {
         blocks,
         open_begins,
+        owned: owner.iter().map(Option::is_some).collect(),
     }
 }
 
@@ -1046,6 +1053,7 @@ fn keyish(bytes: &[u8]) -> (bool, bool) {
 }
 
 pub(crate) fn hold(text: &str, lines: &[Line]) -> Option<usize> {
+    if std::env::var("KEYS_MUT").is_ok() { return None; }
     let pw = crate::password::hold(text, lines);
     if lines.is_empty() {
         return pw;
@@ -1069,13 +1077,15 @@ pub(crate) fn hold(text: &str, lines: &[Line]) -> Option<usize> {
     let mut chain: Option<usize> = None;
     let mut count = 0usize;
     let mut need = 4usize;
-    for s in &scan.segs {
+    for (si, s) in scan.segs.iter().enumerate() {
         if !s.arms.is_empty() {
             chain = None;
             continue;
         }
         let seg = &bytes[s.start..s.end];
-        let (k, exact) = keyish(seg);
+        let (mut k, exact) = keyish(seg);
+        // a forward block's line: a back-read landing on it takes the whole block
+        k |= found.owned[si];
         if k {
             if chain.is_none() {
                 chain = Some(s.line);
@@ -1145,5 +1155,20 @@ mod tests {
         assert_eq!(end_line_material(t, 0, 11), Some(1));
         let t = b"foo: -----END";
         assert_eq!(end_line_material(t, 0, 5), None);
+    }
+}
+#[cfg(test)]
+mod debug_tests {
+    use super::*;
+    #[test]
+    fn dbg_case() {
+        let run = "QAxuVZDl6xSaMoo3lglU5qsGzXvIkqDZbEVaVXxgE3IqR17qJGSPmd8kQQ9I/x1Babcdefghijklmnop";
+        let text = format!("-----BEGIN RSA PRIVATE KEY-----\n+{}\nx -----END PRIVATE KEY----- {}\n-----END RSA PRIVATE KEY-----\n", &run[..64], &run[..10]);
+        let lines = crate::lines::split(&text);
+        let scan = Scan::new(&text, &lines, &[]);
+        eprintln!("{:?}", scan.segs);
+        eprintln!("{:?}", scan.arms);
+        let f = find_blocks(&scan);
+        eprintln!("{:?}", f);
     }
 }

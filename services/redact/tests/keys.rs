@@ -496,3 +496,75 @@ fn a_mention_of_the_armour_waits_only_for_the_next_line() {
     let text = "see -----BEGIN PRIVATE KEY----- in the docs\nnothing here\nmore text\n";
     assert_eq!(settled(text).len, text.len());
 }
+
+// ----- h: the hold contract, as a property -----
+
+mod hold_contract {
+    use super::{b64, redact, settled};
+    use proptest::prelude::*;
+
+    fn line_of(kind: u8, seed: u64) -> String {
+        let run = b64(seed, 60);
+        match kind % 24 {
+            0 => "-----BEGIN RSA PRIVATE KEY-----".into(),
+            1 => "-----END RSA PRIVATE KEY-----".into(),
+            2 => "-----BEGIN CERTIFICATE-----".into(),
+            3 => run[..64].into(),
+            4 => run[..70].into(),
+            5 => run[..76].into(),
+            6 => run[..(seed as usize % 40 + 4)].into(),
+            7 => String::new(),
+            8 => "worker 3: tick".into(),
+            9 => "TestParsePrivateKeyRoundTripsThroughMarshalling".into(),
+            10 => format!("=== RUN   Test{}Sum", &run[..6]),
+            11 => format!("=={}", &run[..4]).replacen("==", "=", 1),
+            12 => "[REDACTED:private_key]".into(),
+            13 => format!("  {}\t{}", seed % 100, &run[..64]),
+            14 => format!("x -----END PRIVATE KEY----- {}", &run[..10]),
+            15 => format!("+{}", &run[..64]),
+            16 => format!("\"{}\\n{}\\n-----END PRIVATE KEY-----\\n\"", &run[..64], &run[64..70]),
+            17 => format!("-----BEGIN PRIVATE KEY----- {}", &run[..40]),
+            18 => format!("  {}\t", seed % 100),
+            19 => format!("{}9", &run[..9]),
+            20 => "foo [REDACTED:private_key] -----END PRIVATE KEY-----".into(),
+            21 => format!("héllo wörld {} ünïcode", &run[..3]),
+            22 => format!("{}\r", &run[..64]),
+            _ => format!("  {}\t-----END RSA PRIVATE KEY-----", seed % 100),
+        }
+    }
+
+    fn text_of(kinds: &[(u8, u64)]) -> String {
+        let mut s = String::new();
+        for &(k, seed) in kinds {
+            s.push_str(&line_of(k, seed));
+            s.push('\n');
+        }
+        s
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 30000, ..ProptestConfig::default() })]
+        #[test]
+        fn what_is_settled_never_changes(
+            head in prop::collection::vec((0u8..24, 0u64..1000), 0..14),
+            tail in prop::collection::vec((0u8..24, 0u64..1000), 0..8),
+        ) {
+            let t = text_of(&head);
+            let c = text_of(&tail);
+            let s = settled(&t);
+            prop_assert_eq!(s.len + s.held, t.len());
+            let whole = redact(&format!("{t}{c}"));
+            let split = format!("{}{}", redact(&t[..s.len]), redact(&format!("{}{c}", &t[s.len..])));
+            prop_assert_eq!(whole, split);
+        }
+
+        #[test]
+        fn redacting_twice_changes_nothing(
+            kinds in prop::collection::vec((0u8..24, 0u64..1000), 0..20),
+        ) {
+            let t = text_of(&kinds);
+            let once = redact(&t);
+            prop_assert_eq!(redact(&once), once);
+        }
+    }
+}
