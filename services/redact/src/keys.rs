@@ -284,6 +284,10 @@ struct Read {
     head_piece: Option<(usize, usize)>,
     /// a piece of a key ending the core
     tail_piece: Option<(usize, usize)>,
+    /// a run in upper and lower case, eight or more, opening the core
+    head_run: Option<(usize, usize)>,
+    /// a run in upper and lower case, eight or more, ending the core
+    tail_run: Option<(usize, usize)>,
     /// whether the line's gutter matched the armour line's (non-empty) gutter and held a digit
     marked: bool,
 }
@@ -298,6 +302,14 @@ fn cases(s: &[u8]) -> (bool, bool, bool) {
         digit |= b.is_ascii_digit();
     }
     (upper, lower, digit)
+}
+
+fn is_run(s: &[u8]) -> bool {
+    if s.len() < MIN_PIECE {
+        return false;
+    }
+    let (u, l, _) = cases(s);
+    u && l
 }
 
 fn is_piece(s: &[u8]) -> bool {
@@ -452,6 +464,8 @@ fn read(scan: &Scan<'_>, range: (usize, usize), wrap: Wrap<'_>, first_of_line: b
     let blank = !core.iter().any(u8::is_ascii_alphanumeric) && !core.iter().any(|&b| b >= 0x80);
     let mut head_piece = None;
     let mut tail_piece = None;
+    let mut head_run = None;
+    let mut tail_run = None;
     let class = if blank {
         Class::Blank
     } else if scan.is_claimed(start, end) {
@@ -475,6 +489,9 @@ fn read(scan: &Scan<'_>, range: (usize, usize), wrap: Wrap<'_>, first_of_line: b
             if body_len >= MIN_PIECE && is_piece(&core[..body_len]) {
                 head_piece = Some((start, start + body_len));
             }
+            if is_run(&core[..body_len]) {
+                head_run = Some((start, start + body_len));
+            }
             let mut tail_body = core.len();
             while tail_body > 0 && core[tail_body - 1] == b'=' {
                 tail_body -= 1;
@@ -486,6 +503,9 @@ fn read(scan: &Scan<'_>, range: (usize, usize), wrap: Wrap<'_>, first_of_line: b
             if is_piece(&core[from..tail_body]) {
                 tail_piece = Some((start + from, end));
             }
+            if is_run(&core[from..tail_body]) {
+                tail_run = Some((start + from, end));
+            }
             Class::Other
         }
     };
@@ -494,6 +514,8 @@ fn read(scan: &Scan<'_>, range: (usize, usize), wrap: Wrap<'_>, first_of_line: b
         core: (start, end),
         head_piece,
         tail_piece,
+        head_run,
+        tail_run,
         marked,
     }
 }
@@ -534,6 +556,8 @@ fn first_line_ok(class: Class, core_len: usize) -> bool {
 
 struct FwdState {
     has_body: bool,
+    /// whether the last line taken was a piece a cut left (or a short last line)
+    last_piece: bool,
     width: Option<usize>,
     seen_last: bool,
     foreign: usize,
@@ -547,23 +571,65 @@ impl FwdState {
         let ok = match r.class {
             Class::Header => !self.has_body || self.width.is_none(),
             Class::Checksum => self.width.is_some(),
-            Class::B64 { width, .. } => match self.width {
-                None => first_line_ok(r.class, width) || self.has_body,
-                Some(w) if self.seen_last => {
-                    let _ = w;
-                    false
+            Class::B64 {
+                width,
+                upper,
+                lower,
+                digit,
+            } => {
+                let piece = width >= MIN_PIECE && upper && lower && digit;
+                match self.width {
+                    None => first_line_ok(r.class, width) || self.has_body,
+                    // a short piece with another below it: a key cut short on every line
+                    Some(_) if self.seen_last => piece && self.last_piece,
+                    Some(w) => width <= w,
                 }
-                Some(w) => width <= w,
-            },
-            Class::Blank | Class::Other => false,
+            }
+            // a line a cut wrote into: the piece of the key it still holds, at either end
+            Class::Other => r.head_piece.is_some() || r.tail_piece.is_some(),
+            Class::Blank => false,
         };
         if !ok {
             return false;
         }
+        self.last_piece = false;
+        if let Class::Other = r.class {
+            self.has_body = true;
+            self.foreign = 0;
+            self.last_piece = true;
+            self.mat_end = match (r.tail_piece, r.tail_run, r.head_piece) {
+                (Some((_, e)), _, _) => e,
+                (None, Some((_, e)), Some(_)) => e,
+                (None, _, Some((_, e))) => e,
+                (None, _, None) => r.core.1,
+            };
+            self.last_seg = seg;
+            return true;
+        }
+        if let Class::B64 {
+            width,
+            upper,
+            lower,
+            digit,
+        } = r.class
+        {
+            self.last_piece = self.width.is_some_and(|w| width < w) || self.width.is_none()
+                && width >= MIN_PIECE
+                && upper
+                && lower
+                && digit
+                && width < 32;
+        }
         match r.class {
             Class::Checksum => self.seen_last = true,
             Class::B64 { width, .. } => match self.width {
-                None => self.width = Some(width),
+                None => {
+                    // after a line a cut wrote into (or an inline head), a short line is the last
+                    if self.has_body && !first_line_ok(r.class, width) {
+                        self.seen_last = true;
+                    }
+                    self.width = Some(width);
+                }
                 Some(w) if width < w => self.seen_last = true,
                 Some(_) => {}
             },
@@ -589,6 +655,7 @@ fn forward(scan: &Scan<'_>, ai: usize) -> Forward {
     };
     let mut st = FwdState {
         has_body: false,
+        last_piece: false,
         width: None,
         seen_last: false,
         foreign: 0,
@@ -765,7 +832,7 @@ fn back_line(r: &Read) -> Option<BackLine> {
             }
         }
         Class::Other => {
-            if r.head_piece.is_some() {
+            if r.head_piece.is_some() || (r.tail_piece.is_some() && r.head_run.is_some()) {
                 Some(BackLine {
                     material: r.core.0,
                     width: None,
@@ -1107,21 +1174,23 @@ pub(crate) fn hold(text: &str, lines: &[Line]) -> Option<usize> {
         let cap = lines.partition_point(|l| l.start < floor);
         at(line.max(cap.min(lines.len() - 1)), &mut h);
     }
-    // never cut a block in two
+    // never cut a block in two: blocks sorted by start, with the running widest end
     let mut h = h?;
     let blocks = &found.blocks;
+    let mut widest: Vec<(usize, usize)> = Vec::with_capacity(blocks.len());
+    for b in blocks {
+        let (end, start) = widest.last().copied().unwrap_or((0, 0));
+        widest.push(if b.end > end { (b.end, b.start) } else { (end, start) });
+    }
     loop {
         let cut = lines[h].start;
-        let inside = blocks.iter().any(|b| b.start < cut && b.end > cut);
-        if !inside {
+        let before = blocks.partition_point(|b| b.start < cut);
+        let Some(&(end, start)) = before.checked_sub(1).and_then(|i| widest.get(i)) else {
+            break;
+        };
+        if end <= cut {
             break;
         }
-        let start = blocks
-            .iter()
-            .filter(|b| b.start < cut && b.end > cut)
-            .map(|b| b.start)
-            .min()
-            .unwrap_or(cut);
         let line = lines.partition_point(|l| l.next <= start);
         if line >= h {
             break;
@@ -1159,16 +1228,23 @@ mod tests {
 }
 #[cfg(test)]
 mod debug_tests {
-    use super::*;
     #[test]
     fn dbg_case() {
-        let run = "QAxuVZDl6xSaMoo3lglU5qsGzXvIkqDZbEVaVXxgE3IqR17qJGSPmd8kQQ9I/x1Babcdefghijklmnop";
-        let text = format!("-----BEGIN RSA PRIVATE KEY-----\n+{}\nx -----END PRIVATE KEY----- {}\n-----END RSA PRIVATE KEY-----\n", &run[..64], &run[..10]);
-        let lines = crate::lines::split(&text);
-        let scan = Scan::new(&text, &lines, &[]);
-        eprintln!("{:?}", scan.segs);
-        eprintln!("{:?}", scan.arms);
-        let f = find_blocks(&scan);
-        eprintln!("{:?}", f);
+        let l = "MIIEowIBAAKCAQEAu3O4Ou8sX2Xyz9KqLmN0pQrStUvWxYz1234567890AbCdEfGh";
+        let l2 = "Zx9Kq3O4Ou8sX2XyzKqLmN0pQrStUvWxYz1234567890AbCdEfGhIjKlMnOpQrSt";
+        let cases = [
+            format!("-----BEGIN RSA PRIVATE KEY-----\nMIIEow…[...truncated]\n{l2}\n-----END RSA PRIVATE KEY-----\n"),
+            format!("-----BEGIN RSA PRIVATE KEY-----\nMIIEow…[...truncated]\n"),
+            format!("-----BEGIN RSA PRIVATE KEY-----\n{}…[...truncated]\n{}…[...truncated]\nnext\n", &l[..20], &l2[..20]),
+            format!("[… 812 bytes truncated]q3O4Ou8sX2\n{l2}\n-----END RSA PRIVATE KEY-----\n"),
+            format!("{}…[… 2,345 characters truncated …]…Xyz\n-----END RSA PRIVATE KEY-----\n", &l[..30]),
+            format!("-----BEGIN RSA PRIVATE KEY-----\n{}…\n{}…\n{}…\n-----END RSA PRIVATE KEY-----\n", &l[..40], &l2[..40], &l[..40]),
+            format!("{}\n{}\n{}\n-----END RSA PRIVATE KEY-----\n", &l[..40], &l2[..40], &l[..40]),
+            format!("-----BEGIN RSA PRIVATE KEY-----\nAbc…\nnext\n"),
+            format!("{l}\nPassword:\nPassword:\nPassword:\n{l2}\n-----END RSA PRIVATE KEY-----\n"),
+        ];
+        for c in cases {
+            eprintln!("IN:\n{c}OUT:\n{}=====", crate::redact(&c));
+        }
     }
 }

@@ -543,7 +543,7 @@ mod hold_contract {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 30000, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
         #[test]
         fn what_is_settled_never_changes(
             head in prop::collection::vec((0u8..24, 0u64..1000), 0..14),
