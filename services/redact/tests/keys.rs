@@ -505,7 +505,7 @@ mod hold_contract {
 
     fn line_of(kind: u8, seed: u64) -> String {
         let run = b64(seed, 60);
-        match kind % 24 {
+        match kind % 32 {
             0 => "-----BEGIN RSA PRIVATE KEY-----".into(),
             1 => "-----END RSA PRIVATE KEY-----".into(),
             2 => "-----BEGIN CERTIFICATE-----".into(),
@@ -529,7 +529,15 @@ mod hold_contract {
             20 => "foo [REDACTED:private_key] -----END PRIVATE KEY-----".into(),
             21 => format!("héllo wörld {} ünïcode", &run[..3]),
             22 => format!("{}\r", &run[..64]),
-            _ => format!("  {}\t-----END RSA PRIVATE KEY-----", seed % 100),
+            23 => format!("  {}\t-----END RSA PRIVATE KEY-----", seed % 100),
+            24 => format!("{}…[...truncated]", &run[..20]),
+            25 => format!("[… 812 bytes truncated]{}", &run[..12]),
+            26 => format!("{}…[… 2,345 characters truncated …]…{}", &run[..16], &run[20..24]),
+            27 => "next".into(),
+            28 => "Password:".into(),
+            29 => format!("{}…", &run[..40]),
+            30 => "-----END PGP PRIVATE KEY BLOCK-----".into(),
+            _ => "-----BEGIN PGP PRIVATE KEY BLOCK-----".into(),
         }
     }
 
@@ -546,8 +554,8 @@ mod hold_contract {
         #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
         #[test]
         fn what_is_settled_never_changes(
-            head in prop::collection::vec((0u8..24, 0u64..1000), 0..14),
-            tail in prop::collection::vec((0u8..24, 0u64..1000), 0..8),
+            head in prop::collection::vec((0u8..32, 0u64..1000), 0..14),
+            tail in prop::collection::vec((0u8..32, 0u64..1000), 0..8),
         ) {
             let t = text_of(&head);
             let c = text_of(&tail);
@@ -559,12 +567,155 @@ mod hold_contract {
         }
 
         #[test]
+        fn a_stream_in_any_chunking_is_the_whole_redacted(
+            kinds in prop::collection::vec((0u8..32, 0u64..1000), 0..20),
+            cuts in prop::collection::vec(0usize..4000, 0..12),
+        ) {
+            let t = text_of(&kinds);
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (t.len() + 1)).collect();
+            cuts.sort_unstable();
+            let mut stream = super::Stream::new();
+            let mut shown = String::new();
+            let mut at = 0;
+            for c in cuts {
+                let mut c = c.max(at);
+                while !t.is_char_boundary(c) {
+                    c += 1;
+                }
+                shown.push_str(&stream.push(&t[at..c]));
+                at = c;
+            }
+            shown.push_str(&stream.push(&t[at..]));
+            shown.push_str(&stream.finish());
+            prop_assert_eq!(shown, redact(&t));
+        }
+
+        #[test]
         fn redacting_twice_changes_nothing(
-            kinds in prop::collection::vec((0u8..24, 0u64..1000), 0..20),
+            kinds in prop::collection::vec((0u8..32, 0u64..1000), 0..20),
         ) {
             let t = text_of(&kinds);
             let once = redact(&t);
             prop_assert_eq!(redact(&once), once);
         }
     }
+}
+
+// ----- e: cuts -----
+
+#[test]
+fn a_head_shorter_than_a_piece_straight_after_the_begin_is_published() {
+    let text = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow…[...truncated]\n";
+    check(text, text);
+}
+
+#[test]
+fn a_key_line_kept_up_to_a_point_with_a_truncation_mark() {
+    let lines = body(101, 900, 64);
+    let text = format!(
+        "-----BEGIN RSA PRIVATE KEY-----\n{}…[...truncated]\n{}…[...truncated]\n-----END RSA PRIVATE KEY-----\nok\n",
+        &lines[0][..24],
+        &lines[1][..24]
+    );
+    check(&text, &format!("{M}\nok\n"));
+}
+
+#[test]
+fn a_window_that_kept_a_key_from_a_point() {
+    let lines = body(102, 900, 64);
+    let text = format!(
+        "[… 812 bytes truncated]{}\n{}\n{}\n-----END RSA PRIVATE KEY-----\n",
+        &lines[3][20..],
+        lines[4],
+        lines[5]
+    );
+    check(&text, &format!("[… 812 bytes truncated]{M}\n"));
+}
+
+#[test]
+fn a_key_cut_on_one_line_with_its_mark_between() {
+    let lines = body(103, 900, 64);
+    let text = format!(
+        "$ cat key.pem | head -c 80\n{}…[… 2,345 characters truncated …]…{}\n-----END RSA PRIVATE KEY-----\n",
+        &lines[0][..30],
+        &lines[9][40..]
+    );
+    check(&text, &format!("$ cat key.pem | head -c 80\n{M}\n"));
+}
+
+#[test]
+fn a_key_cut_short_on_every_line_with_no_mark_is_read_back_whole() {
+    let lines = body(104, 900, 64);
+    let cut: Vec<&str> = lines.iter().map(|l| &l[..40]).collect();
+    let text = format!("{}\n-----END RSA PRIVATE KEY-----\n", cut.join("\n"));
+    check(&text, &format!("{M}\n"));
+}
+
+#[test]
+fn a_word_the_tool_printed_after_a_cut_line_is_redacted_with_its_mark() {
+    let lines = body(105, 900, 64);
+    let text = format!(
+        "-----BEGIN RSA PRIVATE KEY-----\n{}\n{}…[...truncated]\nnext\n\nuser@box:~$ ls\nREADME.md\n",
+        lines[0],
+        &lines[1][..30]
+    );
+    check(&text, &format!("{M}\n\nuser@box:~$ ls\nREADME.md\n"));
+}
+
+// ----- c: a password prompt between a key's lines and its END -----
+
+#[test]
+#[ignore = "needs crate::password::is_prompt (keys.rs has a stub returning false until it lands)"]
+fn a_password_prompt_thrice_between_a_keys_lines_and_its_end() {
+    let lines = body(106, 900, 64);
+    let n = lines.len();
+    let text = format!(
+        "{}\nPassword:\nPassword:\nPassword:\n{}\n-----END RSA PRIVATE KEY-----\n",
+        lines[..n - 2].join("\n"),
+        lines[n - 2..].join("\n")
+    );
+    check(&text, &format!("{M}\n"));
+}
+
+// ----- g: a one-line key whose END was lost -----
+
+#[test]
+fn a_one_line_key_whose_end_was_lost_is_redacted_up_to_the_certificate() {
+    let a = body(107, 300, 64).join(" ");
+    let c = body(108, 300, 64).join(" ");
+    let text = format!(
+        "-----BEGIN PRIVATE KEY----- {a} -----BEGIN CERTIFICATE----- {c} -----END CERTIFICATE-----\n"
+    );
+    check(
+        &text,
+        &format!("{M} -----BEGIN CERTIFICATE----- {c} -----END CERTIFICATE-----\n"),
+    );
+}
+
+#[test]
+fn a_key_numbered_and_double_spaced_broken_by_one_line_is_broken_by_three() {
+    let lines = body(109, 600, 64);
+    let n = lines.len();
+    let mut text = String::new();
+    let mut no = 1;
+    let mut push = |s: &str, text: &mut String| {
+        text.push_str(&format!("{no:>6}\t{s}\n"));
+        no += 1;
+    };
+    for l in &lines[..n - 3] {
+        push(l, &mut text);
+        push("", &mut text);
+    }
+    push("worker 3: tick", &mut text);
+    push("", &mut text);
+    for l in &lines[n - 3..] {
+        push(l, &mut text);
+        push("", &mut text);
+    }
+    push("-----END PRIVATE KEY-----", &mut text);
+    let out = redact(&text);
+    // the part above the break is published: BEGIN not in the text, three lines part it
+    assert!(out.contains(&lines[0]), "{out}");
+    assert!(!out.contains(&lines[n - 1]), "{out}");
+    assert_eq!(redact(&out), out);
 }
