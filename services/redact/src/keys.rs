@@ -14,7 +14,7 @@ use regex::Regex;
 use std::sync::OnceLock;
 
 use crate::lines::Line;
-use crate::{Claim, Kind, MARKER_PREFIX, MAX_KEY_BLOCK_BYTES};
+use crate::{Claim, Kind, MAX_KEY_BLOCK_BYTES};
 
 // TODO: replace with crate::password::is_prompt once the password rule lands.
 fn is_prompt(_line: &str) -> bool {
@@ -349,10 +349,9 @@ fn match_gutter(seg: &[u8], gutter: &[u8]) -> Option<usize> {
             while seg.get(i).is_some_and(|&c| c == b' ' || c == b'\t') {
                 i += 1;
             }
-        } else if (g == b':' || g == b'-') && s.is_some_and(|c| c == b':' || c == b'-') {
-            i += 1;
-            j += 1;
-        } else if s == Some(g) {
+        } else if s == Some(g)
+            || ((g == b':' || g == b'-') && s.is_some_and(|c| c == b':' || c == b'-'))
+        {
             i += 1;
             j += 1;
         } else if g == b'.' && gutter.get(j + 1).is_some_and(u8::is_ascii_digit) {
@@ -396,11 +395,17 @@ fn trim_tail_punct(s: &[u8], mut end: usize, start: usize) -> usize {
         let target = &s[gt + 1..end];
         let word = target.iter().filter(|b| !b.is_ascii_whitespace()).count();
         let inner_space = {
-            let t = target.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(target.len());
-            target[t..].iter().any(|b| b.is_ascii_whitespace() && *b != b'\r')
-                && target[t..].iter().rposition(|b| !b.is_ascii_whitespace()).is_some_and(|last| {
-                    target[t..t + last].iter().any(u8::is_ascii_whitespace)
-                })
+            let t = target
+                .iter()
+                .position(|b| !b.is_ascii_whitespace())
+                .unwrap_or(target.len());
+            target[t..]
+                .iter()
+                .any(|b| b.is_ascii_whitespace() && *b != b'\r')
+                && target[t..]
+                    .iter()
+                    .rposition(|b| !b.is_ascii_whitespace())
+                    .is_some_and(|last| target[t..t + last].iter().any(u8::is_ascii_whitespace))
         };
         let mut from = gt;
         while from > start && s[from - 1] == b'>' {
@@ -413,11 +418,19 @@ fn trim_tail_punct(s: &[u8], mut end: usize, start: usize) -> usize {
     }
     loop {
         let before = end;
-        while end > start && matches!(s[end - 1], b' ' | b'\t' | b'\r' | b'"' | b'\'' | b',' | b';' | b')' | b'`') {
+        while end > start
+            && matches!(
+                s[end - 1],
+                b' ' | b'\t' | b'\r' | b'"' | b'\'' | b',' | b';' | b')' | b'`'
+            )
+        {
             end -= 1;
         }
         // the ` +` of a string concatenated across lines
-        if end >= start + 2 && s[end - 1] == b'+' && matches!(s[end - 2], b' ' | b'\t' | b'"' | b'\'') {
+        if end >= start + 2
+            && s[end - 1] == b'+'
+            && matches!(s[end - 2], b' ' | b'\t' | b'"' | b'\'')
+        {
             end -= 1;
         }
         if end == before {
@@ -549,7 +562,9 @@ fn first_line_ok(class: Class, core_len: usize) -> bool {
             lower,
             digit,
             ..
-        } => (core_len >= 16 && upper && lower) || (core_len >= MIN_PIECE && upper && lower && digit),
+        } => {
+            (core_len >= 16 && upper && lower) || (core_len >= MIN_PIECE && upper && lower && digit)
+        }
         _ => false,
     }
 }
@@ -613,12 +628,13 @@ impl FwdState {
             digit,
         } = r.class
         {
-            self.last_piece = self.width.is_some_and(|w| width < w) || self.width.is_none()
-                && width >= MIN_PIECE
-                && upper
-                && lower
-                && digit
-                && width < 32;
+            self.last_piece = self.width.is_some_and(|w| width < w)
+                || self.width.is_none()
+                    && width >= MIN_PIECE
+                    && upper
+                    && lower
+                    && digit
+                    && width < 32;
         }
         match r.class {
             Class::Checksum => self.seen_last = true,
@@ -678,8 +694,7 @@ fn forward(scan: &Scan<'_>, ai: usize) -> Forward {
             };
         }
         // another armour or a marker on the same line: the block ends at its base64
-        let r = read(scan, (arm.end, rem_end), Wrap::default(), false);
-        if let Some(end) = inline_material(scan, arm.end, rem_end, r) {
+        if let Some(end) = inline_material(scan, arm.end, rem_end) {
             return Forward {
                 block: Some(Block {
                     start: arm.start,
@@ -693,12 +708,11 @@ fn forward(scan: &Scan<'_>, ai: usize) -> Forward {
         return none(false);
     }
     // What follows the armour on its line: a key written on one line, or the wrapping's suffix.
-    let rem = read(scan, (arm.end, rem_end), Wrap::default(), false);
     let mut wrap = Wrap {
         gutter,
         suffix: &text[arm.end..rem_end],
     };
-    if let Some(end) = inline_material(scan, arm.end, rem_end, rem) {
+    if let Some(end) = inline_material(scan, arm.end, rem_end) {
         st.has_body = true;
         st.mat_end = end;
         wrap.suffix = "";
@@ -776,7 +790,7 @@ fn forward(scan: &Scan<'_>, ai: usize) -> Forward {
 }
 
 /// Key material written on an armour's own line after it: where it ends, if the line holds any.
-fn inline_material(scan: &Scan<'_>, from: usize, to: usize, r: Read) -> Option<usize> {
+fn inline_material(scan: &Scan<'_>, from: usize, to: usize) -> Option<usize> {
     let bytes = scan.text.as_bytes();
     let mut at = from;
     while at < to && bytes[at].is_ascii_whitespace() {
@@ -785,14 +799,16 @@ fn inline_material(scan: &Scan<'_>, from: usize, to: usize, r: Read) -> Option<u
     if at == to || !is_b64(bytes[at]) {
         return None;
     }
-    let run = bytes[at..to].iter().take_while(|&&b| is_b64(b) || b == b'=').count();
+    let run = bytes[at..to]
+        .iter()
+        .take_while(|&&b| is_b64(b) || b == b'=')
+        .count();
     let first = &bytes[at..at + run];
     let (u, l, d) = cases(first);
     let keyish = (run >= 16 && u && l) || (run >= MIN_PIECE && u && l && d);
     if !keyish || scan.is_claimed(at, at + run) {
         return None;
     }
-    let _ = r;
     // the material runs to the last base64 on the line
     let mut end = to;
     while end > at && !(is_b64(bytes[end - 1]) || bytes[end - 1] == b'=') {
@@ -890,7 +906,8 @@ fn end_line_material(bytes: &[u8], from: usize, to: usize) -> Option<usize> {
             return Some(ps);
         }
     }
-    if touching && le - ls >= 16 {
+    // base64 running into the armour: a one-line key's run at a full line's width or wider
+    if touching && le - ls >= 64 {
         let (u, l, _) = cases(&bytes[ls..le]);
         if u && l {
             return Some(ls);
@@ -908,14 +925,24 @@ fn backward(scan: &Scan<'_>, ai: usize, owner: &[Option<usize>], fwd: &[Block]) 
     let prev_on_seg = (ai > seg.arms.start).then(|| scan.arms[ai - 1]);
     let from = prev_on_seg.map_or(seg.start, |a| a.end);
     let own = end_line_material(bytes, from, arm.start);
-    if prev_on_seg.is_some() || seg.has_marker || !seg.first && false {
+    let own = own.filter(|&at| !scan.is_claimed(at, arm.start));
+    if prev_on_seg.is_some() || seg.has_marker {
+        // an armour line that holds a marker (or another armour before this one) holds no
+        // key read across its lines
         return own;
     }
     let gutter_end = own.unwrap_or(arm.start);
     let gutter = &scan.text[seg.start..gutter_end];
     let diff = gutter.trim_start().starts_with('+');
-    let wrap = Wrap { gutter, suffix: &scan.text[arm.end..seg.end] };
-    let wrap_trailing = if !wrap.suffix.trim().is_empty() { wrap } else { Wrap { gutter, suffix: "" } };
+    let wrap = Wrap {
+        gutter,
+        suffix: &scan.text[arm.end..seg.end],
+    };
+    let wrap_trailing = if !wrap.suffix.trim().is_empty() {
+        wrap
+    } else {
+        Wrap { gutter, suffix: "" }
+    };
     let limit = scan.line_start_of(arm.seg);
     let mut top = own;
     let mut foreign = 0usize;
@@ -938,11 +965,30 @@ fn backward(scan: &Scan<'_>, ai: usize, owner: &[Option<usize>], fwd: &[Block]) 
         }
         let candidate = if let Some(b) = owner[j] {
             // a forward block's line: its key material, whatever it reads as
-            Some((BackLine { material: fwd[b].start, width: match r.class { Class::B64 { width, .. } => Some(width), _ => None } }, Some(b)))
+            Some((
+                BackLine {
+                    material: fwd[b].start,
+                    width: match r.class {
+                        Class::B64 { width, .. } => Some(width),
+                        _ => None,
+                    },
+                },
+                Some(b),
+            ))
         } else if !s.arms.is_empty() {
             break;
-        } else if r.class == Class::Checksum && below.is_none() && first_body.is_none() && foreign == 0 {
-            Some((BackLine { material: r.core.0, width: None }, None))
+        } else if r.class == Class::Checksum
+            && below.is_none()
+            && first_body.is_none()
+            && foreign == 0
+        {
+            Some((
+                BackLine {
+                    material: r.core.0,
+                    width: None,
+                },
+                None,
+            ))
         } else {
             back_line(&r).map(|b| (b, None))
         };
@@ -1043,7 +1089,8 @@ fn find_blocks(scan: &Scan<'_>) -> Found {
         }
         if let Some(start) = backward(scan, ai, &owner, &fwd) {
             // a back-read that reached a forward block merges with it
-            if let Some(b) = fwd.iter().position(|b| b.start == start) {
+            let b = fwd.partition_point(|b| b.start < start);
+            if fwd.get(b).is_some_and(|b| b.start == start) {
                 merged_into[b] = Some(blocks.len());
             }
             blocks.push(Block {
@@ -1070,7 +1117,11 @@ pub(crate) fn find(text: &str, lines: &[Line], claimed: &[Claim], out: &mut Vec<
         return;
     }
     let scan = Scan::new(text, lines, claimed);
-    if scan.arms.iter().all(|a| a.kind != ArmKind::Begin && a.kind != ArmKind::End) {
+    if scan
+        .arms
+        .iter()
+        .all(|a| a.kind != ArmKind::Begin && a.kind != ArmKind::End)
+    {
         return;
     }
     let found = find_blocks(&scan);
@@ -1081,7 +1132,6 @@ pub(crate) fn find(text: &str, lines: &[Line], claimed: &[Claim], out: &mut Vec<
             kind: Kind::PrivateKey,
         });
     }
-    let _ = MARKER_PREFIX;
 }
 
 // ----- what waits -----
@@ -1111,16 +1161,11 @@ fn keyish(bytes: &[u8]) -> (bool, bool) {
             // could be OpenPGP's checksum, with something before it
             found = true;
         }
-        let trimmed: Vec<u8> = run.to_vec();
-        if trimmed.len() == 5 && trimmed[0] == b'=' {
-            found = true;
-        }
     }
     (found, exact)
 }
 
 pub(crate) fn hold(text: &str, lines: &[Line]) -> Option<usize> {
-    if std::env::var("KEYS_MUT").is_ok() { return None; }
     let pw = crate::password::hold(text, lines);
     if lines.is_empty() {
         return pw;
@@ -1133,7 +1178,7 @@ pub(crate) fn hold(text: &str, lines: &[Line]) -> Option<usize> {
     let scan = Scan::new(text, lines, &claimed);
     let found = find_blocks(&scan);
     let mut h: Option<usize> = pw;
-    let mut at = |line: usize, h: &mut Option<usize>| {
+    let at = |line: usize, h: &mut Option<usize>| {
         *h = Some(h.map_or(line, |x| x.min(line)));
     };
     for &seg in &found.open_begins {
@@ -1180,7 +1225,11 @@ pub(crate) fn hold(text: &str, lines: &[Line]) -> Option<usize> {
     let mut widest: Vec<(usize, usize)> = Vec::with_capacity(blocks.len());
     for b in blocks {
         let (end, start) = widest.last().copied().unwrap_or((0, 0));
-        widest.push(if b.end > end { (b.end, b.start) } else { (end, start) });
+        widest.push(if b.end > end {
+            (b.end, b.start)
+        } else {
+            (end, start)
+        });
     }
     loop {
         let cut = lines[h].start;
@@ -1224,14 +1273,5 @@ mod tests {
         assert_eq!(end_line_material(t, 0, 11), Some(1));
         let t = b"foo: -----END";
         assert_eq!(end_line_material(t, 0, 5), None);
-    }
-}
-#[cfg(test)]
-mod debug_tests {
-    #[test]
-    fn dbg_case() {
-        let l = "MIIEowIBAAKCAQEAu3O4Ou8sX2Xyz9KqLmN0pQrStUvWxYz1234567890AbCdEfGh";
-        let text = format!("    10\t{l}\n    11\t\n    12\t{l}\n    13\t\n    14\tworker 3: tick\n    15\t\n    16\t{l}\n    17\t\n    18\t-----END PRIVATE KEY-----\n");
-        eprintln!("{}", crate::redact(&text));
     }
 }

@@ -18,7 +18,11 @@ fn b64(seed: u64, n: usize) -> String {
     }
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let v = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {
@@ -61,7 +65,10 @@ fn check(input: &str, want: &str) {
 #[test]
 fn rsa_key_wrapped_at_64_is_one_marker() {
     let key = pem("RSA PRIVATE KEY", 1, 1190, 64);
-    check(&format!("before\n{key}after\n"), &format!("before\n{M}\nafter\n"));
+    check(
+        &format!("before\n{key}after\n"),
+        &format!("before\n{M}\nafter\n"),
+    );
 }
 
 #[test]
@@ -82,7 +89,8 @@ fn every_private_label_is_read() {
 
 #[test]
 fn openpgp_block_with_headers_and_checksum() {
-    let mut k = String::from("-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\nComment: test\n\n");
+    let mut k =
+        String::from("-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\nComment: test\n\n");
     for l in body(3, 600, 64) {
         k.push_str(&l);
         k.push('\n');
@@ -117,7 +125,10 @@ fn encrypted_pem_headers() {
         k.push('\n');
     }
     k.push_str("-----END RSA PRIVATE KEY-----\n");
-    check(&format!("$ cat k\n{k}$ ls\n"), &format!("$ cat k\n{M}\n$ ls\n"));
+    check(
+        &format!("$ cat k\n{k}$ ls\n"),
+        &format!("$ cat k\n{M}\n$ ls\n"),
+    );
 }
 
 #[test]
@@ -151,7 +162,10 @@ TQrKhArgLXX4v3CddjfTRJkFWDbE/CkvKZNOrcf1nhaGCPspRJj2KUkj1Fhl9Cnc
 dn/RsYEONbwQSjIfMPkvxF+8HQ==
 -----END PRIVATE KEY-----
 ";
-    check(&format!("$ openssl genpkey -algorithm RSA\n{key}$ \n"), &format!("$ openssl genpkey -algorithm RSA\n{M}\n$ \n"));
+    check(
+        &format!("$ openssl genpkey -algorithm RSA\n{key}$ \n"),
+        &format!("$ openssl genpkey -algorithm RSA\n{M}\n$ \n"),
+    );
 }
 
 // ----- b: forward from a BEGIN -----
@@ -204,7 +218,10 @@ fn a_begin_with_prose_under_it_takes_nothing_after_it() {
         lines.join("\n")
     );
     // the read back from the END stops at the prose under the BEGIN
-    check(&text, &format!("grep: -----BEGIN PRIVATE KEY-----\nthe key goes here\n{M}\n"));
+    check(
+        &text,
+        &format!("grep: -----BEGIN PRIVATE KEY-----\nthe key goes here\n{M}\n"),
+    );
 }
 
 #[test]
@@ -226,7 +243,10 @@ fn a_block_is_never_read_past_max_key_block_bytes() {
 #[test]
 fn a_key_read_from_inside_its_begin_not_in_the_text() {
     let lines = body(41, 1190, 64);
-    let text = format!("...\n{}\n-----END RSA PRIVATE KEY-----\n$ ", lines[5..].join("\n"));
+    let text = format!(
+        "...\n{}\n-----END RSA PRIVATE KEY-----\n$ ",
+        lines[5..].join("\n")
+    );
     check(&text, &format!("...\n{M}\n$ "));
 }
 
@@ -245,7 +265,10 @@ fn a_run_before_the_end_armour_is_the_body_a_window_kept() {
 #[test]
 fn a_wrapping_gutter_before_the_end() {
     let lines = body(42, 600, 64);
-    let text = format!("{}\n[Worker1A] -----END PRIVATE KEY-----\n", lines[2..].join("\n"));
+    let text = format!(
+        "{}\n[Worker1A] -----END PRIVATE KEY-----\n",
+        lines[2..].join("\n")
+    );
     check(&text, &format!("{M}\n"));
     let alone = "[Worker1A] -----END PRIVATE KEY-----\n";
     check(alone, &format!("[{M}\n"));
@@ -331,7 +354,10 @@ fn numbered_lines() {
     for (i, l) in lines.iter().enumerate() {
         text.push_str(&format!("{:>6}\t{l}\n", i + 2));
     }
-    text.push_str(&format!("{:>6}\t-----END PRIVATE KEY-----\n", lines.len() + 2));
+    text.push_str(&format!(
+        "{:>6}\t-----END PRIVATE KEY-----\n",
+        lines.len() + 2
+    ));
     check(&text, &format!("     1\t{M}\n"));
 }
 
@@ -342,7 +368,10 @@ fn grep_prefixes() {
     for (i, l) in lines.iter().enumerate() {
         text.push_str(&format!("k.pem-{}-{l}\n", i + 2));
     }
-    text.push_str(&format!("k.pem-{}------END PRIVATE KEY-----\n", lines.len() + 2));
+    text.push_str(&format!(
+        "k.pem-{}------END PRIVATE KEY-----\n",
+        lines.len() + 2
+    ));
     check(&text, &format!("k.pem:1:{M}\n"));
 }
 
@@ -522,7 +551,11 @@ mod hold_contract {
             13 => format!("  {}\t{}", seed % 100, &run[..64]),
             14 => format!("x -----END PRIVATE KEY----- {}", &run[..10]),
             15 => format!("+{}", &run[..64]),
-            16 => format!("\"{}\\n{}\\n-----END PRIVATE KEY-----\\n\"", &run[..64], &run[64..70]),
+            16 => format!(
+                "\"{}\\n{}\\n-----END PRIVATE KEY-----\\n\"",
+                &run[..64],
+                &run[64..70]
+            ),
             17 => format!("-----BEGIN PRIVATE KEY----- {}", &run[..40]),
             18 => format!("  {}\t", seed % 100),
             19 => format!("{}9", &run[..9]),
@@ -532,7 +565,11 @@ mod hold_contract {
             23 => format!("  {}\t-----END RSA PRIVATE KEY-----", seed % 100),
             24 => format!("{}…[...truncated]", &run[..20]),
             25 => format!("[… 812 bytes truncated]{}", &run[..12]),
-            26 => format!("{}…[… 2,345 characters truncated …]…{}", &run[..16], &run[20..24]),
+            26 => format!(
+                "{}…[… 2,345 characters truncated …]…{}",
+                &run[..16],
+                &run[20..24]
+            ),
             27 => "next".into(),
             28 => "Password:".into(),
             29 => format!("{}…", &run[..40]),
