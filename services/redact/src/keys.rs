@@ -775,6 +775,10 @@ fn forward(scan: &Scan<'_>, ai: usize) -> Forward {
             break;
         }
     }
+    if open && text.len() > limit {
+        // a line written next starts too far from the armour to be read
+        open = false;
+    }
     if closed_at_end.is_none() && !st.has_body {
         return none(open);
     }

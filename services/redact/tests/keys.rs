@@ -465,6 +465,15 @@ fn a_minified_bundle_naming_the_armour_on_a_long_line() {
     assert_eq!(s.len, text.len(), "the bundle holds nothing back");
 }
 
+#[test]
+fn a_begin_on_a_line_past_max_key_block_bytes_holds_nothing_after_it() {
+    let tail = b64(120, 54_000);
+    let text = format!("x=\"-----BEGIN RSA PRIVATE KEY-----{tail}\"\n");
+    let s = settled(&text);
+    assert_eq!(s.len, text.len());
+    check(&text, &format!("x=\"{M}\"\n"));
+}
+
 // ----- g: idempotence -----
 
 #[test]
@@ -755,4 +764,48 @@ fn a_key_numbered_and_double_spaced_broken_by_one_line_is_broken_by_three() {
     assert!(out.contains(&lines[0]), "{out}");
     assert!(!out.contains(&lines[n - 1]), "{out}");
     assert_eq!(redact(&out), out);
+}
+
+// ----- never panic, any input -----
+
+mod any_input {
+    use super::{redact, settled};
+    use proptest::prelude::*;
+
+    fn atom() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("-----BEGIN RSA PRIVATE KEY-----".to_string()),
+            Just("-----END RSA PRIVATE KEY-----".to_string()),
+            Just("-----BEGIN CERTIFICATE-----".to_string()),
+            Just("[REDACTED:private_key]".to_string()),
+            Just("[REDACTED:password]".to_string()),
+            Just("\\n".to_string()),
+            Just("\\\\n".to_string()),
+            Just("\n".to_string()),
+            Just("\r\n".to_string()),
+            Just("…".to_string()),
+            "[A-Za-z0-9+/=]{1,80}",
+            "[ \t\"'>:+0-9.-]{1,4}",
+            "\\PC{1,6}",
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+        #[test]
+        fn never_panics_and_redacting_twice_changes_nothing(
+            atoms in prop::collection::vec(atom(), 0..40),
+        ) {
+            let t: String = atoms.concat();
+            let once = redact(&t);
+            prop_assert_eq!(&redact(&once), &once);
+            // the hold contract, with the text cut after any line break
+            for (at, _) in t.match_indices('\n').step_by(3) {
+                let (head, rest) = t.split_at(at + 1);
+                let s = settled(head);
+                let split = format!("{}{}", redact(&head[..s.len]), redact(&format!("{}{rest}", &head[s.len..])));
+                prop_assert_eq!(&once, &split, "head {:?}", head);
+            }
+        }
+    }
 }
