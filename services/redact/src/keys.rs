@@ -955,6 +955,13 @@ fn backward(scan: &Scan<'_>, ai: usize, owner: &[Option<usize>], fwd: &[Block]) 
     let mut below: Option<BackLine> = None;
     let mut first_body: Option<usize> = None;
     let mut below_seg: Option<usize> = None;
+    // a crossing that landed on the body's short last line, waiting for the full line above
+    // it to be at an encoder's width: the top to go back to if it is not
+    let mut provisional: Option<Option<usize>> = None;
+    // whether a line the read took is more than a short last line
+    let mut any_full = own.is_some();
+    // whether the read stopped at a break with the key going on above it
+    let mut broken = false;
     let mut j = arm.seg;
     while j > 0 {
         j -= 1;
@@ -965,6 +972,9 @@ fn backward(scan: &Scan<'_>, ai: usize, owner: &[Option<usize>], fwd: &[Block]) 
         let r = read(scan, (s.start, s.end), wrap_trailing, s.first);
         if !s.arms.is_empty() {
             // an armour or a marker ends the read
+            if let Some(saved) = provisional.take() {
+                top = saved;
+            }
             break;
         }
         let candidate = if let Some(b) = owner[j] {
@@ -998,25 +1008,50 @@ fn backward(scan: &Scan<'_>, ai: usize, owner: &[Option<usize>], fwd: &[Block]) 
         };
         match candidate {
             Some((line, block)) => {
+                let at_width = line.width.is_some_and(|w| exact_width(w, diff));
+                if let Some(saved) = provisional.take() {
+                    // the full line above the short last line a crossing landed on
+                    if !(at_width && foreign <= 1) {
+                        top = saved;
+                        broken = block.is_none();
+                        break;
+                    }
+                }
+                let mut short_landing = false;
                 let accept = match foreign {
                     0 | 1 => true,
                     2 if !crossed => {
-                        let at_width = line.width.is_some_and(|w| exact_width(w, diff));
+                        let below_exact = below
+                            .and_then(|b| b.width)
+                            .is_some_and(|w| exact_width(w, diff));
                         let from_ok = match below {
                             None => true,
                             Some(b) => below_seg == first_body || b.width == line.width,
                         };
-                        at_width && from_ok
+                        // a line a cut wrote into hides its width: landed on from one at an
+                        // encoder's width below
+                        let cut_landing = line.width.is_none() && block.is_none() && below_exact;
+                        short_landing = line.width.is_some_and(|w| w < ENCODER_WIDTHS[0])
+                            && block.is_none()
+                            && from_ok;
+                        (at_width && from_ok) || cut_landing || short_landing
                     }
                     _ => false,
                 };
                 if !accept {
+                    // a forward block's line stands for a key already read (a marker, read
+                    // again): reaching it is no break, so a second pass reads the same
+                    broken = block.is_none();
                     break;
                 }
                 if foreign == 2 {
                     crossed = true;
+                    if short_landing && !at_width {
+                        provisional = Some(top);
+                    }
                 }
                 foreign = 0;
+                any_full |= line.width.is_none_or(|w| w >= MIN_FULL_BACK) || block.is_some();
                 top = Some(line.material);
                 if block.is_some() {
                     break;
@@ -1036,12 +1071,44 @@ fn backward(scan: &Scan<'_>, ai: usize, owner: &[Option<usize>], fwd: &[Block]) 
                 }
                 foreign += 1;
                 if foreign >= 3 {
+                    broken = key_above(scan, j, wrap_trailing, owner);
                     break;
                 }
             }
         }
     }
+    if let Some(saved) = provisional {
+        top = saved;
+        broken = true;
+    }
+    if broken && !any_full {
+        // the part below a break that holds no full line is published
+        return None;
+    }
     top
+}
+
+/// Whether the first line above segment `j` that is not blank reads like a key's (a look
+/// bounded to a few segments).
+fn key_above(scan: &Scan<'_>, mut j: usize, wrap: Wrap<'_>, owner: &[Option<usize>]) -> bool {
+    for _ in 0..8 {
+        if j == 0 {
+            return false;
+        }
+        j -= 1;
+        let s = &scan.segs[j];
+        if !s.arms.is_empty() || owner[j].is_some() {
+            return false;
+        }
+        let r = read(scan, (s.start, s.end), wrap, s.first);
+        if r.class == Class::Blank {
+            continue;
+        }
+        // only the line straight above the three: a stream holds a key's line until four
+        // lines that cannot be one follow it, so no look may reach further
+        return back_line(&r).is_some();
+    }
+    false
 }
 
 /// Every block in the text: (start, end), in text order, with whether each BEGIN's block is

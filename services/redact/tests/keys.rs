@@ -809,3 +809,67 @@ mod any_input {
         }
     }
 }
+
+// ----- c: crossings -----
+
+#[test]
+fn two_lines_between_the_short_last_line_and_the_end_are_crossed() {
+    let lines = body(130, 900, 64);
+    let text = format!(
+        "{}\nworker 3: tick\nworker 4: tick\n-----END PRIVATE KEY-----\n",
+        lines[2..].join("\n")
+    );
+    check(&text, &format!("{M}\n"));
+}
+
+#[test]
+fn two_lines_above_the_short_last_line_are_crossed_from_the_end() {
+    let lines = body(131, 900, 64);
+    let n = lines.len();
+    let text = format!(
+        "{}\nworker 3: tick\nworker 4: tick\n{}\n-----END PRIVATE KEY-----\n",
+        lines[2..n - 1].join("\n"),
+        lines[n - 1]
+    );
+    check(&text, &format!("{M}\n"));
+}
+
+#[test]
+fn two_and_one_more_are_crossed() {
+    let lines = body(132, 900, 64);
+    let n = lines.len();
+    let text = format!(
+        "{}\nworker 3: tick\n{}\nworker 4: tick\nworker 5: tick\n{}\n-----END PRIVATE KEY-----\n",
+        lines[2..n - 4].join("\n"),
+        lines[n - 4..n - 2].join("\n"),
+        lines[n - 2..].join("\n")
+    );
+    check(&text, &format!("{M}\n"));
+}
+
+#[test]
+fn two_lines_under_a_key_at_no_encoder_width_publish_the_part_above() {
+    let lines = body(133, 900, 60);
+    let n = lines.len();
+    let top = lines[2..n - 3].join("\n");
+    let text = format!(
+        "{top}\nworker 3: tick\nworker 4: tick\n{}\n-----END PRIVATE KEY-----\n",
+        lines[n - 3..].join("\n")
+    );
+    check(
+        &text,
+        &format!("{top}\nworker 3: tick\nworker 4: tick\n{M}\n"),
+    );
+}
+
+#[test]
+fn two_and_two_more_around_the_short_last_line_publish_it() {
+    let lines = body(134, 900, 64);
+    let n = lines.len();
+    let text = format!(
+        "{}\nworker 3: tick\nworker 4: tick\n{}\nworker 5: tick\nworker 6: tick\n-----END PRIVATE KEY-----\n",
+        lines[2..n - 1].join("\n"),
+        lines[n - 1]
+    );
+    check(&text, &text);
+}
