@@ -286,6 +286,12 @@ struct Read {
     tail_piece: Option<(usize, usize)>,
     /// a run in upper and lower case, eight or more, opening the core
     head_run: Option<(usize, usize)>,
+    /// where the base64 (with its padding) that opens the core ends
+    head_b64: usize,
+    /// whether the core ends in a password's key and `=` (`pwd=`, `password=`)
+    password_tail: bool,
+    /// whether a quote follows the base64 that opens the core (a string closing on it)
+    quote_after: bool,
     /// a run in upper and lower case, eight or more, ending the core
     tail_run: Option<(usize, usize)>,
     /// whether the line's gutter matched the armour line's (non-empty) gutter and held a digit
@@ -302,6 +308,18 @@ fn cases(s: &[u8]) -> (bool, bool, bool) {
         digit |= b.is_ascii_digit();
     }
     (upper, lower, digit)
+}
+
+fn ends_in_password_key(core: &[u8]) -> bool {
+    let Some(name) = core.strip_suffix(b"=") else {
+        return false;
+    };
+    ["password", "passwd", "pwd", "passphrase"]
+        .iter()
+        .any(|key| {
+            name.len() >= key.len()
+                && name[name.len() - key.len()..].eq_ignore_ascii_case(key.as_bytes())
+        })
 }
 
 fn is_run(s: &[u8]) -> bool {
@@ -479,6 +497,7 @@ fn read(scan: &Scan<'_>, range: (usize, usize), wrap: Wrap<'_>, first_of_line: b
     let mut tail_piece = None;
     let mut head_run = None;
     let mut tail_run = None;
+    let mut head_b64 = start;
     let class = if blank {
         Class::Blank
     } else if scan.is_claimed(start, end) {
@@ -505,6 +524,7 @@ fn read(scan: &Scan<'_>, range: (usize, usize), wrap: Wrap<'_>, first_of_line: b
             if is_run(&core[..body_len]) {
                 head_run = Some((start, start + body_len));
             }
+            head_b64 = start + body_len + pads;
             let mut tail_body = core.len();
             while tail_body > 0 && core[tail_body - 1] == b'=' {
                 tail_body -= 1;
@@ -529,6 +549,11 @@ fn read(scan: &Scan<'_>, range: (usize, usize), wrap: Wrap<'_>, first_of_line: b
         tail_piece,
         head_run,
         tail_run,
+        head_b64,
+        password_tail: ends_in_password_key(core),
+        quote_after: text
+            .get(head_b64)
+            .is_some_and(|b| matches!(b, b'"' | b'\'' | b'`')),
         marked,
     }
 }
@@ -571,6 +596,8 @@ fn first_line_ok(class: Class, core_len: usize) -> bool {
 
 struct FwdState {
     has_body: bool,
+    /// a short last line the text around it closed: nothing more is the key's
+    ended: bool,
     /// whether the last line taken was a piece a cut left (or a short last line)
     last_piece: bool,
     width: Option<usize>,
@@ -586,6 +613,9 @@ impl FwdState {
         let ok = match r.class {
             Class::Header => !self.has_body || self.width.is_none(),
             Class::Checksum => self.width.is_some(),
+            // a last line that ends in a password's key and its `=` is a line interrupting the
+            // key, and the value under it is the key's
+            Class::B64 { .. } if r.password_tail => false,
             Class::B64 {
                 width,
                 upper,
@@ -601,7 +631,32 @@ impl FwdState {
                 }
             }
             // a line a cut wrote into: the piece of the key it still holds, at either end
-            Class::Other => r.head_piece.is_some() || r.tail_piece.is_some(),
+            Class::Other if r.head_piece.is_some() || r.tail_piece.is_some() => true,
+            // base64 with text after it: a full line with anything after it ends nothing; a
+            // short one that the text around it closes is the last line, and ends the block
+            Class::Other => {
+                let run = r.head_b64 - r.core.0;
+                match self.width {
+                    Some(w)
+                        if !self.seen_last
+                            && run > 0
+                            && (run == w || (run < w && r.quote_after)) =>
+                    {
+                        self.width = Some(w);
+                        if run < w {
+                            self.seen_last = true;
+                            self.ended = true;
+                        }
+                        self.has_body = true;
+                        self.foreign = 0;
+                        self.last_piece = false;
+                        self.mat_end = r.head_b64;
+                        self.last_seg = seg;
+                        return true;
+                    }
+                    _ => false,
+                }
+            }
             Class::Blank => false,
         };
         if !ok {
@@ -671,6 +726,7 @@ fn forward(scan: &Scan<'_>, ai: usize) -> Forward {
     };
     let mut st = FwdState {
         has_body: false,
+        ended: false,
         last_piece: false,
         width: None,
         seen_last: false,
@@ -761,11 +817,13 @@ fn forward(scan: &Scan<'_>, ai: usize) -> Forward {
             continue;
         }
         if st.take(&r, j) {
+            if st.ended {
+                open = false;
+                break;
+            }
             continue;
         }
-        if is_prompt(&text[s.start..s.end]) && st.has_body {
-            continue;
-        }
+        // a password prompt here is a line interrupting the key, as any other line is
         if !st.has_body {
             return none(false);
         }
@@ -803,6 +861,9 @@ fn inline_material(scan: &Scan<'_>, from: usize, to: usize) -> Option<usize> {
     if at == to || !is_b64(bytes[at]) {
         return None;
     }
+    let header = HEADERS
+        .iter()
+        .any(|h| bytes[at..to].starts_with(h.as_bytes()));
     let run = bytes[at..to]
         .iter()
         .take_while(|&&b| is_b64(b) || b == b'=')
@@ -810,7 +871,7 @@ fn inline_material(scan: &Scan<'_>, from: usize, to: usize) -> Option<usize> {
     let first = &bytes[at..at + run];
     let (u, l, d) = cases(first);
     let keyish = (run >= 16 && u && l) || (run >= MIN_PIECE && u && l && d);
-    if !keyish || scan.is_claimed(at, at + run) {
+    if !(keyish || header) || scan.is_claimed(at, at + run) {
         return None;
     }
     // the material runs to the last base64 on the line
@@ -1078,8 +1139,9 @@ fn backward(scan: &Scan<'_>, ai: usize, owner: &[Option<usize>], fwd: &[Block]) 
         }
     }
     if let Some(saved) = provisional {
+        // the text (or the read's reach) ended above the short last line a crossing landed
+        // on: no full line confirms it, and no break is seen either, as at a text's start
         top = saved;
-        broken = true;
     }
     if broken && !any_full {
         // the part below a break that holds no full line is published

@@ -873,3 +873,65 @@ fn two_and_two_more_around_the_short_last_line_publish_it() {
     );
     check(&text, &text);
 }
+
+// ----- b: a short last line closed by the text around it; prompts under a key -----
+
+#[test]
+fn a_short_last_line_the_quote_closes_ends_the_block_at_its_base64() {
+    // a last line that reads like no piece of a key (no digit); one that does reads as a line
+    // a cut wrote into, and the block goes on from it
+    let lines = body(140, 576, 64);
+    let text = format!(
+        "{{\"key\": \"-----BEGIN PRIVATE KEY-----\n{}\nAbCdEfGhIjKlMnOpQrSt==\", \"user\": \"bob\"}}\nnext line\n",
+        lines.join("\n"),
+    );
+    check(
+        &text,
+        &format!("{{\"key\": \"{M}\", \"user\": \"bob\"}}\nnext line\n"),
+    );
+}
+
+#[test]
+fn what_follows_a_full_line_on_its_line_ends_nothing() {
+    let lines = body(141, 600, 64);
+    let text = format!(
+        "-----BEGIN PRIVATE KEY-----\n{} <- 64\n{}\n-----END PRIVATE KEY-----\n",
+        lines[0],
+        lines[1..].join("\n")
+    );
+    check(&text, &format!("{M}\n"));
+}
+
+#[test]
+fn under_a_key_with_no_end_a_password_prompt_interrupts_it_and_the_value_is_the_keys() {
+    // twelve full lines and no short last one: the END was never written
+    let lines = body(142, 576, 64);
+    let text = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\nPassword:\nhunter2\n\n$ ls\nREADME.md\n",
+        lines.join("\n")
+    );
+    check(&text, &format!("{M}\n\n$ ls\nREADME.md\n"));
+}
+
+#[test]
+fn a_last_line_ending_in_a_password_key_and_equals_interrupts_the_key() {
+    let lines = body(143, 576, 64);
+    let text = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\nuser pwd=\nhunter2\n$ ls\nREADME.md\n",
+        lines.join("\n")
+    );
+    check(&text, &format!("{M}\n$ ls\nREADME.md\n"));
+}
+
+#[test]
+fn an_encrypted_key_on_one_line_with_its_headers() {
+    let b = body(144, 600, 64).join(" ");
+    let text = format!(
+        "KEY=-----BEGIN RSA PRIVATE KEY----- Proc-Type: 4,ENCRYPTED DEK-Info: AES-128-CBC,3F17F5316E2BAC89 {b} -----END RSA PRIVATE KEY-----\n"
+    );
+    check(&text, &format!("KEY={M}\n"));
+    let lost = format!(
+        "KEY=-----BEGIN RSA PRIVATE KEY----- Proc-Type: 4,ENCRYPTED DEK-Info: AES-128-CBC,3F17F5316E2BAC89 {b}\nHOME=/root\nUSER=root\n"
+    );
+    check(&lost, &format!("KEY={M}\nHOME=/root\nUSER=root\n"));
+}
