@@ -1408,3 +1408,41 @@ mod tests {
         assert_eq!(end_line_material(t, 0, 5), None);
     }
 }
+
+#[cfg(test)]
+mod claimed_tests {
+    use super::*;
+
+    fn keys_of(text: &str, claimed: &[Claim]) -> Vec<(usize, usize)> {
+        let lines = crate::lines::split(text);
+        let mut out = Vec::new();
+        find(text, &lines, claimed, &mut out);
+        out.iter().map(|c| (c.start, c.end)).collect()
+    }
+
+    #[test]
+    fn a_line_whose_run_another_rule_claimed_is_no_line_of_the_key() {
+        let token = "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789";
+        let text = format!("{token}\n-----END PRIVATE KEY-----\n");
+        let unclaimed = keys_of(&text, &[]);
+        // unclaimed, the run after `ghp_` reads as a line a cut wrote into
+        assert_eq!(unclaimed, vec![(4, text.len() - 1)]);
+        let claim = Claim {
+            start: 0,
+            end: token.len(),
+            kind: Kind::Token("github_token"),
+        };
+        assert_eq!(keys_of(&text, &[claim]), Vec::<(usize, usize)>::new());
+    }
+
+    #[test]
+    fn a_claimed_piece_before_an_end_is_no_key_material() {
+        let text = "pwd=Hunter2Abc -----END PRIVATE KEY-----\n";
+        let claim = Claim {
+            start: 4,
+            end: 14,
+            kind: Kind::Password,
+        };
+        assert_eq!(keys_of(text, &[claim]), Vec::<(usize, usize)>::new());
+    }
+}

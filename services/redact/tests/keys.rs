@@ -935,3 +935,55 @@ fn an_encrypted_key_on_one_line_with_its_headers() {
     );
     check(&lost, &format!("KEY={M}\nHOME=/root\nUSER=root\n"));
 }
+
+#[test]
+fn a_begin_as_the_last_line_waits_for_the_next() {
+    let text = "log: starting\n-----BEGIN PRIVATE KEY-----\n";
+    assert_eq!(settled(text).len, "log: starting\n".len());
+    let more = format!("{text}see the docs\n");
+    assert_eq!(settled(&more).len, more.len());
+}
+
+#[test]
+fn a_camel_case_line_waits_for_four_lines_that_cannot_be_a_keys() {
+    let text = "TestParsePrivateKeyRoundTripsThroughMarshalPKCS8\na\nb\nc\n";
+    assert_eq!(settled(text).len, 0);
+    let more = format!("{text}d\n");
+    assert_eq!(settled(&more).len, more.len());
+}
+
+#[test]
+fn many_armours_of_every_kind_on_one_line_are_linear() {
+    let run = b64(150, 48);
+    for unit in [
+        "-----BEGIN PRIVATE KEY----- ".to_string(),
+        "-----END PRIVATE KEY----- ".to_string(),
+        format!("-----BEGIN PRIVATE KEY----- {run} "),
+        format!("{run} -----END PRIVATE KEY----- "),
+        format!("[REDACTED:private_key] {run} -----END PRIVATE KEY----- "),
+    ] {
+        let text = unit.repeat(20_000);
+        let t = std::time::Instant::now();
+        let out = redact(&text);
+        let _ = settled(&text);
+        assert!(t.elapsed().as_secs_f64() < 1.5, "{unit}: {:?}", t.elapsed());
+        assert_eq!(redact(&out), out);
+    }
+}
+
+#[test]
+fn a_mebibyte_of_key_like_lines_settles_in_linear_time() {
+    let lines = body(151, 800_000, 64);
+    let mut text = String::from("-----BEGIN PRIVATE KEY-----\n");
+    for l in &lines {
+        text.push_str(l);
+        text.push('\n');
+    }
+    let t = std::time::Instant::now();
+    let s = settled(&text);
+    let out = redact(&text);
+    assert!(t.elapsed().as_secs_f64() < 2.0, "{:?}", t.elapsed());
+    // a block is read no more than 64 KiB from its armour, and nothing further back is held
+    assert!(s.held > 0 && s.held <= 64 * 1024 + 65, "{s:?}");
+    assert!(out.starts_with(M));
+}
