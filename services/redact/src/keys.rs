@@ -981,6 +981,52 @@ fn end_line_material(bytes: &[u8], from: usize, to: usize) -> Option<usize> {
     None
 }
 
+/// The longest cut mark a read on one line crosses (`…[… 2,345 characters truncated …]…`).
+const MAX_MARK_BYTES: usize = 64;
+
+/// A key written on one line, read back from its END: across one cut mark before the key's
+/// material at `at`, to the key's run beyond it when that run is at a full line's width.
+fn across_one_cut(scan: &Scan<'_>, from: usize, at: usize) -> usize {
+    let bytes = scan.text.as_bytes();
+    let floor = at.saturating_sub(MAX_MARK_BYTES).max(from);
+    // the mark: what lies between the run before it and the material, not base64
+    let mut mark = at;
+    while mark > floor && !is_b64(bytes[mark - 1]) && bytes[mark - 1] != b'=' {
+        mark -= 1;
+    }
+    // a mark may hold short base64 words (`2,345 characters truncated`): step over them
+    // while the mark stays within its bound
+    let mut probe = mark;
+    loop {
+        let mut run = probe;
+        while run > from && probe - run < 2 && bytes[run - 1] == b'=' {
+            run -= 1;
+        }
+        while run > from && is_b64(bytes[run - 1]) {
+            run -= 1;
+        }
+        let len = probe - run;
+        if len >= ENCODER_WIDTHS[0] {
+            let (u, l, _) = cases(&bytes[run..probe]);
+            if u && l && probe < at && !scan.is_claimed(run, probe) {
+                return run;
+            }
+            return at;
+        }
+        if run <= floor || run == from {
+            return at;
+        }
+        let mut gap = run;
+        while gap > floor && !is_b64(bytes[gap - 1]) && bytes[gap - 1] != b'=' {
+            gap -= 1;
+        }
+        if gap == run || gap <= floor {
+            return at;
+        }
+        probe = gap;
+    }
+}
+
 /// Reads back from the END armour `ai`; `owner` maps a segment to the forward block that holds
 /// it. Returns where the block starts.
 fn backward(scan: &Scan<'_>, ai: usize, owner: &[Option<usize>], fwd: &[Block]) -> Option<usize> {
@@ -991,6 +1037,7 @@ fn backward(scan: &Scan<'_>, ai: usize, owner: &[Option<usize>], fwd: &[Block]) 
     let from = prev_on_seg.map_or(seg.start, |a| a.end);
     let own = end_line_material(bytes, from, arm.start);
     let own = own.filter(|&at| !scan.is_claimed(at, arm.start));
+    let own = own.map(|at| across_one_cut(scan, from, at));
     if prev_on_seg.is_some() || seg.has_marker {
         // an armour line that holds a marker (or another armour before this one) holds no
         // key read across its lines

@@ -987,3 +987,20 @@ fn a_mebibyte_of_key_like_lines_settles_in_linear_time() {
     assert!(s.held > 0 && s.held <= 64 * 1024 + 65, "{s:?}");
     assert!(out.starts_with(M));
 }
+
+#[test]
+fn a_key_on_one_line_is_read_back_from_its_end_across_one_cut() {
+    let a = b64(160, 60);
+    let z = b64(161, 60);
+    let text =
+        format!("KEY={a}…[… 2,345 characters truncated …]…{z}-----END RSA PRIVATE KEY-----\n");
+    check(&text, &format!("KEY={M}\n"));
+    // a mixed-case word before the mark is not the key's
+    let short = format!(
+        "see Docs/Path…[… 2,345 characters truncated …]…{z}-----END RSA PRIVATE KEY-----\n"
+    );
+    check(
+        &short,
+        &format!("see Docs/Path…[… 2,345 characters truncated …]…{M}\n"),
+    );
+}
