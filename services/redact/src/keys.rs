@@ -292,6 +292,9 @@ struct Read {
     password_tail: bool,
     /// whether a quote follows the base64 that opens the core (a string closing on it)
     quote_after: bool,
+    /// whether the core is a path or a dotted name in upper and lower case, as wide as a
+    /// full line read back
+    path_like: bool,
     /// a run in upper and lower case, eight or more, ending the core
     tail_run: Option<(usize, usize)>,
     /// whether the line's gutter matched the armour line's (non-empty) gutter and held a digit
@@ -308,6 +311,18 @@ fn cases(s: &[u8]) -> (bool, bool, bool) {
         digit |= b.is_ascii_digit();
     }
     (upper, lower, digit)
+}
+
+fn is_path_char(b: u8) -> bool {
+    is_b64(b) || matches!(b, b'.' | b'_' | b'-' | b'=')
+}
+
+fn is_path_like(core: &[u8]) -> bool {
+    if core.len() < MIN_FULL_BACK || !core.iter().all(|&b| is_path_char(b)) {
+        return false;
+    }
+    let (u, l, _) = cases(core);
+    u && l
 }
 
 fn ends_in_password_key(core: &[u8]) -> bool {
@@ -551,6 +566,7 @@ fn read(scan: &Scan<'_>, range: (usize, usize), wrap: Wrap<'_>, first_of_line: b
         tail_run,
         head_b64,
         password_tail: ends_in_password_key(core),
+        path_like: class != Class::Blank && !scan.is_claimed(start, end) && is_path_like(core),
         quote_after: text
             .get(head_b64)
             .is_some_and(|b| matches!(b, b'"' | b'\'' | b'`')),
@@ -912,6 +928,11 @@ fn back_line(r: &Read) -> Option<BackLine> {
                 None
             }
         }
+        // a mixed-case path above an END reads as a key's full line
+        Class::Other if r.path_like => Some(BackLine {
+            material: r.core.0,
+            width: Some(r.core.1 - r.core.0),
+        }),
         Class::Other => {
             if r.head_piece.is_some() || (r.tail_piece.is_some() && r.head_run.is_some()) {
                 Some(BackLine {
@@ -1342,6 +1363,19 @@ fn keyish(bytes: &[u8]) -> (bool, bool) {
             found = true;
         }
     }
+    // a mixed-case path as wide as a full line read back
+    let mut i = 0;
+    while !found && i < bytes.len() {
+        if !is_path_char(bytes[i]) {
+            i += 1;
+            continue;
+        }
+        let s = i;
+        while i < bytes.len() && is_path_char(bytes[i]) {
+            i += 1;
+        }
+        found |= is_path_like(&bytes[s..i]);
+    }
     (found, exact)
 }
 
@@ -1472,8 +1506,8 @@ mod claimed_tests {
         let token = "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789";
         let text = format!("{token}\n-----END PRIVATE KEY-----\n");
         let unclaimed = keys_of(&text, &[]);
-        // unclaimed, the run after `ghp_` reads as a line a cut wrote into
-        assert_eq!(unclaimed, vec![(4, text.len() - 1)]);
+        // unclaimed, the line reads as a mixed-case name as wide as a key's line
+        assert_eq!(unclaimed, vec![(0, text.len() - 1)]);
         let claim = Claim {
             start: 0,
             end: token.len(),
