@@ -658,7 +658,6 @@ impl FwdState {
                             && run > 0
                             && (run == w || (run < w && r.quote_after)) =>
                     {
-                        self.width = Some(w);
                         if run < w {
                             self.seen_last = true;
                             self.ended = true;
