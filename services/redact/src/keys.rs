@@ -16,10 +16,7 @@ use std::sync::OnceLock;
 use crate::lines::Line;
 use crate::{Claim, Kind, MAX_KEY_BLOCK_BYTES};
 
-// TODO: replace with crate::password::is_prompt once the password rule lands.
-fn is_prompt(_line: &str) -> bool {
-    false
-}
+use crate::password::is_prompt;
 
 /// The widths an encoder wraps a key's base64 at: PEM as OpenSSL and Go write it, PKCS#8 and
 /// OpenPGP (64), OpenSSH (70), MIME (76).
@@ -1378,19 +1375,16 @@ fn keyish(bytes: &[u8]) -> (bool, bool) {
     (found, exact)
 }
 
-pub(crate) fn hold(text: &str, lines: &[Line]) -> Option<usize> {
-    let pw = crate::password::hold(text, lines);
+/// What the key rule holds back in `text` (complete lines only, tokens already markers, the
+/// password values `claimed`): the earliest line whose redaction could still change with what
+/// is written after it, and the blocks, which a settled prefix never cuts in two.
+pub(crate) fn hold(text: &str, lines: &[Line], claimed: &[Claim]) -> crate::Hold {
     if lines.is_empty() {
-        return pw;
+        return crate::Hold::default();
     }
-    // the claims the other rules make, as find sees them
-    let mut claimed = Vec::new();
-    crate::tokens::find(text, &mut claimed);
-    let tokens = claimed.clone();
-    crate::password::find(text, lines, &tokens, &mut claimed);
-    let scan = Scan::new(text, lines, &claimed);
+    let scan = Scan::new(text, lines, claimed);
     let found = find_blocks(&scan);
-    let mut h: Option<usize> = pw;
+    let mut h: Option<usize> = None;
     let at = |line: usize, h: &mut Option<usize>| {
         *h = Some(h.map_or(line, |x| x.min(line)));
     };
@@ -1432,34 +1426,10 @@ pub(crate) fn hold(text: &str, lines: &[Line]) -> Option<usize> {
         let cap = lines.partition_point(|l| l.start < floor);
         at(line.max(cap.min(lines.len() - 1)), &mut h);
     }
-    // never cut a block in two: blocks sorted by start, with the running widest end
-    let mut h = h?;
-    let blocks = &found.blocks;
-    let mut widest: Vec<(usize, usize)> = Vec::with_capacity(blocks.len());
-    for b in blocks {
-        let (end, start) = widest.last().copied().unwrap_or((0, 0));
-        widest.push(if b.end > end {
-            (b.end, b.start)
-        } else {
-            (end, start)
-        });
+    crate::Hold {
+        line: h,
+        spans: found.blocks.iter().map(|b| (b.start, b.end)).collect(),
     }
-    loop {
-        let cut = lines[h].start;
-        let before = blocks.partition_point(|b| b.start < cut);
-        let Some(&(end, start)) = before.checked_sub(1).and_then(|i| widest.get(i)) else {
-            break;
-        };
-        if end <= cut {
-            break;
-        }
-        let line = lines.partition_point(|l| l.next <= start);
-        if line >= h {
-            break;
-        }
-        h = line;
-    }
-    Some(h)
 }
 
 #[cfg(test)]

@@ -83,31 +83,44 @@ pub(crate) struct Claim {
 /// Redacts a whole text: every token, password value and private-key block in it is replaced
 /// by a marker naming its kind. Redacting the result again changes nothing.
 ///
-/// The rules run in stages, each on the text the one before it left: tokens, then password
-/// values, then private keys. So each rule sees exactly what a second pass would see — a
-/// token already a marker where a value or a key's line meets it — which is what makes
-/// redacting twice change nothing. Tokens and values never span a line break, so every stage
-/// keeps the text's lines.
+/// The rules run in stages, each on the text the one before it left: tokens first; then the
+/// private keys, read with the password values in that text claimed (so a value is never read
+/// as a piece of a key); then the password values, read in the text the keys' blocks leave.
+/// Each rule thus sees what a second pass would see — a token already a marker where a value
+/// or a key's line meets it — which is what makes redacting twice change nothing.
 pub fn redact(text: &str) -> String {
-    let (_, _, redacted) = stages(text);
-    redacted.into_owned()
+    stages(text).redacted.into_owned()
 }
 
 /// Whether [`redact`] would change the text.
 pub fn has_secret(text: &str) -> bool {
-    matches!(stages(text).2, Cow::Owned(_))
+    matches!(stages(text).redacted, Cow::Owned(_))
 }
 
-/// The text after each stage: tokens, password values, private keys.
-fn stages(text: &str) -> (Cow<'_, str>, Cow<'_, str>, Cow<'_, str>) {
+/// What each stage leaves.
+struct Stages<'t> {
+    /// the text with its tokens redacted
+    tokens: Cow<'t, str>,
+    /// the password values read in `tokens`, which the key rule leaves to their own rule
+    values: Vec<Claim>,
+    /// everything redacted
+    redacted: Cow<'t, str>,
+}
+
+fn stages(text: &str) -> Stages<'_> {
     let tokens = stage(Cow::Borrowed(text), |text, _, out| tokens::find(text, out));
-    let passwords = stage(tokens.clone(), |text, lines, out| {
+    let values = Vec::new();
+    let keys = stage(tokens.clone(), |text, lines, out| {
+        keys::find(text, lines, &values, out)
+    });
+    let redacted = stage(keys, |text, lines, out| {
         password::find(text, lines, &[], out)
     });
-    let keys = stage(passwords.clone(), |text, lines, out| {
-        keys::find(text, lines, &[], out)
-    });
-    (tokens, passwords, keys)
+    Stages {
+        tokens,
+        values,
+        redacted,
+    }
 }
 
 /// One rule's stage: the text with what the rule finds in it replaced by markers (the same
@@ -180,21 +193,19 @@ pub fn settled(text: &str) -> Settled {
     let complete = memchr::memrchr(b'\n', text.as_bytes()).map_or(0, |at| at + 1);
     let body = &text[..complete];
     let lines = lines::split(body);
-    // each rule's hold is read on the text its stage sees; the stages keep the lines
-    let (tokens, passwords, _) = stages(body);
-    let mut held: Option<usize> = None;
-    let mut hold = |line: Option<usize>| {
-        if let Some(line) = line {
-            held = Some(held.map_or(line, |held| held.min(line)));
-        }
-    };
+    // the holds are read on the text the key rule sees: tokens redacted, which keeps the lines
+    let Stages { tokens, values, .. } = stages(body);
     let token_lines = lines::split(&tokens);
-    hold(password::hold(&tokens, &token_lines));
-    let password_lines = lines::split(&passwords);
-    hold(keys::hold(&passwords, &password_lines));
-    if token_lines.len() != lines.len() || password_lines.len() != lines.len() {
-        // a stage changed the lines, which no rule does: hold what cannot be mapped back
-        hold(Some(0));
+    let mut held = settle_line(
+        &token_lines,
+        [
+            password::hold(&tokens, &token_lines),
+            keys::hold(&tokens, &token_lines, &values),
+        ],
+    );
+    if token_lines.len() != lines.len() {
+        // a token spanning a line break, which no shape does: hold what cannot be mapped back
+        held = Some(0);
     }
     let len = held.map_or(complete, |line| {
         lines.get(line).map_or(complete, |l| l.start)
@@ -202,6 +213,49 @@ pub fn settled(text: &str) -> Settled {
     Settled {
         len,
         held: text.len() - len,
+    }
+}
+
+/// What one rule holds back of a stream's text.
+#[derive(Debug, Default)]
+pub(crate) struct Hold {
+    /// the earliest line whose redaction could still change with what is written next
+    pub line: Option<usize>,
+    /// byte ranges read as one (a key's block, a password's key and the value below it): a
+    /// settled prefix never ends inside one
+    pub spans: Vec<(usize, usize)>,
+}
+
+/// The line the settled prefix ends before: the earliest any rule holds, moved back off every
+/// span of any rule it would cut in two.
+fn settle_line<const N: usize>(lines: &[lines::Line], holds: [Hold; N]) -> Option<usize> {
+    let mut line = holds.iter().filter_map(|hold| hold.line).min()?;
+    let mut spans: Vec<(usize, usize)> = holds.into_iter().flat_map(|hold| hold.spans).collect();
+    spans.sort_unstable();
+    // the widest end of the spans up to each one, and where that widest span starts
+    let mut widest: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+    for &(start, end) in &spans {
+        let (wide_end, wide_start) = widest.last().copied().unwrap_or((0, 0));
+        widest.push(if end > wide_end {
+            (end, start)
+        } else {
+            (wide_end, wide_start)
+        });
+    }
+    loop {
+        let cut = lines.get(line)?.start;
+        let before = spans.partition_point(|span| span.0 < cut);
+        let Some(&(end, start)) = before.checked_sub(1).and_then(|i| widest.get(i)) else {
+            return Some(line);
+        };
+        if end <= cut {
+            return Some(line);
+        }
+        let moved = lines.partition_point(|l| l.next <= start);
+        if moved >= line {
+            return Some(line);
+        }
+        line = moved;
     }
 }
 

@@ -454,7 +454,9 @@ fn gutter(
             return best;
         }
         if j >= line.end {
-            return best;
+            // the whole line reads as the key's line's start: all gutter, no value (what a
+            // second pass, the value a marker, could read no differently)
+            return line.end;
         }
         // A marker, a token or a value stands where a second pass sees a marker: the gutter
         // ends before it, so both passes read the same gutter.
@@ -941,10 +943,12 @@ fn token_spans(text: &str) -> Spans {
     Spans::new(&claims)
 }
 
-/// The earliest line whose redaction could still change with what is written after `text`
-/// (which holds complete lines only): a key whose value is not decided yet waits for the line
-/// that decides it, and a key followed by punctuation and more waits one line.
-pub(crate) fn hold(text: &str, lines: &[Line]) -> Option<usize> {
+/// What the password rule holds back in `text` (which holds complete lines only): the
+/// earliest line whose redaction could still change with what is written after it — a key
+/// whose value is not decided yet waits for the line that decides it, and a key followed by
+/// punctuation and more waits one line — and the reads that went below their key's line,
+/// which a settled prefix never cuts in two.
+pub(crate) fn hold(text: &str, lines: &[Line]) -> crate::Hold {
     let tokens = token_spans(text);
     let mut held: Option<usize> = None;
     let mut spans: Vec<(usize, usize)> = Vec::new();
@@ -959,21 +963,14 @@ pub(crate) fn hold(text: &str, lines: &[Line]) -> Option<usize> {
             held = Some(line);
         }
         if let Some(below) = read.below {
-            spans.push((line, below));
+            spans.push((lines[line].start, lines[below].end));
         }
     });
-    let mut held = held?;
-    for &(from, to) in spans.iter().rev() {
-        if from < held && to >= held {
-            held = from;
-        }
-    }
-    Some(held)
+    crate::Hold { line: held, spans }
 }
 
 /// Whether a line is a password prompt: it ends in a password's key and its separator (and the
 /// markup closing the key), that key neither the value of a key before it nor part of a token.
-#[allow(dead_code)] // the key rule reads prompts with it
 pub(crate) fn is_prompt(line: &str) -> bool {
     let line = line.strip_suffix('\n').unwrap_or(line);
     let lines = crate::lines::split(line);
@@ -1033,9 +1030,9 @@ mod tests {
     fn hold_waits_for_the_value() {
         let text = "a\nPassword:\n\n";
         let lines = crate::lines::split(text);
-        assert_eq!(hold(text, &lines), Some(1));
+        assert_eq!(hold(text, &lines).line, Some(1));
         let text = "a\nPassword:\nhunter2\n";
         let lines = crate::lines::split(text);
-        assert_eq!(hold(text, &lines), None);
+        assert_eq!(hold(text, &lines).line, None);
     }
 }

@@ -712,7 +712,6 @@ fn a_word_the_tool_printed_after_a_cut_line_is_redacted_with_its_mark() {
 // ----- c: a password prompt between a key's lines and its END -----
 
 #[test]
-#[ignore = "needs crate::password::is_prompt (keys.rs has a stub returning false until it lands)"]
 fn a_password_prompt_thrice_between_a_keys_lines_and_its_end() {
     let lines = body(106, 900, 64);
     let n = lines.len();
