@@ -101,41 +101,87 @@ pub fn has_secret(text: &str) -> bool {
 struct Stages<'t> {
     /// the text with its tokens redacted
     tokens: Cow<'t, str>,
-    /// the password values read in `tokens`, which the key rule leaves to their own rule
-    values: Vec<Claim>,
+    /// the key blocks found in `tokens`, merged
+    keys: Vec<Claim>,
+    /// `tokens` with its key blocks redacted: the text the password rule reads
+    unkeyed: Cow<'t, str>,
     /// everything redacted
     redacted: Cow<'t, str>,
 }
 
 fn stages(text: &str) -> Stages<'_> {
-    let tokens = stage(Cow::Borrowed(text), |text, _, out| tokens::find(text, out));
-    let values = Vec::new();
-    let keys = stage(tokens.clone(), |text, lines, out| {
-        keys::find(text, lines, &values, out)
+    let (tokens, _) = stage(Cow::Borrowed(text), |text, _, out| tokens::find(text, out));
+    let (unkeyed, keys) = stage(tokens.clone(), |text, lines, out| {
+        keys::find(text, lines, &[], out)
     });
-    let redacted = stage(keys, |text, lines, out| {
+    let (redacted, _) = stage(unkeyed.clone(), |text, lines, out| {
         password::find(text, lines, &[], out)
     });
     Stages {
         tokens,
-        values,
+        keys,
+        unkeyed,
         redacted,
     }
 }
 
 /// One rule's stage: the text with what the rule finds in it replaced by markers (the same
-/// text, not copied, when it finds nothing).
+/// text, not copied, when it finds nothing), and the claims, merged.
 fn stage<'t>(
     text: Cow<'t, str>,
     rule: impl FnOnce(&str, &[lines::Line], &mut Vec<Claim>),
-) -> Cow<'t, str> {
+) -> (Cow<'t, str>, Vec<Claim>) {
     let lines = lines::split(&text);
     let mut claims = Vec::new();
     rule(&text, &lines, &mut claims);
     if claims.is_empty() {
-        return text;
+        return (text, claims);
     }
-    Cow::Owned(render(&text, merge(claims)))
+    let claims = merge(claims);
+    (Cow::Owned(render(&text, &claims)), claims)
+}
+
+/// Maps offsets in a rendered text back to the text it was rendered from.
+struct Unrender<'c> {
+    claims: &'c [Claim],
+    /// for each claim: where its marker starts in the rendered text, and how long it is
+    markers: Vec<(usize, usize)>,
+}
+
+impl<'c> Unrender<'c> {
+    fn new(claims: &'c [Claim]) -> Self {
+        let mut shift: isize = 0;
+        let markers = claims
+            .iter()
+            .map(|claim| {
+                let len = MARKER_PREFIX.len() + claim.kind.name().len() + 1;
+                let at = (claim.start as isize + shift) as usize;
+                shift += len as isize - (claim.end - claim.start) as isize;
+                (at, len)
+            })
+            .collect();
+        Unrender { claims, markers }
+    }
+
+    /// The source offset of rendered offset `at`; inside a marker, its claim's start (`end`
+    /// false) or end (`end` true).
+    fn map(&self, at: usize, end: bool) -> usize {
+        let index = self.markers.partition_point(|&(start, _)| start <= at);
+        let Some(last) = index.checked_sub(1) else {
+            return at;
+        };
+        let (start, len) = self.markers[last];
+        let claim = self.claims[last];
+        if at < start + len {
+            // inside the marker (or at its start)
+            return if end && at > start {
+                claim.end
+            } else {
+                claim.start
+            };
+        }
+        claim.end + (at - start - len)
+    }
 }
 
 /// Sorts claims and merges overlapping ones into one, named by the highest-ranked kind.
@@ -157,7 +203,7 @@ fn merge(mut claims: Vec<Claim>) -> Vec<Claim> {
     merged
 }
 
-fn render(text: &str, claims: Vec<Claim>) -> String {
+fn render(text: &str, claims: &[Claim]) -> String {
     if claims.is_empty() {
         return text.to_owned();
     }
@@ -193,15 +239,32 @@ pub fn settled(text: &str) -> Settled {
     let complete = memchr::memrchr(b'\n', text.as_bytes()).map_or(0, |at| at + 1);
     let body = &text[..complete];
     let lines = lines::split(body);
-    // the holds are read on the text the key rule sees: tokens redacted, which keeps the lines
-    let Stages { tokens, values, .. } = stages(body);
+    // the key rule's hold is read on the text it sees (tokens redacted, which keeps the
+    // lines); the password rule's on the text the keys leave, mapped back through the blocks
+    let Stages {
+        tokens,
+        keys,
+        unkeyed,
+        ..
+    } = stages(body);
     let token_lines = lines::split(&tokens);
+    let unkeyed_lines = lines::split(&unkeyed);
+    let unrender = Unrender::new(&keys);
+    let values = password::hold(&unkeyed, &unkeyed_lines);
+    let to_line = |at: usize| token_lines.partition_point(|line| line.next <= at);
+    let values = Hold {
+        line: values
+            .line
+            .map(|line| to_line(unrender.map(unkeyed_lines[line].start, false))),
+        spans: values
+            .spans
+            .iter()
+            .map(|&(start, end)| (unrender.map(start, false), unrender.map(end, true)))
+            .collect(),
+    };
     let mut held = settle_line(
         &token_lines,
-        [
-            password::hold(&tokens, &token_lines),
-            keys::hold(&tokens, &token_lines, &values),
-        ],
+        [values, keys::hold(&tokens, &token_lines, &[])],
     );
     if token_lines.len() != lines.len() {
         // a token spanning a line break, which no shape does: hold what cannot be mapped back

@@ -454,9 +454,7 @@ fn gutter(
             return best;
         }
         if j >= line.end {
-            // the whole line reads as the key's line's start: all gutter, no value (what a
-            // second pass, the value a marker, could read no differently)
-            return line.end;
+            return best;
         }
         // A marker, a token or a value stands where a second pass sees a marker: the gutter
         // ends before it, so both passes read the same gutter.
@@ -469,12 +467,15 @@ fn gutter(
         if a.is_ascii_digit() && b.is_ascii_digit() {
             i = digits_end(bytes, i, key_to);
             j = digits_end(bytes, j, line.end);
+            // a fraction written on one line alone is the gutter's; where the other line has
+            // the same separator there (its digits a value, or a marker a pass left), the two
+            // are read alike
             match (
                 fraction_end(bytes, i, key_to),
                 fraction_end(bytes, j, line.end),
             ) {
-                (Some(end), None) => i = end,
-                (None, Some(end)) => j = end,
+                (Some(end), None) if bytes.get(j) != bytes.get(i) => i = end,
+                (None, Some(end)) if bytes.get(i) != bytes.get(j) => j = end,
                 _ => {}
             }
             continue;
