@@ -1051,7 +1051,17 @@ fn backward(scan: &Scan<'_>, ai: usize, owner: &[Option<usize>], fwd: &[Block]) 
     let seg = &scan.segs[arm.seg];
     let bytes = scan.text.as_bytes();
     let prev_on_seg = (ai > seg.arms.start).then(|| scan.arms[ai - 1]);
-    let from = prev_on_seg.map_or(seg.start, |a| a.end);
+    let mut from = prev_on_seg.map_or(seg.start, |a| a.end);
+    if seg.has_marker {
+        // a key written on a line that holds a marker is read back no further than the
+        // marker (the scan between two armours of a line stays linear)
+        if let Some(at) = scan.text[from..arm.start].rfind(crate::MARKER_PREFIX) {
+            let marker = from + at;
+            if let Some(close) = memchr::memchr(b']', &bytes[marker..arm.start]) {
+                from = marker + close + 1;
+            }
+        }
+    }
     let own = end_line_material(bytes, from, arm.start);
     let own = own.filter(|&at| !scan.is_claimed(at, arm.start));
     let own = own.map(|at| across_one_cut(scan, from, at));

@@ -111,8 +111,9 @@ struct Stages<'t> {
 
 fn stages(text: &str) -> Stages<'_> {
     let (tokens, _) = stage(Cow::Borrowed(text), |text, _, out| tokens::find(text, out));
+    let names = password_names(&tokens);
     let (unkeyed, keys) = stage(tokens.clone(), |text, lines, out| {
-        keys::find(text, lines, &[], out)
+        keys::find(text, lines, &names, out)
     });
     let (redacted, _) = stage(unkeyed.clone(), |text, lines, out| {
         password::find(text, lines, &[], out)
@@ -123,6 +124,14 @@ fn stages(text: &str) -> Stages<'_> {
         unkeyed,
         redacted,
     }
+}
+
+/// The password keys and separators in a text: lines and pieces the key rule leaves to the
+/// password rule ("a line another rule names is no line of the key").
+fn password_names(text: &str) -> Vec<Claim> {
+    let mut names = Vec::new();
+    password::key_spans(text, &lines::split(text), &mut names);
+    names
 }
 
 /// One rule's stage: the text with what the rule finds in it replaced by markers (the same
@@ -264,7 +273,10 @@ pub fn settled(text: &str) -> Settled {
     };
     let mut held = settle_line(
         &token_lines,
-        [values, keys::hold(&tokens, &token_lines, &[])],
+        [
+            values,
+            keys::hold(&tokens, &token_lines, &password_names(&tokens)),
+        ],
     );
     if token_lines.len() != lines.len() {
         // a token spanning a line break, which no shape does: hold what cannot be mapped back

@@ -134,6 +134,8 @@ struct Read {
     consumed: usize,
     /// the line the value was read on, when below the key's
     below: Option<usize>,
+    /// the line below the key's that decided the read (its value, or what ended it)
+    decided_by: Option<usize>,
     pending: Pending,
     /// the read went below the key's line with nothing after the separator
     bare: bool,
@@ -530,7 +532,7 @@ fn stops_value(text: &str, at: usize) -> bool {
 }
 
 /// A quoted value's content starting after `quote` at `at`: where it ends (before its closing
-/// quote, a marker or an armour), or None when the quote is not closed on the line.
+/// quote or a marker), or None when the quote is not closed on the line before an armour.
 fn quoted_end(text: &str, at: usize, end: usize, quote: &str) -> Option<(usize, usize)> {
     let bytes = text.as_bytes();
     let mut pos = at;
@@ -538,6 +540,11 @@ fn quoted_end(text: &str, at: usize, end: usize, quote: &str) -> Option<(usize, 
     while pos < end {
         if text[pos..end].starts_with(quote) {
             return Some((stopped.unwrap_or(pos), pos + quote.len()));
+        }
+        if text[pos..].starts_with(ARMOUR) {
+            // an armour before the closing quote: the string is not read as closed, since
+            // the key rule may redact from the armour on, quote and all
+            return None;
         }
         if stopped.is_none() && stops_value(text, pos) {
             stopped = Some(pos);
@@ -687,6 +694,7 @@ fn read(
         values: Vec::new(),
         consumed: key.rest,
         below: None,
+        decided_by: None,
         pending: Pending::No,
         bare: false,
     };
@@ -786,8 +794,30 @@ fn read_below(
     let key_line = lines[key.line];
     let (quote, _) = split_quote(punct);
     for index in key.line + 1..lines.len() {
+        out.decided_by = Some(index);
         let line = lines[index];
         let from = gutter(text, key_line.start, key.start, line, tokens, claimed);
+        let gutter_has_key = matcher().find_iter(&text[line.start..from]).any(|hit| {
+            key_at(
+                text,
+                lines,
+                index,
+                line.start + hit.start(),
+                line.start + hit.end(),
+                tokens,
+                claimed,
+            )
+            .is_some()
+        });
+        if gutter_has_key {
+            // the line's own key stands where the gutter would reach: it names what is there
+            return;
+        }
+        if text[line.start..from].contains(ARMOUR) {
+            // a value under a gutter that holds an armour is no value: published, as the
+            // armour's own words would otherwise be read as one
+            return;
+        }
         let at = skip_blanks(text, from, line.end);
         let rest = &text[at..line.end];
         let blank = rest.trim().is_empty() || (!punct.is_empty() && closes_like(rest, punct));
@@ -938,6 +968,19 @@ pub(crate) fn find(text: &str, lines: &[Line], tokens: &[Claim], out: &mut Vec<C
     });
 }
 
+/// Pushes a claim for each password's key and its separator: the key rule never reads one as
+/// a line or a piece of a key.
+pub(crate) fn key_spans(text: &str, lines: &[Line], out: &mut Vec<Claim>) {
+    let tokens = Spans::new(&[]);
+    scan(text, lines, &tokens, |read| {
+        out.push(Claim {
+            start: read.key.start,
+            end: read.key.sep_end,
+            kind: Kind::Password,
+        });
+    });
+}
+
 fn token_spans(text: &str) -> Spans {
     let mut claims = Vec::new();
     crate::tokens::find(text, &mut claims);
@@ -963,6 +1006,7 @@ pub(crate) fn hold(text: &str, lines: &[Line]) -> crate::Hold {
         if waits && held.is_none() {
             held = Some(line);
         }
+        // a value read below its key's line is one span with the key's line
         if let Some(below) = read.below {
             spans.push((lines[line].start, lines[below].end));
         }
