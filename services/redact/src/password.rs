@@ -536,18 +536,18 @@ fn stops_value(text: &str, at: usize) -> bool {
 fn quoted_end(text: &str, at: usize, end: usize, quote: &str) -> Option<(usize, usize)> {
     let bytes = text.as_bytes();
     let mut pos = at;
-    let mut stopped = None;
     while pos < end {
         if text[pos..end].starts_with(quote) {
-            return Some((stopped.unwrap_or(pos), pos + quote.len()));
+            return Some((pos, pos + quote.len()));
         }
         if text[pos..].starts_with(ARMOUR) {
             // an armour before the closing quote: the string is not read as closed, since
             // the key rule may redact from the armour on, quote and all
             return None;
         }
-        if stopped.is_none() && stops_value(text, pos) {
-            stopped = Some(pos);
+        if stops_value(text, pos) {
+            // a marker ends the value, whatever follows it: what follows can be redacted too
+            return Some((pos, pos));
         }
         if bytes[pos] == b'\\' && quote.len() == 1 && pos + 1 < end {
             pos += 1;
