@@ -532,7 +532,8 @@ fn stops_value(text: &str, at: usize) -> bool {
 }
 
 /// A quoted value's content starting after `quote` at `at`: where it ends (before its closing
-/// quote or a marker), or None when the quote is not closed on the line before an armour.
+/// quote, a marker or an armour) and where its read ends, or None when the quote is not
+/// closed on the line.
 fn quoted_end(text: &str, at: usize, end: usize, quote: &str) -> Option<(usize, usize)> {
     let bytes = text.as_bytes();
     let mut pos = at;
@@ -540,13 +541,9 @@ fn quoted_end(text: &str, at: usize, end: usize, quote: &str) -> Option<(usize, 
         if text[pos..end].starts_with(quote) {
             return Some((pos, pos + quote.len()));
         }
-        if text[pos..].starts_with(ARMOUR) {
-            // an armour before the closing quote: the string is not read as closed, since
-            // the key rule may redact from the armour on, quote and all
-            return None;
-        }
         if stops_value(text, pos) {
-            // a marker ends the value, whatever follows it: what follows can be redacted too
+            // a marker or an armour ends the value, whatever follows it: what follows can be
+            // redacted too, quote and all
             return Some((pos, pos));
         }
         if bytes[pos] == b'\\' && quote.len() == 1 && pos + 1 < end {
