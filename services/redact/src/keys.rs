@@ -1439,6 +1439,7 @@ pub(crate) fn hold(text: &str, lines: &[Line], claimed: &[Claim]) -> crate::Hold
     crate::Hold {
         line: h,
         spans: found.blocks.iter().map(|b| (b.start, b.end)).collect(),
+        soft: Vec::new(),
     }
 }
 

@@ -261,23 +261,29 @@ pub fn settled(text: &str) -> Settled {
     let unrender = Unrender::new(&keys);
     let values = password::hold(&unkeyed, &unkeyed_lines);
     let to_line = |at: usize| token_lines.partition_point(|line| line.next <= at);
+    let back = |spans: &[(usize, usize)]| -> Vec<(usize, usize)> {
+        spans
+            .iter()
+            .map(|&(start, end)| (unrender.map(start, false), unrender.map(end, true)))
+            .collect()
+    };
+    let key_hold = keys::hold(&tokens, &token_lines, &password_names(&tokens));
+    let mut spans = back(&values.spans);
+    if let Some(from) = key_hold.line.map(|line| token_lines[line].start) {
+        spans.extend(
+            back(&values.soft)
+                .into_iter()
+                .filter(|&(_, end)| end > from),
+        );
+    }
     let values = Hold {
         line: values
             .line
             .map(|line| to_line(unrender.map(unkeyed_lines[line].start, false))),
-        spans: values
-            .spans
-            .iter()
-            .map(|&(start, end)| (unrender.map(start, false), unrender.map(end, true)))
-            .collect(),
+        spans,
+        soft: Vec::new(),
     };
-    let mut held = settle_line(
-        &token_lines,
-        [
-            values,
-            keys::hold(&tokens, &token_lines, &password_names(&tokens)),
-        ],
-    );
+    let mut held = settle_line(&token_lines, [values, key_hold]);
     if token_lines.len() != lines.len() {
         // a token spanning a line break, which no shape does: hold what cannot be mapped back
         held = Some(0);
@@ -299,6 +305,9 @@ pub(crate) struct Hold {
     /// byte ranges read as one (a key's block, a password's key and the value below it): a
     /// settled prefix never ends inside one
     pub spans: Vec<(usize, usize)>,
+    /// ranges read as one only while the key rule holds their end (a password's read that a
+    /// line below ended, which a key's block could still take)
+    pub soft: Vec<(usize, usize)>,
 }
 
 /// The line the settled prefix ends before: the earliest any rule holds, moved back off every

@@ -993,6 +993,7 @@ pub(crate) fn hold(text: &str, lines: &[Line]) -> crate::Hold {
     let tokens = token_spans(text);
     let mut held: Option<usize> = None;
     let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut soft: Vec<(usize, usize)> = Vec::new();
     scan(text, lines, &tokens, |read| {
         let line = read.key.line;
         let waits = match read.pending {
@@ -1006,9 +1007,17 @@ pub(crate) fn hold(text: &str, lines: &[Line]) -> crate::Hold {
         // a value read below its key's line is one span with the key's line
         if let Some(below) = read.below {
             spans.push((lines[line].start, lines[below].end));
+        } else if let Some(decider) = read.decided_by {
+            // a read a line below ended with no value: one span only while that line is
+            // held by the key rule, whose block could take it and change the read
+            soft.push((lines[line].start, lines[decider].end));
         }
     });
-    crate::Hold { line: held, spans }
+    crate::Hold {
+        line: held,
+        spans,
+        soft,
+    }
 }
 
 /// Whether a line is a password prompt: it ends in a password's key and its separator (and the
