@@ -1364,8 +1364,11 @@ fn keyish(bytes: &[u8]) -> (bool, bool) {
             let w = run.len();
             exact |= (60..=80).contains(&w) || w + 1 == 64 || w + 1 == 70 || w + 1 == 76;
         }
-        if run.len() >= 5 && run[0] == b'=' {
-            // could be OpenPGP's checksum, with something before it
+        if memchr::memchr(b'=', run)
+            .is_some_and(|at| run.len() - at >= 5 && run[..at].iter().all(|&b| b == b'+'))
+        {
+            // could be OpenPGP's checksum, with something before it (a diff's + reads as
+            // base64, and joins the run)
             found = true;
         }
     }

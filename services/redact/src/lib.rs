@@ -101,6 +101,10 @@ pub fn has_secret(text: &str) -> bool {
 struct Stages<'t> {
     /// the text with its tokens redacted
     tokens: Cow<'t, str>,
+    /// the lines of `tokens` (the text's own lines: no token spans a break)
+    lines: Vec<lines::Line>,
+    /// the password keys and separators in `tokens`
+    names: Vec<Claim>,
     /// the key blocks found in `tokens`, merged
     keys: Vec<Claim>,
     /// `tokens` with its key blocks redacted: the text the password rule reads
@@ -110,28 +114,42 @@ struct Stages<'t> {
 }
 
 fn stages(text: &str) -> Stages<'_> {
-    let (tokens, _) = stage(Cow::Borrowed(text), |text, _, out| tokens::find(text, out));
-    let names = password_names(&tokens);
-    let (unkeyed, keys) = stage(tokens.clone(), |text, lines, out| {
-        keys::find(text, lines, &names, out)
-    });
-    let (redacted, _) = stage(unkeyed.clone(), |text, lines, out| {
-        password::find(text, lines, &[], out)
-    });
+    let mut found = Vec::new();
+    tokens::find(text, &mut found);
+    let tokens = if found.is_empty() {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(render(text, &merge(found)))
+    };
+    let lines = lines::split(&tokens);
+    let (mut values, mut names) = (Vec::new(), Vec::new());
+    password::find_with_names(&tokens, &lines, &mut values, &mut names);
+    let mut keys = Vec::new();
+    keys::find(&tokens, &lines, &names, &mut keys);
+    let (unkeyed, redacted) = if keys.is_empty() {
+        // no block changed the text: the values read with the names are the values
+        let redacted = if values.is_empty() {
+            tokens.clone()
+        } else {
+            Cow::Owned(render(&tokens, &merge(values)))
+        };
+        (tokens.clone(), redacted)
+    } else {
+        keys = merge(keys);
+        let unkeyed: Cow<'_, str> = Cow::Owned(render(&tokens, &keys));
+        let (redacted, _) = stage(unkeyed.clone(), |text, lines, out| {
+            password::find(text, lines, out)
+        });
+        (unkeyed, redacted)
+    };
     Stages {
         tokens,
+        lines,
+        names,
         keys,
         unkeyed,
         redacted,
     }
-}
-
-/// The password keys and separators in a text: lines and pieces the key rule leaves to the
-/// password rule ("a line another rule names is no line of the key").
-fn password_names(text: &str) -> Vec<Claim> {
-    let mut names = Vec::new();
-    password::key_spans(text, &lines::split(text), &mut names);
-    names
 }
 
 /// One rule's stage: the text with what the rule finds in it replaced by markers (the same
@@ -245,21 +263,33 @@ pub struct Settled {
 /// For any text and any later text, `redact(&text[..len])` followed by the redaction of the
 /// rest equals `redact` of the whole.
 pub fn settled(text: &str) -> Settled {
+    settle(text).0
+}
+
+/// The settled prefix, and the redaction of the text's complete lines (which is the settled
+/// prefix's redaction when it holds nothing back).
+fn settle(text: &str) -> (Settled, Cow<'_, str>) {
     let complete = memchr::memrchr(b'\n', text.as_bytes()).map_or(0, |at| at + 1);
     let body = &text[..complete];
-    let lines = lines::split(body);
     // the key rule's hold is read on the text it sees (tokens redacted, which keeps the
     // lines); the password rule's on the text the keys leave, mapped back through the blocks
     let Stages {
         tokens,
+        lines: token_lines,
+        names,
         keys,
         unkeyed,
-        ..
+        redacted,
     } = stages(body);
-    let token_lines = lines::split(&tokens);
-    let unkeyed_lines = lines::split(&unkeyed);
+    let unkeyed_lines;
+    let unkeyed_lines = if keys.is_empty() {
+        &token_lines
+    } else {
+        unkeyed_lines = lines::split(&unkeyed);
+        &unkeyed_lines
+    };
     let unrender = Unrender::new(&keys);
-    let values = password::hold(&unkeyed, &unkeyed_lines);
+    let values = password::hold(&unkeyed, unkeyed_lines);
     let to_line = |at: usize| token_lines.partition_point(|line| line.next <= at);
     let back = |spans: &[(usize, usize)]| -> Vec<(usize, usize)> {
         spans
@@ -267,7 +297,7 @@ pub fn settled(text: &str) -> Settled {
             .map(|&(start, end)| (unrender.map(start, false), unrender.map(end, true)))
             .collect()
     };
-    let key_hold = keys::hold(&tokens, &token_lines, &password_names(&tokens));
+    let key_hold = keys::hold(&tokens, &token_lines, &names);
     let mut spans = back(&values.spans);
     if let Some(from) = key_hold.line.map(|line| token_lines[line].start) {
         spans.extend(
@@ -283,18 +313,29 @@ pub fn settled(text: &str) -> Settled {
         spans,
         soft: Vec::new(),
     };
-    let mut held = settle_line(&token_lines, [values, key_hold]);
-    if token_lines.len() != lines.len() {
-        // a token spanning a line break, which no shape does: hold what cannot be mapped back
-        held = Some(0);
-    }
+    let held = settle_line(&token_lines, [values, key_hold]);
+    // the token stage keeps the text's lines (no token spans a break): a line held in
+    // `tokens` is the same line of the text
     let len = held.map_or(complete, |line| {
-        lines.get(line).map_or(complete, |l| l.start)
+        line_start_in(body, line).unwrap_or(complete)
     });
-    Settled {
-        len,
-        held: text.len() - len,
+    (
+        Settled {
+            len,
+            held: text.len() - len,
+        },
+        redacted,
+    )
+}
+
+/// Where line `index` of `text` starts.
+fn line_start_in(text: &str, index: usize) -> Option<usize> {
+    if index == 0 {
+        return Some(0);
     }
+    memchr::memchr_iter(b'\n', text.as_bytes())
+        .nth(index - 1)
+        .map(|at| at + 1)
 }
 
 /// What one rule holds back of a stream's text.
@@ -359,11 +400,16 @@ impl Stream {
     /// Takes what was written next; returns what it settled, redacted.
     pub fn push(&mut self, chunk: &str) -> String {
         self.pending.push_str(chunk);
-        let settled = settled(&self.pending);
+        let (settled, body) = settle(&self.pending);
         if settled.len == 0 {
             return String::new();
         }
-        let shown = redact(&self.pending[..settled.len]);
+        let complete = memchr::memrchr(b'\n', self.pending.as_bytes()).map_or(0, |at| at + 1);
+        let shown = if settled.len == complete {
+            body.into_owned()
+        } else {
+            redact(&self.pending[..settled.len])
+        };
         self.pending.drain(..settled.len);
         shown
     }

@@ -933,7 +933,13 @@ fn scan(text: &str, lines: &[Line], tokens: &Spans, mut each: impl FnMut(&Read))
         ) else {
             continue;
         };
-        if key.start < consumed {
+        // a key inside an earlier key's value is no key; a key whose own string opens with
+        // the quote that closed that value is (a second pass, the value a marker, reads it)
+        let name_start = ["\\\"", "\"", "'"]
+            .iter()
+            .find(|quote| text[key.start..].starts_with(**quote))
+            .map_or(key.start, |quote| key.start + quote.len());
+        if name_start < consumed {
             continue;
         }
         if quotes_of != Some(line_index) {
@@ -952,29 +958,33 @@ fn scan(text: &str, lines: &[Line], tokens: &Spans, mut each: impl FnMut(&Read))
 }
 
 /// Pushes a claim for each password's value in the text.
-pub(crate) fn find(text: &str, lines: &[Line], tokens: &[Claim], out: &mut Vec<Claim>) {
-    let tokens = Spans::new(tokens);
+pub(crate) fn find(text: &str, lines: &[Line], out: &mut Vec<Claim>) {
+    find_with_names(text, lines, out, &mut Vec::new());
+}
+
+/// Pushes a claim for each password's value to `values`, and one for each password's key and
+/// its separator to `names` (which the key rule never reads as a line or a piece of a key),
+/// in one scan. The text's tokens are markers already (the token rule's stage ran first).
+pub(crate) fn find_with_names(
+    text: &str,
+    lines: &[Line],
+    values: &mut Vec<Claim>,
+    names: &mut Vec<Claim>,
+) {
+    let tokens = Spans::default();
     scan(text, lines, &tokens, |read| {
+        names.push(Claim {
+            start: read.key.start,
+            end: read.key.sep_end,
+            kind: Kind::Password,
+        });
         for &(start, end) in &read.values {
-            out.push(Claim {
+            values.push(Claim {
                 start,
                 end,
                 kind: Kind::Password,
             });
         }
-    });
-}
-
-/// Pushes a claim for each password's key and its separator: the key rule never reads one as
-/// a line or a piece of a key.
-pub(crate) fn key_spans(text: &str, lines: &[Line], out: &mut Vec<Claim>) {
-    let tokens = Spans::new(&[]);
-    scan(text, lines, &tokens, |read| {
-        out.push(Claim {
-            start: read.key.start,
-            end: read.key.sep_end,
-            kind: Kind::Password,
-        });
     });
 }
 
@@ -990,7 +1000,8 @@ fn token_spans(text: &str) -> Spans {
 /// punctuation and more waits one line — and the reads that went below their key's line,
 /// which a settled prefix never cuts in two.
 pub(crate) fn hold(text: &str, lines: &[Line]) -> crate::Hold {
-    let tokens = token_spans(text);
+    // the text's tokens are markers already: the token rule's stage ran first
+    let tokens = Spans::default();
     let mut held: Option<usize> = None;
     let mut spans: Vec<(usize, usize)> = Vec::new();
     let mut soft: Vec<(usize, usize)> = Vec::new();
@@ -1040,7 +1051,7 @@ mod tests {
     fn claims(text: &str) -> Vec<&str> {
         let lines = crate::lines::split(text);
         let mut out = Vec::new();
-        find(text, &lines, &[], &mut out);
+        find(text, &lines, &mut out);
         out.iter()
             .map(|claim| &text[claim.start..claim.end])
             .collect()
