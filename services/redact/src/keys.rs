@@ -1320,9 +1320,63 @@ fn find_blocks(scan: &Scan<'_>) -> Found {
 }
 
 pub(crate) fn find(text: &str, lines: &[Line], claimed: &[Claim], out: &mut Vec<Claim>) {
-    if !text.contains("-----") {
+    // A block is read from a BEGIN or an END and never more than MAX_KEY_BLOCK_BYTES from
+    // it, so only the lines around those armours are scanned: each window reaches a block's
+    // bound (and a line more) either side of every armour in it.
+    let bytes = text.as_bytes();
+    let mut armours: Vec<usize> = memchr::memmem::find_iter(bytes, b"-----BEGIN")
+        .chain(memchr::memmem::find_iter(bytes, b"-----END"))
+        .collect();
+    if armours.is_empty() || lines.is_empty() {
         return;
     }
+    armours.sort_unstable();
+    let margin = MAX_KEY_BLOCK_BYTES + 4096;
+    let line_of = |at: usize| {
+        lines
+            .partition_point(|line| line.next <= at)
+            .min(lines.len() - 1)
+    };
+    let mut windows: Vec<(usize, usize)> = Vec::new();
+    for at in armours {
+        let first = line_of(at.saturating_sub(margin));
+        let last = line_of((at + margin).min(text.len()));
+        match windows.last_mut() {
+            Some(window) if first <= window.1 + 1 => window.1 = window.1.max(last),
+            _ => windows.push((first, last)),
+        }
+    }
+    for (first, last) in windows {
+        if first == 0 && last == lines.len() - 1 {
+            find_in(text, lines, claimed, 0, out);
+            continue;
+        }
+        let from = lines[first].start;
+        let to = lines[last].next;
+        let window: Vec<Line> = lines[first..=last]
+            .iter()
+            .map(|line| Line {
+                start: line.start - from,
+                end: line.end - from,
+                next: line.next - from,
+            })
+            .collect();
+        let claimed: Vec<Claim> = claimed
+            .iter()
+            .filter(|claim| claim.start >= from && claim.end <= to)
+            .map(|claim| Claim {
+                start: claim.start - from,
+                end: claim.end - from,
+                kind: claim.kind,
+            })
+            .collect();
+        find_in(&text[from..to], &window, &claimed, from, out);
+    }
+}
+
+/// The blocks in `text` (a window of the whole starting at `offset`), pushed at their place
+/// in the whole.
+fn find_in(text: &str, lines: &[Line], claimed: &[Claim], offset: usize, out: &mut Vec<Claim>) {
     let scan = Scan::new(text, lines, claimed);
     if scan
         .arms
@@ -1334,8 +1388,8 @@ pub(crate) fn find(text: &str, lines: &[Line], claimed: &[Claim], out: &mut Vec<
     let found = find_blocks(&scan);
     for b in found.blocks {
         out.push(Claim {
-            start: b.start,
-            end: b.end,
+            start: b.start + offset,
+            end: b.end + offset,
             kind: Kind::PrivateKey,
         });
     }
@@ -1449,6 +1503,72 @@ pub(crate) fn hold(text: &str, lines: &[Line], claimed: &[Claim]) -> crate::Hold
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn b64(seed: u64, width: usize) -> String {
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..width)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                ALPHABET[(state % 64) as usize] as char
+            })
+            .collect()
+    }
+
+    #[test]
+    fn reading_only_the_windows_around_armours_finds_what_reading_everything_does() {
+        let key = |seed: u64| {
+            let body: Vec<String> = (0..20).map(|i| b64(seed + i, 64)).collect();
+            format!(
+                "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+                body.join("\n")
+            )
+        };
+        let tail_only = |seed: u64| {
+            let body: Vec<String> = (0..10).map(|i| b64(seed + i, 64)).collect();
+            format!("{}\nq3O4Ou\n-----END PRIVATE KEY-----\n", body.join("\n"))
+        };
+        let filler = |n: usize| "ordinary build output, nothing secret\n".repeat(n);
+        let keyish_filler = |n: usize| {
+            (0..n)
+                .map(|i| format!("{}\n", b64(900 + i as u64, 64)))
+                .collect::<String>()
+        };
+        let texts = [
+            format!(
+                "{}{}{}{}{}",
+                filler(3000),
+                key(1),
+                filler(5000),
+                key(2),
+                filler(10)
+            ),
+            format!("{}{}{}", keyish_filler(3000), tail_only(3), filler(4000)),
+            format!(
+                "{}-----BEGIN RSA PRIVATE KEY-----\n{}",
+                filler(4000),
+                keyish_filler(3000)
+            ),
+            format!(
+                "{}{}{}{}",
+                key(4),
+                filler(1700),
+                tail_only(5),
+                keyish_filler(1200)
+            ),
+        ];
+        for text in texts {
+            let lines = crate::lines::split(&text);
+            let mut windowed = Vec::new();
+            find(&text, &lines, &[], &mut windowed);
+            let mut whole = Vec::new();
+            find_in(&text, &lines, &[], 0, &mut whole);
+            assert!(!whole.is_empty());
+            assert_eq!(windowed, whole);
+        }
+    }
 
     #[test]
     fn gutter_shapes_match() {
