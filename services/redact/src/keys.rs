@@ -1204,6 +1204,12 @@ fn backward(scan: &Scan<'_>, ai: usize, owner: &[Option<usize>], fwd: &[Block]) 
                 if is_prompt(&scan.text[s.start..s.end]) {
                     continue;
                 }
+                if s.has_marker && foreign >= 2 {
+                    // what another rule redacted stands where the read would cross: a first
+                    // pass read the line as written and could not cross to it either
+                    broken = true;
+                    break;
+                }
                 foreign += 1;
                 if foreign >= 3 {
                     broken = key_above(scan, j, wrap_trailing, owner);
@@ -1235,6 +1241,12 @@ fn key_above(scan: &Scan<'_>, mut j: usize, wrap: Wrap<'_>, owner: &[Option<usiz
         let s = &scan.segs[j];
         if !s.arms.is_empty() || owner[j].is_some() {
             return false;
+        }
+        if s.has_marker {
+            // what another rule redacted may have read as a key's line to a pass that saw it
+            // as written: a read stopped below it publishes what it stopped on, as that pass
+            // did (a block that pass read is a key's marker, which a second pass never reads)
+            return true;
         }
         let r = read(scan, (s.start, s.end), wrap, s.first);
         if r.class == Class::Blank {

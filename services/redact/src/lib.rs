@@ -107,8 +107,9 @@ struct Stages<'t> {
     names: Vec<Claim>,
     /// the key blocks found in `tokens`, merged
     keys: Vec<Claim>,
-    /// `tokens` with its key blocks redacted: the text the password rule reads
-    unkeyed: Cow<'t, str>,
+    /// `tokens` with its key blocks redacted, the text the password rule reads: None when
+    /// it was not needed (no block, or none that a password read could meet)
+    unkeyed: Option<Cow<'t, str>>,
     /// everything redacted
     redacted: Cow<'t, str>,
 }
@@ -122,10 +123,11 @@ fn stages(text: &str) -> Stages<'_> {
         Cow::Owned(render(text, &merge(found)))
     };
     let lines = lines::split(&tokens);
-    let (mut values, mut names) = (Vec::new(), Vec::new());
-    password::find_with_names(&tokens, &lines, &mut values, &mut names);
+    let (mut values, mut names, mut reads) = (Vec::new(), Vec::new(), Vec::new());
+    password::find_with_names(&tokens, &lines, &mut values, &mut names, &mut reads);
     let mut keys = Vec::new();
     keys::find(&tokens, &lines, &names, &mut keys);
+    let keys = merge(keys);
     let (unkeyed, redacted) = if keys.is_empty() {
         // no block changed the text: the values read with the names are the values
         let redacted = if values.is_empty() {
@@ -133,14 +135,20 @@ fn stages(text: &str) -> Stages<'_> {
         } else {
             Cow::Owned(render(&tokens, &merge(values)))
         };
-        (tokens.clone(), redacted)
-    } else {
-        keys = merge(keys);
+        (None, redacted)
+    } else if blocks_touch_reads(&tokens, &lines, &keys, &reads) {
+        // the password rule reads again in the text the blocks leave
         let unkeyed: Cow<'_, str> = Cow::Owned(render(&tokens, &keys));
         let (redacted, _) = stage(unkeyed.clone(), |text, lines, out| {
             password::find(text, lines, out)
         });
-        (unkeyed, redacted)
+        (Some(unkeyed), redacted)
+    } else {
+        // no read looked at a block's lines and no key word stands on one: the values read
+        // before the blocks are the values read after them, and all lie outside them
+        let mut claims = keys.clone();
+        claims.extend(values);
+        (None, Cow::Owned(render(&tokens, &merge(claims))))
     };
     Stages {
         tokens,
@@ -150,6 +158,38 @@ fn stages(text: &str) -> Stages<'_> {
         unkeyed,
         redacted,
     }
+}
+
+/// Whether a password read could change once the key blocks are markers: a read looked at a
+/// line a block touches, or a password key's word stands on one.
+fn blocks_touch_reads(
+    text: &str,
+    lines: &[lines::Line],
+    blocks: &[Claim],
+    reads: &[(usize, usize)],
+) -> bool {
+    let line_of = |at: usize| lines.partition_point(|line| line.next <= at);
+    // the blocks' lines, merged: many blocks on one line are that line once
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for block in blocks {
+        let (first, last) = (line_of(block.start), line_of(block.end.saturating_sub(1)));
+        match spans.last_mut() {
+            Some(span) if first <= span.1 => span.1 = span.1.max(last),
+            _ => spans.push((first, last)),
+        }
+    }
+    let touches = |first: usize, last: usize| {
+        let index = spans.partition_point(|span| span.1 < first);
+        spans.get(index).is_some_and(|span| span.0 <= last)
+    };
+    if reads.iter().any(|&(first, last)| touches(first, last)) {
+        return true;
+    }
+    spans.iter().any(|&(first, last)| {
+        let from = lines[first].start;
+        let to = lines[last.min(lines.len() - 1)].end;
+        password::mentions_key_word(&text[from..to])
+    })
 }
 
 /// One rule's stage: the text with what the rule finds in it replaced by markers (the same
@@ -281,6 +321,11 @@ fn settle(text: &str) -> (Settled, Cow<'_, str>) {
         unkeyed,
         redacted,
     } = stages(body);
+    let unkeyed = match unkeyed {
+        Some(unkeyed) => unkeyed,
+        None if keys.is_empty() => tokens.clone(),
+        None => Cow::Owned(render(&tokens, &keys)),
+    };
     let unkeyed_lines;
     let unkeyed_lines = if keys.is_empty() {
         &token_lines

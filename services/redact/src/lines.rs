@@ -12,7 +12,9 @@ pub(crate) struct Line {
 /// The text's lines. A `\r` before a `\n` belongs to the line; a text ending in a break has no
 /// empty last line.
 pub(crate) fn split(text: &str) -> Vec<Line> {
-    let mut lines = Vec::new();
+    // counted first: one exact allocation, never a copy of a growing vector
+    let count = memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1;
+    let mut lines = Vec::with_capacity(count);
     let mut start = 0;
     for at in memchr::memchr_iter(b'\n', text.as_bytes()) {
         lines.push(Line {

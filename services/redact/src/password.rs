@@ -50,6 +50,11 @@ fn matcher() -> &'static AhoCorasick {
     })
 }
 
+/// Whether a text holds a password key's word anywhere (a key or not).
+pub(crate) fn mentions_key_word(text: &str) -> bool {
+    matcher().find(text).is_some()
+}
+
 /// Disjoint, sorted byte ranges another rule claimed (tokens).
 #[derive(Debug, Default)]
 struct Spans(Vec<(usize, usize)>);
@@ -959,20 +964,25 @@ fn scan(text: &str, lines: &[Line], tokens: &Spans, mut each: impl FnMut(&Read))
 
 /// Pushes a claim for each password's value in the text.
 pub(crate) fn find(text: &str, lines: &[Line], out: &mut Vec<Claim>) {
-    find_with_names(text, lines, out, &mut Vec::new());
+    find_with_names(text, lines, out, &mut Vec::new(), &mut Vec::new());
 }
 
 /// Pushes a claim for each password's value to `values`, and one for each password's key and
 /// its separator to `names` (which the key rule never reads as a line or a piece of a key),
-/// in one scan. The text's tokens are markers already (the token rule's stage ran first).
+/// in one scan, with the lines each read looked at (`reads`, first and last line). The text's
+/// tokens are markers already (the token rule's stage ran first).
 pub(crate) fn find_with_names(
     text: &str,
     lines: &[Line],
     values: &mut Vec<Claim>,
     names: &mut Vec<Claim>,
+    reads: &mut Vec<(usize, usize)>,
 ) {
     let tokens = Spans::default();
     scan(text, lines, &tokens, |read| {
+        // the lines the read looked at: its key's, and those below it up to what decided it
+        let last = read.below.or(read.decided_by).unwrap_or(read.key.line);
+        reads.push((read.key.line, last.max(read.key.line)));
         names.push(Claim {
             start: read.key.start,
             end: read.key.sep_end,
