@@ -121,7 +121,10 @@ fn secrets() -> Vec<Secret> {
 
 /// The wrappings a secret reaches a transcript in: each line of it under a gutter, or the
 /// whole of it written as one JSON string.
-fn wrappings() -> Vec<(&'static str, fn(&str) -> String)> {
+/// A wrapping's name and what it does to a text.
+type Wrapping = (&'static str, fn(&str) -> String);
+
+fn wrappings() -> Vec<Wrapping> {
     fn each_line(text: &str, gutter: impl Fn(usize) -> String) -> String {
         text.lines()
             .enumerate()
