@@ -505,7 +505,8 @@ fn gutter(
         }
         i += 1;
         j += 1;
-        if !is_word_byte(a) {
+        // a backslash escapes what follows it: a gutter never ends inside an escape
+        if !is_word_byte(a) && a != b'\\' {
             best = j;
         }
     }
