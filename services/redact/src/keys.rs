@@ -61,6 +61,9 @@ struct Seg {
     arms: Range<usize>,
     /// whether it holds a marker of any kind
     has_marker: bool,
+    /// whether it holds a password value's marker: a value the password rule redacts after
+    /// this rule reads, so a first pass reads here what a second reads as this marker
+    has_value_marker: bool,
 }
 
 #[derive(Debug)]
@@ -115,6 +118,7 @@ impl<'t> Scan<'t> {
                     first,
                     arms: 0..0,
                     has_marker: false,
+                    has_value_marker: false,
                 });
                 start = line.start + m.end();
                 first = false;
@@ -126,6 +130,7 @@ impl<'t> Scan<'t> {
                 first,
                 arms: 0..0,
                 has_marker: false,
+                has_value_marker: false,
             });
         }
 
@@ -148,8 +153,12 @@ impl<'t> Scan<'t> {
             found.push((all.start(), all.end(), kind));
         }
         let mut markers: Vec<(usize, usize, bool)> = Vec::new();
+        let mut value_markers: Vec<usize> = Vec::new();
         for m in marker_re().find_iter(text) {
             let private = m.as_str() == Kind::PrivateKey.to_string();
+            if m.as_str() == Kind::Password.to_string() {
+                value_markers.push(m.start());
+            }
             markers.push((m.start(), m.end(), private));
         }
         let mut arms = Vec::with_capacity(found.len() + markers.len());
@@ -210,6 +219,15 @@ impl<'t> Scan<'t> {
             }
             if let Some(seg) = segs.get_mut(si) {
                 seg.has_marker = true;
+            }
+        }
+        let mut si = 0;
+        for at in value_markers {
+            while si < segs.len() && segs[si].end < at {
+                si += 1;
+            }
+            if let Some(seg) = segs.get_mut(si) {
+                seg.has_value_marker = true;
             }
         }
 
@@ -1204,7 +1222,7 @@ fn backward(scan: &Scan<'_>, ai: usize, owner: &[Option<usize>], fwd: &[Block]) 
                 if is_prompt(&scan.text[s.start..s.end]) {
                     continue;
                 }
-                if s.has_marker && foreign >= 2 {
+                if s.has_value_marker && foreign >= 2 {
                     // what another rule redacted stands where the read would cross: a first
                     // pass read the line as written and could not cross to it either
                     broken = true;
@@ -1242,7 +1260,7 @@ fn key_above(scan: &Scan<'_>, mut j: usize, wrap: Wrap<'_>, owner: &[Option<usiz
         if !s.arms.is_empty() || owner[j].is_some() {
             return false;
         }
-        if s.has_marker {
+        if s.has_value_marker {
             // what another rule redacted may have read as a key's line to a pass that saw it
             // as written: a read stopped below it publishes what it stopped on, as that pass
             // did (a block that pass read is a key's marker, which a second pass never reads)

@@ -13,7 +13,7 @@ pub(crate) struct Line {
 /// empty last line.
 pub(crate) fn split(text: &str) -> Vec<Line> {
     // counted first: one exact allocation, never a copy of a growing vector
-    let count = memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1;
+    let count = text.bytes().filter(|&byte| byte == b'\n').count() + 1;
     let mut lines = Vec::with_capacity(count);
     let mut start = 0;
     for at in memchr::memchr_iter(b'\n', text.as_bytes()) {

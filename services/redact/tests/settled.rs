@@ -146,3 +146,18 @@ fn go_test_output_fed_a_line_at_a_time_holds_no_more_than_a_key_block() {
         "held at most {most} bytes"
     );
 }
+
+#[test]
+fn a_stream_reads_a_piece_below_a_token_as_the_whole_text_does() {
+    // the read back from the END stops at two lines another process wrote and looks at the
+    // line above them: a token's marker there reads as it did when the line was shown
+    let text =
+        "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5\nt\ns\n8LzW3xY5\n-----END PRIVATE KEY-----";
+    let mut stream = Stream::new();
+    let mut shown = String::new();
+    for line in text.split_inclusive('\n') {
+        shown.push_str(&stream.push(line));
+    }
+    shown.push_str(&stream.finish());
+    assert_eq!(shown, boxfleet_redact::redact(text));
+}
