@@ -122,11 +122,23 @@ fn stages(text: &str) -> Stages<'_> {
     } else {
         Cow::Owned(render(text, &merge(found)))
     };
-    let lines = lines::split(&tokens);
+    // the two line-reading rules only start at a password key's word or an armour: a text
+    // with neither needs no line index (most of what a box writes)
+    let bytes = tokens.as_bytes();
+    let readable = password::mentions_key_word(&tokens)
+        || memchr::memmem::find(bytes, b"-----BEGIN").is_some()
+        || memchr::memmem::find(bytes, b"-----END").is_some();
+    let lines = if readable {
+        lines::split(&tokens)
+    } else {
+        Vec::new()
+    };
     let (mut values, mut names, mut reads) = (Vec::new(), Vec::new(), Vec::new());
-    password::find_with_names(&tokens, &lines, &mut values, &mut names, &mut reads);
     let mut keys = Vec::new();
-    keys::find(&tokens, &lines, &names, &mut keys);
+    if readable {
+        password::find_with_names(&tokens, &lines, &mut values, &mut names, &mut reads);
+        keys::find(&tokens, &lines, &names, &mut keys);
+    }
     let keys = merge(keys);
     let (unkeyed, redacted) = if keys.is_empty() {
         // no block changed the text: the values read with the names are the values
@@ -321,6 +333,11 @@ fn settle(text: &str) -> (Settled, Cow<'_, str>) {
         unkeyed,
         redacted,
     } = stages(body);
+    let token_lines = if token_lines.is_empty() && !tokens.is_empty() {
+        lines::split(&tokens)
+    } else {
+        token_lines
+    };
     let unkeyed = match unkeyed {
         Some(unkeyed) => unkeyed,
         None if keys.is_empty() => tokens.clone(),
