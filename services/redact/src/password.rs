@@ -206,11 +206,12 @@ fn key_at(
         }
         name -= 1;
     }
-    // A name run into a letter of another script is part of a longer word.
+    // A name run into a letter of another script is part of a longer word, and one after a
+    // path's slash is a file's name (`/etc/passwd: No such file`), not a key.
     if text[line.start..name]
         .chars()
         .next_back()
-        .is_some_and(char::is_alphanumeric)
+        .is_some_and(|ch| ch.is_alphanumeric() || ch == '/' || ch == '\\')
     {
         return None;
     }

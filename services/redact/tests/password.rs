@@ -525,3 +525,16 @@ fn rng_seed() -> proptest::test_runner::RngSeed {
         proptest::test_runner::RngSeed::Fixed(0x5eed_b0c5)
     }
 }
+
+#[test]
+fn a_path_ending_in_a_keys_name_is_a_file_not_a_key() {
+    check(
+        "cat: /etc/passwd: No such file or directory\n",
+        "cat: /etc/passwd: No such file or directory\n",
+    );
+    check(
+        "open C:\\secrets\\password: access denied\n",
+        "open C:\\secrets\\password: access denied\n",
+    );
+    check("passwd: hunter2x9\n", "passwd: [REDACTED:password]\n");
+}
