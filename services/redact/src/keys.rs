@@ -152,14 +152,12 @@ impl<'t> Scan<'t> {
             };
             found.push((all.start(), all.end(), kind));
         }
-        let mut markers: Vec<(usize, usize, bool)> = Vec::new();
-        let mut value_markers: Vec<usize> = Vec::new();
+        // each marker: where it stands, whether it is a key's, whether it is a value's
+        let mut markers: Vec<(usize, usize, bool, bool)> = Vec::new();
         for m in marker_re().find_iter(text) {
             let private = m.as_str() == Kind::PrivateKey.to_string();
-            if m.as_str() == Kind::Password.to_string() {
-                value_markers.push(m.start());
-            }
-            markers.push((m.start(), m.end(), private));
+            let value = m.as_str() == Kind::Password.to_string();
+            markers.push((m.start(), m.end(), private, value));
         }
         let mut arms = Vec::with_capacity(found.len() + markers.len());
         let mut marker_spans = Vec::new();
@@ -172,9 +170,9 @@ impl<'t> Scan<'t> {
                     _ => false,
                 };
                 if take_marker {
-                    let (s, e, private) = markers[j];
+                    let (s, e, private, value) = markers[j];
                     j += 1;
-                    marker_spans.push(s);
+                    marker_spans.push((s, value));
                     if private {
                         arms.push(Arm {
                             start: s,
@@ -213,21 +211,13 @@ impl<'t> Scan<'t> {
             }
         }
         let mut si = 0;
-        for at in marker_spans {
+        for (at, value) in marker_spans {
             while si < segs.len() && segs[si].end < at {
                 si += 1;
             }
             if let Some(seg) = segs.get_mut(si) {
                 seg.has_marker = true;
-            }
-        }
-        let mut si = 0;
-        for at in value_markers {
-            while si < segs.len() && segs[si].end < at {
-                si += 1;
-            }
-            if let Some(seg) = segs.get_mut(si) {
-                seg.has_value_marker = true;
+                seg.has_value_marker |= value;
             }
         }
 

@@ -1,5 +1,7 @@
 //! The password rule, by the spec's own examples (redaction paragraph and the live tail's).
 
+mod support;
+
 use boxfleet_redact::{Stream, redact, settled};
 use proptest::prelude::*;
 
@@ -449,7 +451,7 @@ fn text() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 4000, rng_seed: rng_seed(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 4000, rng_seed: support::rng_seed(), ..ProptestConfig::default() })]
 
     #[test]
     fn hold_keeps_what_later_text_could_change(t in text(), c in text(), tail in "[a-z\" ]{0,6}") {
@@ -513,16 +515,6 @@ fn linear_on_long_lines_of_keys_and_long_runs_of_blank_lines() {
             "{:?}… took {took:?} against {base:?} for ordinary text",
             &shape[..20]
         );
-    }
-}
-
-/// The property tests' seed: fixed, so a run is repeatable and CI is deterministic;
-/// `REDACT_EXPLORE=1` draws a random one to look for new cases.
-fn rng_seed() -> proptest::test_runner::RngSeed {
-    if std::env::var_os("REDACT_EXPLORE").is_some() {
-        proptest::test_runner::RngSeed::Random
-    } else {
-        proptest::test_runner::RngSeed::Fixed(0x5eed_b0c5)
     }
 }
 

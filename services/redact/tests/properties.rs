@@ -10,7 +10,7 @@ use boxfleet_redact::{MAX_KEY_BLOCK_BYTES, Stream, redact, settled};
 use proptest::prelude::*;
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, rng_seed: rng_seed(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 512, rng_seed: support::rng_seed(), ..ProptestConfig::default() })]
 
     #[test]
     fn redacting_twice_changes_nothing(text in support::text()) {
@@ -125,14 +125,4 @@ fn a_stream_holds_no_more_than_a_key_block_behind_what_it_shows() {
         "held {} bytes",
         stream.held()
     );
-}
-
-/// The property tests' seed: fixed, so a run is repeatable and CI is deterministic;
-/// `REDACT_EXPLORE=1` draws a random one to look for new cases.
-fn rng_seed() -> proptest::test_runner::RngSeed {
-    if std::env::var_os("REDACT_EXPLORE").is_some() {
-        proptest::test_runner::RngSeed::Random
-    } else {
-        proptest::test_runner::RngSeed::Fixed(0x5eed_b0c5)
-    }
 }

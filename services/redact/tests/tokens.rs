@@ -3,6 +3,8 @@
 //!
 //! The fake tokens are assembled at run time, so the file itself holds no token shape.
 
+mod support;
+
 use boxfleet_redact::{Stream, redact, settled};
 use proptest::prelude::*;
 
@@ -545,7 +547,7 @@ fn token() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { rng_seed: rng_seed(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { rng_seed: support::rng_seed(), ..ProptestConfig::default() })]
 
     #[test]
     fn idempotent_and_no_token_survives(
@@ -571,15 +573,5 @@ proptest! {
     fn any_text_is_redacted_idempotently_without_panic(text in "\\PC{0,200}") {
         let once = redact(&text);
         prop_assert_eq!(redact(&once), once);
-    }
-}
-
-/// The property tests' seed: fixed, so a run is repeatable and CI is deterministic;
-/// `REDACT_EXPLORE=1` draws a random one to look for new cases.
-fn rng_seed() -> proptest::test_runner::RngSeed {
-    if std::env::var_os("REDACT_EXPLORE").is_some() {
-        proptest::test_runner::RngSeed::Random
-    } else {
-        proptest::test_runner::RngSeed::Fixed(0x5eed_b0c5)
     }
 }
