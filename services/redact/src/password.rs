@@ -55,52 +55,6 @@ pub(crate) fn mentions_key_word(text: &str) -> bool {
     matcher().find(text).is_some()
 }
 
-/// Disjoint, sorted byte ranges another rule claimed (tokens).
-#[derive(Debug, Default)]
-struct Spans(Vec<(usize, usize)>);
-
-impl Spans {
-    fn new(claims: &[Claim]) -> Self {
-        let mut spans: Vec<(usize, usize)> = claims
-            .iter()
-            .filter(|claim| claim.start < claim.end)
-            .map(|claim| (claim.start, claim.end))
-            .collect();
-        spans.sort_unstable();
-        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
-        for (start, end) in spans {
-            match merged.last_mut() {
-                Some(last) if start < last.1 => last.1 = last.1.max(end),
-                _ => merged.push((start, end)),
-            }
-        }
-        Spans(merged)
-    }
-
-    fn overlaps(&self, start: usize, end: usize) -> bool {
-        let at = self.0.partition_point(|span| span.1 <= start);
-        self.0.get(at).is_some_and(|span| span.0 < end)
-    }
-
-    /// The start of the first span starting in `from..to`, or `to`.
-    fn first_start_in(&self, from: usize, to: usize) -> usize {
-        let index = self.0.partition_point(|span| span.0 < from);
-        self.0
-            .get(index)
-            .map_or(to, |span| span.0.min(to))
-            .max(from.min(to))
-    }
-
-    /// The end of a span starting exactly at `at`.
-    fn starting_at(&self, at: usize) -> Option<usize> {
-        let index = self.0.partition_point(|span| span.0 < at);
-        self.0
-            .get(index)
-            .filter(|span| span.0 == at)
-            .map(|span| span.1)
-    }
-}
-
 /// A password's key as the text writes it.
 #[derive(Debug, Clone, Copy)]
 struct Key {
@@ -174,7 +128,6 @@ fn key_at(
     line_index: usize,
     word_start: usize,
     word_end: usize,
-    tokens: &Spans,
     claimed: &[(usize, usize)],
 ) -> Option<Key> {
     let line = lines[line_index];
@@ -215,9 +168,9 @@ fn key_at(
     {
         return None;
     }
-    // Part of a token run into it (sk-…Pwd:): one the token rule claimed, or a run of random
-    // characters straight before the key word.
-    if tokens.overlaps(name, word_end) || token_like(&text[name..word_start]) {
+    // Part of a token run into it (sk-…Pwd:): the token stage left a marker where it found
+    // one; what it did not take reads as a run of random characters straight before the word.
+    if token_like(&text[name..word_start]) {
         return None;
     }
     let before = &text[line.start..name];
@@ -234,7 +187,7 @@ fn key_at(
             return None;
         }
     }
-    let opener = &text[opener_start(text, line.start, start, tokens, claimed)..start];
+    let opener = &text[opener_start(text, line.start, start, claimed)..start];
     at = close_markup(text, opener, at, line.end, false).0;
     at = skip_blanks(text, at, line.end);
     let after = &text[at..line.end];
@@ -262,14 +215,13 @@ fn key_at(
 }
 
 /// Where the part of the key's line that its markup and quotes are read from starts: after
-/// the last marker, token or value already claimed before the key, which a second pass sees as
+/// the last marker or value already claimed before the key, which a second pass sees as
 /// a marker, and at most [`NAME_BACK_LIMIT`] bytes before the key, so a long line of keys
 /// stays linear.
 fn opener_start(
     text: &str,
     line_start: usize,
     key_start: usize,
-    tokens: &Spans,
     claimed: &[(usize, usize)],
 ) -> usize {
     let mut from = line_start.max(key_start.saturating_sub(NAME_BACK_LIMIT));
@@ -281,12 +233,10 @@ fn opener_start(
         from = memchr::memchr(b']', &text.as_bytes()[marker..key_start])
             .map_or(key_start, |close| marker + close + 1);
     }
-    for spans in [&tokens.0[..], claimed] {
-        let index = spans.partition_point(|span| span.0 < key_start);
-        if let Some(span) = index.checked_sub(1).and_then(|index| spans.get(index)) {
-            if span.1 > from && span.1 <= key_start {
-                from = span.1;
-            }
+    let index = claimed.partition_point(|span| span.0 < key_start);
+    if let Some(span) = index.checked_sub(1).and_then(|index| claimed.get(index)) {
+        if span.1 > from && span.1 <= key_start {
+            from = span.1;
         }
     }
     from
@@ -402,18 +352,18 @@ fn closes_like(rem: &str, punct: &str) -> bool {
     }
 }
 
-/// A marker or a token starting at `at`: where it ends.
-fn unit_at(text: &str, at: usize, tokens: &Spans, claimed: &[(usize, usize)]) -> Option<usize> {
+/// A marker or a value already claimed starting at `at`: where it ends.
+fn unit_at(text: &str, at: usize, claimed: &[(usize, usize)]) -> Option<usize> {
     if text.as_bytes()[at..].starts_with(MARKER_PREFIX.as_bytes()) {
         let window = &text.as_bytes()[at..text.len().min(at + MARKER_LIMIT)];
         let close = memchr::memchr(b']', window)?;
         return Some(at + close + 1);
     }
     let index = claimed.partition_point(|span| span.0 < at);
-    if let Some(span) = claimed.get(index).filter(|span| span.0 == at) {
-        return Some(span.1);
-    }
-    tokens.starting_at(at)
+    claimed
+        .get(index)
+        .filter(|span| span.0 == at)
+        .map(|span| span.1)
 }
 
 fn skip_spaces(bytes: &[u8], mut at: usize, end: usize) -> usize {
@@ -441,14 +391,13 @@ fn fraction_end(bytes: &[u8], at: usize, end: usize) -> Option<usize> {
 
 /// Where the gutter the value's line shares with the key's line ends: read from both lines'
 /// starts, numbers moving on and a fraction written on one line alone still the gutter, ending
-/// where a word of both lines does, where the key's line reaches its key, or before a marker,
-/// token or value already claimed on either line.
+/// where a word of both lines does, where the key's line reaches its key, or before a marker
+/// or a value already claimed on either line.
 fn gutter(
     text: &str,
     key_from: usize,
     key_to: usize,
     line: Line,
-    tokens: &Spans,
     claimed: &[(usize, usize)],
 ) -> usize {
     let bytes = text.as_bytes();
@@ -464,11 +413,9 @@ fn gutter(
         if j >= line.end {
             return best;
         }
-        // A marker, a token or a value stands where a second pass sees a marker: the gutter
+        // A marker or a value stands where a second pass sees a marker: the gutter
         // ends before it, so both passes read the same gutter.
-        if unit_at(text, i, tokens, claimed).is_some()
-            || unit_at(text, j, tokens, claimed).is_some()
-        {
+        if unit_at(text, i, claimed).is_some() || unit_at(text, j, claimed).is_some() {
             return best;
         }
         let (a, b) = (bytes[i], bytes[j]);
@@ -622,7 +569,6 @@ fn key_where_value(
     lines: &[Line],
     line_index: usize,
     at: usize,
-    tokens: &Spans,
     claimed: &[(usize, usize)],
 ) -> bool {
     let line = lines[line_index];
@@ -643,7 +589,6 @@ fn key_where_value(
                 line_index,
                 pos + hit.start(),
                 pos + hit.end(),
-                tokens,
                 claimed,
             )
             .is_some()
@@ -661,13 +606,7 @@ fn key_where_value(
 }
 
 /// Whether a line holds a key at all.
-fn has_key(
-    text: &str,
-    lines: &[Line],
-    line_index: usize,
-    tokens: &Spans,
-    claimed: &[(usize, usize)],
-) -> bool {
+fn has_key(text: &str, lines: &[Line], line_index: usize, claimed: &[(usize, usize)]) -> bool {
     let line = lines[line_index];
     matcher().find_iter(&text[line.start..line.end]).any(|hit| {
         key_at(
@@ -676,7 +615,6 @@ fn has_key(
             line_index,
             line.start + hit.start(),
             line.start + hit.end(),
-            tokens,
             claimed,
         )
         .is_some()
@@ -688,7 +626,6 @@ fn read(
     text: &str,
     lines: &[Line],
     key: Key,
-    tokens: &Spans,
     claimed: &[(usize, usize)],
     last_quotes: &LastQuotes,
 ) -> Read {
@@ -702,7 +639,7 @@ fn read(
         pending: Pending::No,
         bare: false,
     };
-    let opener = &text[opener_start(text, line.start, key.start, tokens, claimed)..key.start];
+    let opener = &text[opener_start(text, line.start, key.start, claimed)..key.start];
     let rest = &text[key.rest..line.end];
     // Only a short rest can be a wrapping's punctuation; a long one is never read whole here.
     let trimmed = if rest.len() <= WRAP_LIMIT {
@@ -717,7 +654,7 @@ fn read(
             trimmed
         };
         out.bare = punct.is_empty();
-        read_below(text, lines, key, punct, tokens, claimed, &mut out);
+        read_below(text, lines, key, punct, claimed, &mut out);
         return out;
     }
     if stops_value(text, key.rest) {
@@ -791,7 +728,6 @@ fn read_below(
     lines: &[Line],
     key: Key,
     punct: &str,
-    tokens: &Spans,
     claimed: &[(usize, usize)],
     out: &mut Read,
 ) {
@@ -800,7 +736,7 @@ fn read_below(
     for index in key.line + 1..lines.len() {
         out.decided_by = Some(index);
         let line = lines[index];
-        let from = gutter(text, key_line.start, key.start, line, tokens, claimed);
+        let from = gutter(text, key_line.start, key.start, line, claimed);
         let gutter_has_key = matcher().find_iter(&text[line.start..from]).any(|hit| {
             key_at(
                 text,
@@ -808,7 +744,6 @@ fn read_below(
                 index,
                 line.start + hit.start(),
                 line.start + hit.end(),
-                tokens,
                 claimed,
             )
             .is_some()
@@ -826,12 +761,12 @@ fn read_below(
         let rest = &text[at..line.end];
         let blank = rest.trim().is_empty() || (!punct.is_empty() && closes_like(rest, punct));
         if blank {
-            if has_key(text, lines, index, tokens, claimed) {
+            if has_key(text, lines, index, claimed) {
                 return;
             }
             continue;
         }
-        if stops_value(text, at) || key_where_value(text, lines, index, at, tokens, claimed) {
+        if stops_value(text, at) || key_where_value(text, lines, index, at, claimed) {
             return;
         }
         let at = match quote {
@@ -865,8 +800,7 @@ fn read_below(
         } else {
             (at, word_end(text, at, line.end, &[]))
         };
-        // a token stops a value as the marker a second pass finds in its place does
-        let end = first_stop(text, start, end).min(tokens.first_start_in(start + 1, end));
+        let end = first_stop(text, start, end);
         let fits = punct.is_empty() || {
             let rem = &text[end..line.end];
             let value_has_key = matcher().find_iter(&text[start..end]).any(|hit| {
@@ -876,15 +810,11 @@ fn read_below(
                     index,
                     start + hit.start(),
                     start + hit.end(),
-                    tokens,
                     claimed,
                 )
                 .is_some()
             });
-            !value_has_key
-                && (closes_like(rem, punct)
-                    || stops_value(text, end)
-                    || tokens.starting_at(end).is_some())
+            !value_has_key && (closes_like(rem, punct) || stops_value(text, end))
         };
         if fits {
             push_value(text, start, end, &mut out.values);
@@ -913,7 +843,7 @@ fn first_stop(text: &str, start: usize, end: usize) -> usize {
 }
 
 /// Reads every key in the text, in order; a key inside an earlier key's value is no key.
-fn scan(text: &str, lines: &[Line], tokens: &Spans, mut each: impl FnMut(&Read)) {
+fn scan(text: &str, lines: &[Line], mut each: impl FnMut(&Read)) {
     let mut consumed = 0;
     let mut line_index = 0;
     let mut claimed: Vec<(usize, usize)> = Vec::new();
@@ -929,15 +859,7 @@ fn scan(text: &str, lines: &[Line], tokens: &Spans, mut each: impl FnMut(&Read))
         if line_index >= lines.len() {
             break;
         }
-        let Some(key) = key_at(
-            text,
-            lines,
-            line_index,
-            hit.start(),
-            hit.end(),
-            tokens,
-            &claimed,
-        ) else {
+        let Some(key) = key_at(text, lines, line_index, hit.start(), hit.end(), &claimed) else {
             continue;
         };
         // a key inside an earlier key's value is no key; a key whose own string opens with
@@ -957,7 +879,7 @@ fn scan(text: &str, lines: &[Line], tokens: &Spans, mut each: impl FnMut(&Read))
             }
             quotes_of = Some(line_index);
         }
-        let read = read(text, lines, key, tokens, &claimed, &last_quotes);
+        let read = read(text, lines, key, &claimed, &last_quotes);
         consumed = read.consumed.max(key.sep_end);
         claimed.extend_from_slice(&read.values);
         each(&read);
@@ -980,8 +902,7 @@ pub(crate) fn find_with_names(
     names: &mut Vec<Claim>,
     reads: &mut Vec<(usize, usize)>,
 ) {
-    let tokens = Spans::default();
-    scan(text, lines, &tokens, |read| {
+    scan(text, lines, |read| {
         // the lines the read looked at: its key's, and those below it up to what decided it
         let last = read.below.or(read.decided_by).unwrap_or(read.key.line);
         reads.push((read.key.line, last.max(read.key.line)));
@@ -1000,24 +921,16 @@ pub(crate) fn find_with_names(
     });
 }
 
-fn token_spans(text: &str) -> Spans {
-    let mut claims = Vec::new();
-    crate::tokens::find(text, &mut claims);
-    Spans::new(&claims)
-}
-
 /// What the password rule holds back in `text` (which holds complete lines only): the
 /// earliest line whose redaction could still change with what is written after it — a key
 /// whose value is not decided yet waits for the line that decides it, and a key followed by
 /// punctuation and more waits one line — and the reads that went below their key's line,
 /// which a settled prefix never cuts in two.
 pub(crate) fn hold(text: &str, lines: &[Line]) -> crate::Hold {
-    // the text's tokens are markers already: the token rule's stage ran first
-    let tokens = Spans::default();
     let mut held: Option<usize> = None;
     let mut spans: Vec<(usize, usize)> = Vec::new();
     let mut soft: Vec<(usize, usize)> = Vec::new();
-    scan(text, lines, &tokens, |read| {
+    scan(text, lines, |read| {
         let line = read.key.line;
         let waits = match read.pending {
             Pending::No => false,
@@ -1048,9 +961,8 @@ pub(crate) fn hold(text: &str, lines: &[Line]) -> crate::Hold {
 pub(crate) fn is_prompt(line: &str) -> bool {
     let line = line.strip_suffix('\n').unwrap_or(line);
     let lines = crate::lines::split(line);
-    let tokens = token_spans(line);
     let mut prompt = false;
-    scan(line, &lines, &tokens, |read| {
+    scan(line, &lines, |read| {
         prompt = read.bare && read.pending == Pending::Below && read.key.line == 0;
     });
     prompt
