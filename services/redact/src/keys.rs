@@ -73,8 +73,8 @@ struct Scan<'t> {
     arms: Vec<Arm>,
     /// claims of other rules, merged and sorted
     claimed: Vec<(usize, usize)>,
-    /// where each text line starts
-    line_starts: Vec<usize>,
+    /// the text's lines
+    lines: &'t [Line],
 }
 
 fn armour_re() -> &'static Regex {
@@ -104,23 +104,25 @@ fn is_private_label(label: &str) -> bool {
 }
 
 impl<'t> Scan<'t> {
-    fn new(text: &'t str, lines: &[Line], claimed: &[Claim]) -> Self {
+    fn new(text: &'t str, lines: &'t [Line], claimed: &[Claim]) -> Self {
         let mut segs = Vec::with_capacity(lines.len());
+        // one search of the whole text: an escaped break holds no line break, so each lies
+        // inside one line
+        let mut escapes = escape_re().find_iter(text).peekable();
         for (index, line) in lines.iter().enumerate() {
-            let body = &text[line.start..line.end];
             let mut start = line.start;
             let mut first = true;
-            for m in escape_re().find_iter(body) {
+            while let Some(m) = escapes.next_if(|m| m.start() < line.end) {
                 segs.push(Seg {
                     start,
-                    end: line.start + m.start(),
+                    end: m.start(),
                     line: index,
                     first,
                     arms: 0..0,
                     has_marker: false,
                     has_value_marker: false,
                 });
-                start = line.start + m.end();
+                start = m.end();
                 first = false;
             }
             segs.push(Seg {
@@ -240,7 +242,7 @@ impl<'t> Scan<'t> {
             segs,
             arms,
             claimed: merged,
-            line_starts: lines.iter().map(|l| l.start).collect(),
+            lines,
         }
     }
 
@@ -250,7 +252,7 @@ impl<'t> Scan<'t> {
     }
 
     fn line_start_of(&self, seg: usize) -> usize {
-        self.line_starts[self.segs[seg].line]
+        self.lines[self.segs[seg].line].start
     }
 }
 

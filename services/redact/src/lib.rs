@@ -90,12 +90,12 @@ pub(crate) struct Claim {
 /// Each rule thus sees what a second pass would see — a token already a marker where a value
 /// or a key's line meets it — which is what makes redacting twice change nothing.
 pub fn redact(text: &str) -> String {
-    stages(text).redacted.into_owned()
+    stages(text, false).redacted.into_owned()
 }
 
 /// Whether [`redact`] would change the text.
 pub fn has_secret(text: &str) -> bool {
-    matches!(stages(text).redacted, Cow::Owned(_))
+    matches!(stages(text, false).redacted, Cow::Owned(_))
 }
 
 /// What each stage leaves.
@@ -115,10 +115,13 @@ struct Stages<'t> {
     redacted: Cow<'t, str>,
 }
 
-fn stages(text: &str) -> Stages<'_> {
+/// With `keep` false only `redacted` is meant to be read: a text no later stage needs gives
+/// its buffer to the next render (a fresh buffer of a text's size costs more in page faults
+/// than the copy into it).
+fn stages(text: &str, keep: bool) -> Stages<'_> {
     let mut found = Vec::new();
     tokens::find(text, &mut found);
-    let tokens = if found.is_empty() {
+    let mut tokens = if found.is_empty() {
         Cow::Borrowed(text)
     } else {
         Cow::Owned(render(text, &merge(found)))
@@ -129,7 +132,7 @@ fn stages(text: &str) -> Stages<'_> {
     let readable = password::mentions_key_word(&tokens)
         || memchr::memmem::find(bytes, b"-----BEGIN").is_some()
         || memchr::memmem::find(bytes, b"-----END").is_some();
-    let lines = if readable {
+    let mut lines = if readable {
         lines::split(&tokens)
     } else {
         Vec::new()
@@ -152,9 +155,25 @@ fn stages(text: &str) -> Stages<'_> {
     } else if blocks_touch_reads(&tokens, &lines, &keys, &reads) {
         // the password rule reads again in the text the blocks leave
         let unkeyed: Cow<'_, str> = Cow::Owned(render(&tokens, &keys));
-        let (redacted, _) = stage(unkeyed.clone(), |text, lines, out| {
-            password::find(text, lines, out)
-        });
+        let unkeyed_lines = if keep {
+            lines::rendered(&lines, &keys)
+        } else {
+            // the tokens' lines are not read again
+            let mut lines = std::mem::take(&mut lines);
+            lines::render_in_place(&mut lines, &keys);
+            lines
+        };
+        debug_assert_eq!(unkeyed_lines, lines::split(&unkeyed));
+        let mut values = Vec::new();
+        password::find(&unkeyed, &unkeyed_lines, &mut values);
+        let redacted = if values.is_empty() {
+            unkeyed.clone()
+        } else if let (false, Cow::Owned(buffer)) = (keep, &mut tokens) {
+            render_into(buffer, &unkeyed, &merge(values));
+            Cow::Owned(std::mem::take(buffer))
+        } else {
+            Cow::Owned(render(&unkeyed, &merge(values)))
+        };
         (Some(unkeyed), redacted)
     } else {
         // no read looked at a block's lines and no key word stands on one: the values read
@@ -203,22 +222,6 @@ fn blocks_touch_reads(
         let to = lines[last.min(lines.len() - 1)].end;
         password::mentions_key_word(&text[from..to])
     })
-}
-
-/// One rule's stage: the text with what the rule finds in it replaced by markers (the same
-/// text, not copied, when it finds nothing), and the claims, merged.
-fn stage<'t>(
-    text: Cow<'t, str>,
-    rule: impl FnOnce(&str, &[lines::Line], &mut Vec<Claim>),
-) -> (Cow<'t, str>, Vec<Claim>) {
-    let lines = lines::split(&text);
-    let mut claims = Vec::new();
-    rule(&text, &lines, &mut claims);
-    if claims.is_empty() {
-        return (text, claims);
-    }
-    let claims = merge(claims);
-    (Cow::Owned(render(&text, &claims)), claims)
 }
 
 /// Maps offsets in a rendered text back to the text it was rendered from.
@@ -284,18 +287,24 @@ fn merge(mut claims: Vec<Claim>) -> Vec<Claim> {
 }
 
 fn render(text: &str, claims: &[Claim]) -> String {
-    if claims.is_empty() {
-        return text.to_owned();
-    }
-    let mut out = String::with_capacity(text.len());
+    let mut out = String::new();
+    render_into(&mut out, text, claims);
+    out
+}
+
+/// `render` into a buffer, which is cleared first.
+fn render_into(out: &mut String, text: &str, claims: &[Claim]) {
+    out.clear();
+    out.reserve(text.len());
     let mut at = 0;
     for claim in claims {
         out.push_str(&text[at..claim.start]);
-        out.push_str(&claim.kind.to_string());
+        out.push_str(MARKER_PREFIX);
+        out.push_str(claim.kind.name());
+        out.push(']');
         at = claim.end;
     }
     out.push_str(&text[at..]);
-    out
 }
 
 /// How much of a stream's text can be shown now.
@@ -333,7 +342,7 @@ fn settle(text: &str) -> (Settled, Cow<'_, str>) {
         keys,
         unkeyed,
         redacted,
-    } = stages(body);
+    } = stages(body, true);
     let token_lines = if token_lines.is_empty() && !tokens.is_empty() {
         lines::split(&tokens)
     } else {
@@ -348,7 +357,8 @@ fn settle(text: &str) -> (Settled, Cow<'_, str>) {
     let unkeyed_lines = if keys.is_empty() {
         &token_lines
     } else {
-        unkeyed_lines = lines::split(&unkeyed);
+        unkeyed_lines = lines::rendered(&token_lines, &keys);
+        debug_assert_eq!(unkeyed_lines, lines::split(&unkeyed));
         &unkeyed_lines
     };
     let unrender = Unrender::new(&keys);
