@@ -706,6 +706,7 @@ impl Coordinator {
             command: request.command.clone(),
             timeout_seconds: request.timeout_seconds,
             model: request.model.clone(),
+            max_turns: None,
             env,
         };
         let handle = runner.start(sandbox.as_ref(), &spec).await?;

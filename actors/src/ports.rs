@@ -139,6 +139,8 @@ pub struct LaunchSpec {
     /// the in-box deadline (the check's own clock), distinct from any engine backstop
     pub timeout_seconds: Option<u64>,
     pub model: Option<String>,
+    /// the agentic-round cap for a coding agent (`--max-turns`); None or 0: uncapped
+    pub max_turns: Option<u32>,
     pub env: BTreeMap<String, String>,
 }
 
@@ -179,6 +181,15 @@ pub struct Collected {
     pub read_errors: Vec<String>,
     /// the end of the job's stderr
     pub stderr_tail: String,
+    /// the model that actually ran, as the agent CLI's own output names it (Claude Code's
+    /// `system/init` and its assistant messages; OpenCode's session report): None when the
+    /// output named none (the `command` runner, a CLI that died before its first line)
+    pub effective_model: Option<String>,
+    /// where `effective_model` was read (`stream:init`, `stream:assistant`, `opencode:session`)
+    pub model_source: Option<String>,
+    /// the spec's warning events this collection raised (`sandbox_usage_negative`, …), each
+    /// logged by the coordinator with the run's fields
+    pub warnings: Vec<String>,
 }
 
 impl Collected {

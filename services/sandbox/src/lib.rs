@@ -1,8 +1,10 @@
 //! boxfleet's sandbox backends (DESIGN §9): `fake` and `direct`. Both implement the
 //! [`Provider`](boxfleet_actors::ports::Provider) and
 //! [`Sandbox`](boxfleet_actors::ports::Sandbox) ports and pass one box-contract suite
-//! (`tests/contract.rs`).
+//! ([`contract`], feature `contract`).
 
+#[cfg(feature = "contract")]
+pub mod contract;
 pub mod direct;
 pub mod fake;
 
