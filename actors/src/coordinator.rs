@@ -182,7 +182,21 @@ struct StoredJob {
     command: Option<String>,
     #[serde(default)]
     timeout_seconds: Option<u64>,
+    /// the model sent to the box (`--model`): the receipt's `requested`
+    #[serde(default)]
+    model: Option<String>,
+    /// when the job started: the engine-side backstop counts from here
+    #[serde(default)]
+    started_at: Option<chrono::DateTime<Utc>>,
 }
+
+/// How long past a check's in-box deadline (and its kill grace) the engine waits before its
+/// own backstop ends the job. The two clocks are distinct: neither is shortened to fit the
+/// other, and their outcomes are reported differently.
+pub const BACKSTOP_MARGIN: Duration = Duration::from_secs(120);
+
+/// The file in a job's directory that says the engine's backstop, not the job, ended it.
+const BACKSTOP_FILE: &str = "backstop";
 
 /// A node's coordinator: its store handles, its boxes and runners, and the engine link.
 #[derive(Debug)]
@@ -549,23 +563,30 @@ impl Coordinator {
         }
     }
 
-    async fn try_launch(&self, request: LaunchRequest) -> Result<LaunchOutcome, Error> {
-        let runner_name = if request.runner.is_empty() {
-            "command".to_owned()
-        } else {
-            request.runner.clone()
-        };
-        let runner = self.runner(&runner_name)?.clone();
-        if runner_name == "command" && request.command.as_deref().is_none_or(str::is_empty) {
-            return Err(Error::Invalid("the command runner needs --command".into()));
-        }
-        let provider = self.provider(&self.default_cell)?.clone();
+    async fn try_launch(&self, mut request: LaunchRequest) -> Result<LaunchOutcome, Error> {
         if !self.company.has_seat(&request.seat) {
             return Err(Error::Invalid(format!(
                 "seat {:?} is not in the company document: add it under company.seats, or launch for a seat that is",
                 request.seat
             )));
         }
+        // runner, cell, model and credentials, decided before anything is written: a model
+        // the box could not route is refused here, never left to stall in a box
+        let plan = self
+            .company
+            .plan_sandbox(
+                &request.seat,
+                Some(request.runner.as_str()).filter(|r| !r.is_empty()),
+                request.model.as_deref(),
+            )
+            .map_err(|error| Error::Invalid(error.to_string()))?;
+        let runner_name = plan.runner.clone();
+        request.runner = runner_name.clone();
+        let runner = self.runner(&runner_name)?.clone();
+        if runner_name == "command" && request.command.as_deref().is_none_or(str::is_empty) {
+            return Err(Error::Invalid("the command runner needs --command".into()));
+        }
+        let provider = self.provider(&plan.cell)?.clone();
         let fence = self.seat_fence(&request.seat).await?;
         let seat_guard = self.seat_lock(&request.seat).await;
         if let Some(busy) = self.runs.list_active(&request.seat).await?.first() {
@@ -600,7 +621,7 @@ impl Coordinator {
         record.trace = request.trace.clone();
         record.pause_ttl_seconds = request.pause_ttl_seconds;
         record.owner = Some(self.incarnation.clone());
-        record.placement = Some(self.default_cell.clone());
+        record.placement = Some(provider.cell().to_owned());
         self.runs
             .apply(
                 &fence,
@@ -678,6 +699,10 @@ impl Coordinator {
         request: &LaunchRequest,
         reuse: Option<String>,
     ) -> Result<String, Error> {
+        let plan = self
+            .company
+            .plan_sandbox(&request.seat, Some(runner.name()), request.model.as_deref())
+            .map_err(|error| Error::Invalid(error.to_string()))?;
         let sandbox: Arc<dyn Sandbox> = match &reuse {
             Some(sandbox_id) => {
                 self.box_handle(provider.cell(), sandbox_id, crate::boxes::BoxOp::Connect)
@@ -695,9 +720,19 @@ impl Coordinator {
         };
         let sandbox_id = sandbox.id().to_owned();
         runner.install(sandbox.as_ref()).await?;
-        let mut env = BTreeMap::new();
+        let mut env = plan.env.clone();
         env.insert("BOXFLEET_AGENT_HANDLE".to_owned(), request.seat.clone());
         env.insert("BOXFLEET_TURN_ID".to_owned(), turn_id.to_owned());
+        if let Some(url) = &plan.base_url {
+            // not a secret: the endpoint a runner that takes it in its own config reads
+            env.insert("BOXFLEET_LLM_BASE_URL".to_owned(), url.clone());
+        }
+        if let Some(wire) = plan.wire {
+            env.insert(
+                "BOXFLEET_LLM_WIRE".to_owned(),
+                format!("{wire:?}").to_lowercase(),
+            );
+        }
         let spec = LaunchSpec {
             turn_id: turn_id.to_owned(),
             launch_id: launch_id.to_owned(),
@@ -705,8 +740,8 @@ impl Coordinator {
             brief: request.brief.clone(),
             command: request.command.clone(),
             timeout_seconds: request.timeout_seconds,
-            model: request.model.clone(),
-            max_turns: None,
+            model: plan.model.clone(),
+            max_turns: plan.max_turns,
             env,
         };
         let handle = runner.start(sandbox.as_ref(), &spec).await?;
@@ -715,6 +750,8 @@ impl Coordinator {
             handle,
             command: request.command.clone(),
             timeout_seconds: request.timeout_seconds,
+            model: plan.model.clone(),
+            started_at: Some(Utc::now()),
         };
         let attach = Transition::AttachBox {
             launch_id: launch_id.to_owned(),
@@ -754,9 +791,38 @@ impl Coordinator {
         }
         let runner = self.runner(&job.runner)?;
         match runner.poll(sandbox.as_ref(), &job.handle).await? {
-            JobState::Running => Ok(None),
+            JobState::Running => self.backstop(run, &job, sandbox.as_ref()).await,
             done => Ok(Some(done)),
         }
+    }
+
+    /// The engine-side backstop of a job with an in-box deadline: past the deadline, its kill
+    /// grace and [`BACKSTOP_MARGIN`], the job is ended here, and the job's directory records
+    /// that the backstop — not the job's own clock — ended it.
+    async fn backstop(
+        &self,
+        run: &RunRecord,
+        job: &StoredJob,
+        sandbox: &dyn Sandbox,
+    ) -> Result<Option<JobState>, Error> {
+        let (Some(deadline), Some(started_at)) = (job.timeout_seconds, job.started_at) else {
+            return Ok(None);
+        };
+        let limit = Duration::from_secs(deadline + 10) + BACKSTOP_MARGIN;
+        let ran = (Utc::now() - started_at).to_std().unwrap_or_default();
+        if ran < limit {
+            return Ok(None);
+        }
+        let text = format!(
+            "the engine's backstop ended the job after {}s: it had not ended on its own {}s past its in-box deadline of {deadline}s; the client timed out, and the job's execution state is uncertain",
+            ran.as_secs(),
+            limit.as_secs() - deadline
+        );
+        warn!(turn_id = %run.turn_id, %text, "sandbox_backstop_fired");
+        let path = format!("{}/{BACKSTOP_FILE}", job.handle.dir);
+        sandbox.write_file(&path, text.as_bytes()).await?;
+        sandbox.kill_job(&job.handle).await?;
+        Ok(Some(JobState::Done { exit_code: None }))
     }
 
     // ---------------------------------------------------------------------------------------
@@ -841,7 +907,7 @@ impl Coordinator {
         };
         // redacted again at publish: the runner redacted what it read, and nothing from a box
         // reaches the record, an event or a person without passing here
-        let collected = redact_collected(collected);
+        let mut collected = redact_collected(collected);
         if sandbox.is_none() {
             self.end_run(
                 fence,
@@ -873,15 +939,64 @@ impl Coordinator {
                 Err(error) => return Err(error.into()),
             }
         }
-        let failed = !collected.succeeded() && collected.question.is_none();
+        for warning in &collected.warnings {
+            warn!(turn_id, launch_id, warning = %warning, "{}", warning);
+        }
+        // the model receipt: what was sent against what the CLI's own output says ran
+        // the backstop's own record, read before anything is torn down: a job the engine ended
+        // is told apart from a check that hit its own deadline
+        let backstop = match &sandbox {
+            Some(sandbox) if job.timeout_seconds.is_some() => {
+                let path = format!("{}/{BACKSTOP_FILE}", job.handle.dir);
+                match sandbox.read_file(&path).await {
+                    Ok(found) => found.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
+                    Err(error) => {
+                        collected
+                            .read_errors
+                            .push(format!("{path} could not be read: {error}"));
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        let receipt = crate::receipt::ModelReceipt::new(
+            job.model.as_deref(),
+            collected.effective_model.as_deref(),
+            collected.model_source.as_deref(),
+        );
+        let mismatch = receipt.mismatch_text();
+        let mismatch_fails = mismatch.is_some()
+            && self.company.providers.sandbox.model_mismatch
+                == boxfleet_config::providers::MismatchPolicy::Fail;
+        if let Some(text) = &mismatch {
+            warn!(turn_id, launch_id, %text, "sandbox_model_mismatch");
+        }
+        let failed = (!collected.succeeded() || mismatch_fails) && collected.question.is_none();
+        let failed = failed || backstop.is_some();
+        let reason = if backstop.is_some() {
+            Some("backstop")
+        } else if mismatch_fails {
+            Some("model_mismatch")
+        } else if !collected.read_errors.is_empty() {
+            Some("collect_incomplete")
+        } else {
+            None
+        };
         let error_text = if failed {
-            let mut parts = collected.read_errors.clone();
+            let mut parts: Vec<String> = mismatch
+                .iter()
+                .filter(|_| mismatch_fails)
+                .cloned()
+                .collect();
+            parts.extend(collected.read_errors.iter().cloned());
             match collected.exit_code {
                 Some(124) if job.timeout_seconds.is_some() => parts.push(format!(
                     "the check timed out (its in-box deadline of {}s)",
                     job.timeout_seconds.unwrap_or_default()
                 )),
                 Some(code) if code != 0 => parts.push(format!("exited with status {code}")),
+                None if backstop.is_some() => parts.extend(backstop.clone()),
                 None => parts.push("the job's process group died without an exit status".into()),
                 _ => {}
             }
@@ -904,13 +1019,14 @@ impl Coordinator {
             "cache_read_tokens": usage.cache_read_tokens,
             "cache_write_tokens": usage.cache_write_tokens,
             "cost_usd": usage.cost_micros as f64 / 1e6,
-            "model": "",
+            "model": receipt,
             "coding_agent": run.coding_agent,
             "sandbox_id": sandbox_id,
             "response": cut(&collected.report, MAX_REPORT_BYTES),
             "delivered_refs": collected.delivered_refs,
             "activity_transcript": collected.transcript,
             "failed": failed,
+            "reason": reason.filter(|_| failed),
             "error": cut(&boxfleet_redact::redact(&error_text), MAX_REPORT_BYTES),
             "exit_code": collected.exit_code,
             "notes": collected.question.as_ref().map(|q| q.question.clone()),
@@ -1013,8 +1129,14 @@ impl Coordinator {
             .placement
             .clone()
             .unwrap_or_else(|| self.default_cell.clone());
-        self.box_op(&cell, sandbox_id, crate::boxes::BoxOp::Kill)
-            .await?;
+        // a failed kill keeps the id on the record: the box is still ours to reclaim
+        if let Err(error) = self
+            .box_op(&cell, sandbox_id, crate::boxes::BoxOp::Kill)
+            .await
+        {
+            warn!(turn_id = %run.turn_id, sandbox_id, %error, "sandbox_kill_failed");
+            return Err(error.into());
+        }
         let expire = Transition::ExpirePause {
             sandbox_id: sandbox_id.clone(),
         };
@@ -1268,6 +1390,7 @@ impl Coordinator {
                     brief,
                     command: command.or_else(|| old_job.as_ref().and_then(|j| j.command.clone())),
                     timeout_seconds: old_job.as_ref().and_then(|j| j.timeout_seconds),
+                    model: old_job.as_ref().and_then(|j| j.model.clone()),
                     ..LaunchRequest::default()
                 };
                 let mut request = request;
@@ -1385,8 +1508,14 @@ impl Coordinator {
                 .placement
                 .clone()
                 .unwrap_or_else(|| self.default_cell.clone());
-            self.box_op(&cell, sandbox_id, crate::boxes::BoxOp::Kill)
-                .await?;
+            // a failed kill keeps the id on the record: the box is still ours to reclaim
+            if let Err(error) = self
+                .box_op(&cell, sandbox_id, crate::boxes::BoxOp::Kill)
+                .await
+            {
+                warn!(turn_id, sandbox_id, %error, "sandbox_kill_failed");
+                return Err(error.into());
+            }
             let release = Transition::ReleaseBox {
                 sandbox_id: sandbox_id.clone(),
             };

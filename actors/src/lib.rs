@@ -7,6 +7,7 @@ pub mod board;
 pub mod boxes;
 pub mod coordinator;
 pub mod ports;
+pub mod receipt;
 pub mod run;
 pub mod seat;
 pub mod supervisor;

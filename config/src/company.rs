@@ -51,6 +51,12 @@ pub struct Company {
     pub seats: Vec<Seat>,
     #[serde(default)]
     pub units: Vec<Unit>,
+    /// the LLM entries and the sandbox catalogue
+    #[serde(default)]
+    pub providers: crate::providers::Providers,
+    /// roles, with their sandbox gates
+    #[serde(default)]
+    pub roles: Vec<crate::providers::Role>,
 }
 
 /// Who a question is put to.
@@ -62,6 +68,62 @@ pub struct Audience {
 }
 
 impl Company {
+    /// Resolves every `${VAR}` reference (keys, endpoints, role environments) through
+    /// `lookup`; an unset variable is a problem at its location, except under a role's
+    /// `optional_keys`, where it leaves the key out of the run.
+    pub fn expand_env(&mut self, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<Error> {
+        use crate::providers::expand;
+        let mut problems = Vec::new();
+        let mut one = |field: String, value: &mut String| {
+            if let Err(problem) = expand(value, lookup).map(|v| *value = v) {
+                problems.push(Error::Located {
+                    field,
+                    problem,
+                    remedy: "export the variable in the node's environment, or write the value",
+                });
+            }
+        };
+        for (name, entry) in &mut self.providers.llm {
+            if let Some(key) = &mut entry.api_key {
+                one(format!("company.providers.llm.{name}.api_key"), key);
+            }
+            for (i, key) in entry.api_keys.iter_mut().enumerate() {
+                one(format!("company.providers.llm.{name}.api_keys[{i}]"), key);
+            }
+            if let Some(url) = &mut entry.base_url {
+                one(format!("company.providers.llm.{name}.base_url"), url);
+            }
+        }
+        if let Some(e2b) = &mut self.providers.sandbox.e2b {
+            one(
+                "company.providers.sandbox.e2b.api_key".into(),
+                &mut e2b.api_key,
+            );
+        }
+        if let Some(local) = &mut self.providers.sandbox.local {
+            for (key, value) in &mut local.runtime_env {
+                one(
+                    format!("company.providers.sandbox.local.runtime_env.{key}"),
+                    value,
+                );
+            }
+        }
+        for (i, role) in self.roles.iter_mut().enumerate() {
+            let Some(gate) = &mut role.sandbox else {
+                continue;
+            };
+            for (key, value) in &mut gate.env {
+                if gate.optional_keys.contains(key) {
+                    // unset: the key is left out of the run
+                    *value = expand(value, lookup).unwrap_or_default();
+                } else {
+                    one(format!("company.roles[{i}].sandbox.env.{key}"), value);
+                }
+            }
+        }
+        problems
+    }
+
     /// Whether `handle` is a seat: any seat when no chart is configured (seats are implicit).
     pub fn has_seat(&self, handle: &str) -> bool {
         self.seats.is_empty() || self.seat(handle).is_some()
@@ -155,6 +217,7 @@ impl Company {
                 }
             }
         }
+        self.provider_problems(&mut problems);
         problems
     }
 

@@ -3,6 +3,7 @@
 //! documented beside its field.
 
 pub mod company;
+pub mod providers;
 
 use serde::Deserialize;
 
@@ -183,8 +184,9 @@ impl File {
             store,
             company,
         } = self;
-        let company = company.unwrap_or_default();
-        let problems = company.problems();
+        let mut company = company.unwrap_or_default();
+        let mut problems = company.expand_env(&|name| std::env::var(name).ok());
+        problems.extend(company.problems());
         if !problems.is_empty() {
             return Err(Error::Many(problems));
         }
