@@ -50,6 +50,9 @@ pub enum Error {
     SeatHeldElsewhere { seat: String, holder: String },
     #[error("{0}")]
     Invalid(String),
+    /// A setup step did not complete; the box was torn down before any brief ran.
+    #[error("sandbox_setup_failed: {0}")]
+    Setup(String),
 }
 
 /// The class of a refused launch (DESIGN §8.1).
@@ -223,6 +226,82 @@ pub struct Coordinator {
     box_timeout: Duration,
     /// the org chart questions resolve against (empty: seats are implicit)
     company: boxfleet_config::company::Company,
+}
+
+/// Applies setup steps to a new box, in order: each step's files, then its commands with the
+/// run environment. The error names the step and which of three things failed (the spec's
+/// sandbox_setup_failed): a file the box would not take, a command that exited non-zero, or
+/// a command that reported no exit status.
+async fn apply_setup(
+    sandbox: &dyn Sandbox,
+    steps: &[boxfleet_config::providers::SetupStep],
+    env: &BTreeMap<String, String>,
+) -> Result<(), String> {
+    use boxfleet_config::providers::{DEFAULT_SETUP_TIMEOUT_SECONDS, clean_setup_path};
+    for step in steps {
+        let name = &step.name;
+        for (path, body) in &step.files {
+            let cleaned = clean_setup_path(path, false).map_err(|problem| {
+                format!("setup step {name:?}: could not write {path}: {problem}")
+            })?;
+            sandbox
+                .write_file(&cleaned, body.as_bytes())
+                .await
+                .map_err(|error| format!("setup step {name:?}: could not write {path}: {error}"))?;
+        }
+        let timeout = step
+            .timeout_seconds
+            .unwrap_or(DEFAULT_SETUP_TIMEOUT_SECONDS);
+        for (i, command) in step.commands.iter().enumerate() {
+            let n = i + 1;
+            // `timeout` gives the step's own bound its exit 124; the exec bound is a backstop
+            let bounded = format!("timeout {timeout} sh -c {}", shell_quote(command));
+            let output = sandbox
+                .exec(&bounded, env, Duration::from_secs(timeout + 30))
+                .await
+                .map_err(|error| {
+                    format!("setup step {name:?}: command #{n} reported no exit status: {error}")
+                })?;
+            if output.exit_code == 0 {
+                continue;
+            }
+            let printed = boxfleet_redact::redact(&format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ));
+            let printed = cut(printed.trim(), 4096);
+            let code = output.exit_code;
+            let mut text = format!("setup step {name:?}: command #{n} failed (exit {code})");
+            if code == 124 {
+                text.push_str(&format!(": its timeout_seconds of {timeout}s ran out"));
+            }
+            if !printed.is_empty() {
+                text.push_str(&format!(": {printed}"));
+            }
+            if code > 128 {
+                text.push_str(&format!(" (ended by signal {})", code - 128));
+            }
+            return Err(text);
+        }
+    }
+    Ok(())
+}
+
+/// The brief with the setup steps' paragraphs folded into a "## Your environment" block.
+fn with_setup_briefs(brief: &str, steps: &[boxfleet_config::providers::SetupStep]) -> String {
+    let paragraphs: Vec<&str> = steps
+        .iter()
+        .filter_map(|step| step.brief.as_deref())
+        .filter(|b| !b.trim().is_empty())
+        .collect();
+    if paragraphs.is_empty() {
+        return brief.to_owned();
+    }
+    format!(
+        "{brief}\n\n## Your environment\n\n{}\n",
+        paragraphs.join("\n\n")
+    )
 }
 
 fn new_id(prefix: &str) -> String {
@@ -719,7 +798,6 @@ impl Coordinator {
             }
         };
         let sandbox_id = sandbox.id().to_owned();
-        runner.install(sandbox.as_ref()).await?;
         let mut env = plan.env.clone();
         env.insert("BOXFLEET_AGENT_HANDLE".to_owned(), request.seat.clone());
         env.insert("BOXFLEET_TURN_ID".to_owned(), turn_id.to_owned());
@@ -733,11 +811,23 @@ impl Coordinator {
                 format!("{wire:?}").to_lowercase(),
             );
         }
+        // a reused box skips the steps: its provisioning survives with its disk
+        if reuse.is_none()
+            && let Err(text) = apply_setup(sandbox.as_ref(), &plan.setup, &env).await
+        {
+            warn!(turn_id, sandbox_id, %text, "sandbox_setup_failed");
+            // a half-provisioned box never receives a brief
+            if let Err(error) = provider.kill(&sandbox_id).await {
+                warn!(turn_id, sandbox_id, %error, "sandbox_kill_failed");
+            }
+            return Err(Error::Setup(text));
+        }
+        runner.install(sandbox.as_ref()).await?;
         let spec = LaunchSpec {
             turn_id: turn_id.to_owned(),
             launch_id: launch_id.to_owned(),
             seat: request.seat.clone(),
-            brief: request.brief.clone(),
+            brief: with_setup_briefs(&request.brief, &plan.setup),
             command: request.command.clone(),
             timeout_seconds: request.timeout_seconds,
             model: plan.model.clone(),

@@ -5,6 +5,7 @@
 use serde::Deserialize;
 
 use crate::Error;
+use crate::providers::{SetupStep, expand};
 
 /// Whether a seat is an agent or a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -59,6 +60,66 @@ pub struct Company {
     pub roles: Vec<crate::providers::Role>,
 }
 
+fn expand_one(
+    problems: &mut Vec<Error>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    field: String,
+    value: &mut String,
+) {
+    match expand(value, lookup) {
+        Ok(expanded) => *value = expanded,
+        Err(problem) => problems.push(Error::Located {
+            field,
+            problem,
+            remedy: "export the variable in the node's environment, or write the value",
+        }),
+    }
+}
+
+fn expand_steps(
+    problems: &mut Vec<Error>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    field: &str,
+    list: &mut [SetupStep],
+) {
+    for (i, step) in list.iter_mut().enumerate() {
+        for (key, value) in &mut step.env {
+            if step.optional_keys.contains(key) {
+                *value = expand(value, lookup).unwrap_or_default();
+            } else {
+                expand_one(problems, lookup, format!("{field}[{i}].env.{key}"), value);
+            }
+        }
+        // a body that is exactly one ${VAR} names the whole file; any other ${…} is left for
+        // whatever reads the file in the box
+        let mut dropped = Vec::new();
+        for (path, body) in &mut step.files {
+            let whole =
+                body.starts_with("${") && body.ends_with('}') && body.matches("${").count() == 1;
+            if !whole {
+                continue;
+            }
+            let value = expand(body, lookup).unwrap_or_default();
+            if !value.is_empty() {
+                *body = value;
+            } else if step.optional_keys.contains(path) {
+                dropped.push(path.clone());
+            } else {
+                problems.push(Error::Located {
+                    field: format!("{field}[{i}].files.{path}"),
+                    problem: format!(
+                        "{body} resolves to nothing, and an empty file is never written"
+                    ),
+                    remedy: "export the variable, or list the path under the step's optional_keys",
+                });
+            }
+        }
+        for path in dropped {
+            step.files.remove(&path);
+        }
+    }
+}
+
 /// Who a question is put to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Audience {
@@ -72,52 +133,75 @@ impl Company {
     /// `lookup`; an unset variable is a problem at its location, except under a role's
     /// `optional_keys`, where it leaves the key out of the run.
     pub fn expand_env(&mut self, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<Error> {
-        use crate::providers::expand;
         let mut problems = Vec::new();
-        let mut one = |field: String, value: &mut String| {
-            if let Err(problem) = expand(value, lookup).map(|v| *value = v) {
-                problems.push(Error::Located {
-                    field,
-                    problem,
-                    remedy: "export the variable in the node's environment, or write the value",
-                });
-            }
-        };
+        let p = &mut problems;
         for (name, entry) in &mut self.providers.llm {
             if let Some(key) = &mut entry.api_key {
-                one(format!("company.providers.llm.{name}.api_key"), key);
+                expand_one(
+                    p,
+                    lookup,
+                    format!("company.providers.llm.{name}.api_key"),
+                    key,
+                );
             }
             for (i, key) in entry.api_keys.iter_mut().enumerate() {
-                one(format!("company.providers.llm.{name}.api_keys[{i}]"), key);
+                expand_one(
+                    p,
+                    lookup,
+                    format!("company.providers.llm.{name}.api_keys[{i}]"),
+                    key,
+                );
             }
             if let Some(url) = &mut entry.base_url {
-                one(format!("company.providers.llm.{name}.base_url"), url);
+                expand_one(
+                    p,
+                    lookup,
+                    format!("company.providers.llm.{name}.base_url"),
+                    url,
+                );
             }
         }
         if let Some(e2b) = &mut self.providers.sandbox.e2b {
-            one(
+            expand_one(
+                p,
+                lookup,
                 "company.providers.sandbox.e2b.api_key".into(),
                 &mut e2b.api_key,
             );
         }
         if let Some(local) = &mut self.providers.sandbox.local {
             for (key, value) in &mut local.runtime_env {
-                one(
-                    format!("company.providers.sandbox.local.runtime_env.{key}"),
-                    value,
-                );
+                let field = format!("company.providers.sandbox.local.runtime_env.{key}");
+                expand_one(p, lookup, field, value);
             }
         }
+        expand_steps(
+            p,
+            lookup,
+            "company.providers.sandbox.setup",
+            &mut self.providers.sandbox.setup,
+        );
         for (i, role) in self.roles.iter_mut().enumerate() {
             let Some(gate) = &mut role.sandbox else {
                 continue;
             };
+            expand_steps(
+                p,
+                lookup,
+                &format!("company.roles[{i}].sandbox.setup"),
+                &mut gate.setup,
+            );
             for (key, value) in &mut gate.env {
                 if gate.optional_keys.contains(key) {
                     // unset: the key is left out of the run
                     *value = expand(value, lookup).unwrap_or_default();
                 } else {
-                    one(format!("company.roles[{i}].sandbox.env.{key}"), value);
+                    expand_one(
+                        p,
+                        lookup,
+                        format!("company.roles[{i}].sandbox.env.{key}"),
+                        value,
+                    );
                 }
             }
         }

@@ -145,6 +145,50 @@ pub struct LocalSection {
     pub runtime_env: BTreeMap<String, String>,
 }
 
+/// One setup step (the spec's "Setup steps"): files written into a new box, then commands
+/// run with the run environment; a failure tears the box down before any brief runs.
+#[derive(Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SetupStep {
+    /// unique within its list: what a setup failure names
+    pub name: String,
+    /// path → content. A relative path or one starting `~/` is under the box's home. A body
+    /// that is exactly one `${VAR}` is that variable's value; any other `${…}` is left for
+    /// whatever reads the file in the box.
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+    /// run after the files land, in order; a non-zero exit fails the box
+    #[serde(default)]
+    pub commands: Vec<String>,
+    /// each command's bound (exit 124 when it runs out); default 300
+    #[serde(default)]
+    pub timeout_seconds: Option<u64>,
+    /// variables merged into the run environment (`${VAR}`-expanded at load)
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// env keys and file paths whose value may resolve to nothing (left out, not refused)
+    #[serde(default)]
+    pub optional_keys: Vec<String>,
+    /// what the step made true, for the agent's brief
+    #[serde(default)]
+    pub brief: Option<String>,
+}
+
+impl std::fmt::Debug for SetupStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SetupStep")
+            .field("name", &self.name)
+            .field("files", &self.files.keys().collect::<Vec<_>>())
+            .field("commands", &self.commands.len())
+            .field("timeout_seconds", &self.timeout_seconds)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// A setup command's bound when its step names none.
+pub const DEFAULT_SETUP_TIMEOUT_SECONDS: u64 = 300;
+
 /// `providers.sandbox`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -168,6 +212,9 @@ pub struct SandboxSection {
     /// fail | record; default fail
     #[serde(default)]
     pub model_mismatch: MismatchPolicy,
+    /// engine-wide setup steps, applied to every new box before the role's
+    #[serde(default)]
+    pub setup: Vec<SetupStep>,
 }
 
 /// `providers:`.
@@ -201,6 +248,9 @@ pub struct RoleSandbox {
     /// keys left out of the run when their value resolves to nothing
     #[serde(default)]
     pub optional_keys: Vec<String>,
+    /// this role's setup steps, after `providers.sandbox.setup`
+    #[serde(default)]
+    pub setup: Vec<SetupStep>,
 }
 
 /// A role.
@@ -250,6 +300,8 @@ pub struct SandboxPlan {
     pub env: BTreeMap<String, String>,
     pub max_turns: Option<u32>,
     pub mismatch: MismatchPolicy,
+    /// the setup steps a new box gets: engine-wide, then the role's
+    pub setup: Vec<SetupStep>,
 }
 
 impl std::fmt::Debug for SandboxPlan {
@@ -263,6 +315,7 @@ impl std::fmt::Debug for SandboxPlan {
             .field("env", &self.env.keys().collect::<Vec<_>>())
             .field("max_turns", &self.max_turns)
             .field("mismatch", &self.mismatch)
+            .field("setup", &self.setup)
             .finish()
     }
 }
@@ -348,8 +401,21 @@ impl Company {
                 .or(defaults.default_max_turns)
                 .filter(|&n| n > 0),
             mismatch: defaults.model_mismatch,
+            setup: defaults
+                .setup
+                .iter()
+                .chain(gate.map(|g| g.setup.as_slice()).unwrap_or_default())
+                .cloned()
+                .collect(),
             ..SandboxPlan::default()
         };
+        for step in &plan.setup {
+            for (key, value) in &step.env {
+                if !(value.is_empty() && step.optional_keys.contains(key)) {
+                    plan.env.insert(key.clone(), value.clone());
+                }
+            }
+        }
         let model = model.filter(|m| !m.is_empty());
         let entry = self.sandbox_entry(seat);
         match runner.as_str() {
@@ -461,6 +527,68 @@ impl Company {
                 "use claude-code, opencode or command",
             );
         }
+        let steps = |field: &str,
+                     list: &[SetupStep],
+                     local: bool,
+                     bad: &mut dyn FnMut(String, String, &'static str)| {
+            for (i, step) in list.iter().enumerate() {
+                if step.name.trim().is_empty() {
+                    bad(
+                        format!("{field}[{i}].name"),
+                        "is empty".into(),
+                        "name every step: a setup failure names it",
+                    );
+                }
+                if list[..i].iter().any(|other| other.name == step.name) {
+                    bad(
+                        format!("{field}[{i}].name"),
+                        format!("{:?} is a second step of that name in this list", step.name),
+                        "give every step in one list its own name",
+                    );
+                }
+                for path in step.files.keys() {
+                    if let Err(problem) = clean_setup_path(path, local) {
+                        bad(
+                            format!("{field}[{i}].files.{path}"),
+                            format!("setup step {:?} writes {path:?}, {problem}", step.name),
+                            "write the file under the box's home (a relative or ~/ path), or have a command put it elsewhere",
+                        );
+                    }
+                }
+            }
+        };
+        let local_default = matches!(
+            sandbox.default_run_in.as_deref(),
+            None | Some("direct" | "container")
+        );
+        steps(
+            "company.providers.sandbox.setup",
+            &sandbox.setup,
+            local_default
+                || self.roles.iter().any(|r| {
+                    r.sandbox
+                        .as_ref()
+                        .and_then(|g| g.run_in.as_deref())
+                        .is_some_and(|c| c == "direct" || c == "container")
+                }),
+            &mut bad,
+        );
+        for (i, role) in self.roles.iter().enumerate() {
+            if let Some(gate) = &role.sandbox {
+                let cell = gate
+                    .run_in
+                    .as_deref()
+                    .filter(|c| !c.is_empty())
+                    .or(sandbox.default_run_in.as_deref())
+                    .unwrap_or("direct");
+                steps(
+                    &format!("company.roles[{i}].sandbox.setup"),
+                    &gate.setup,
+                    cell != "e2b",
+                    &mut bad,
+                );
+            }
+        }
         for (name, entry) in &self.providers.llm {
             if entry.model.trim().is_empty() {
                 bad(
@@ -525,6 +653,50 @@ impl Company {
             }
         }
     }
+}
+
+/// A setup file's path, cleaned (`.` segments and a trailing `/` dropped; `..` may not
+/// climb out). A relative path and one starting `~/` name a file under the home in every
+/// cell; another account's home is refused everywhere, and an absolute path is refused in a
+/// local box (`local`), which writes only inside its home.
+pub fn clean_setup_path(path: &str, local: bool) -> Result<String, String> {
+    if path.is_empty() {
+        return Err("an empty path".into());
+    }
+    let (home, rest) = if let Some(rest) = path.strip_prefix("~/") {
+        (true, rest)
+    } else if path == "~" {
+        return Err("which is the home itself, a directory".into());
+    } else if path.starts_with('~') {
+        return Err("which is another account's home".into());
+    } else if let Some(rest) = path.strip_prefix('/') {
+        (false, rest)
+    } else {
+        (true, path)
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for part in rest.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err("which climbs out of the home".into());
+                }
+            }
+            part => parts.push(part),
+        }
+    }
+    if parts.is_empty() {
+        return Err("which names a directory, not a file".into());
+    }
+    if !home && local {
+        return Err("which a local box refuses: it writes only inside the box's home".into());
+    }
+    Ok(if home {
+        format!("~/{}", parts.join("/"))
+    } else {
+        format!("/{}", parts.join("/"))
+    })
 }
 
 /// Replaces every `${VAR}` in `text` with the variable's value from `lookup`. An unset
@@ -652,6 +824,60 @@ seats:
         let c = company(GATEWAY);
         let plan = c.plan_sandbox("ada", None, None).expect("plans");
         assert!(!format!("{c:?} {plan:?}").contains("sk-test"));
+    }
+
+    #[test]
+    fn setup_paths_are_cleaned_and_a_local_box_writes_only_in_its_home() {
+        assert_eq!(clean_setup_path(".npmrc", true).as_deref(), Ok("~/.npmrc"));
+        assert_eq!(clean_setup_path("~/./a//b/", true).as_deref(), Ok("~/a/b"));
+        assert_eq!(clean_setup_path("/etc/x", false).as_deref(), Ok("/etc/x"));
+        assert!(clean_setup_path("/etc/x", true).is_err());
+        assert!(clean_setup_path("~bob/.npmrc", false).is_err());
+        assert!(clean_setup_path("../x", true).is_err());
+        assert!(clean_setup_path("~/", true).is_err());
+    }
+
+    #[test]
+    fn setup_steps_are_validated_and_expanded() {
+        let yaml = r#"
+providers:
+  sandbox:
+    setup:
+      - { name: a, files: { "/etc/motd": "hi" } }
+      - { name: a, commands: ["true"] }
+"#;
+        let problems = company(yaml).problems();
+        let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert!(
+            text.iter()
+                .any(|t| t.contains("/etc/motd") && t.contains("local box")),
+            "{text:?}"
+        );
+        assert!(text.iter().any(|t| t.contains("second step")), "{text:?}");
+
+        let yaml = r#"
+providers:
+  sandbox:
+    setup:
+      - name: npm
+        files: { ".npmrc": "//r/:_authToken=${NPM_TOKEN}", "whole": "${WHOLE}", "opt": "${UNSET}" }
+        env: { NPM_TOKEN: "${TOKEN}" }
+        optional_keys: [opt]
+"#;
+        let mut c = company(yaml);
+        let lookup = |name: &str| match name {
+            "TOKEN" => Some("t0k".to_owned()),
+            "WHOLE" => Some("file body".to_owned()),
+            _ => None,
+        };
+        assert!(c.expand_env(&lookup).is_empty());
+        let step = &c.providers.sandbox.setup[0];
+        assert_eq!(step.files[".npmrc"], "//r/:_authToken=${NPM_TOKEN}");
+        assert_eq!(step.files["whole"], "file body");
+        assert!(!step.files.contains_key("opt"));
+        let plan = c.plan_sandbox("x", None, None).expect("plans");
+        assert_eq!(plan.env["NPM_TOKEN"], "t0k");
+        assert_eq!(plan.setup.len(), 1);
     }
 
     #[test]
