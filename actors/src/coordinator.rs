@@ -801,15 +801,15 @@ impl Coordinator {
         let mut env = plan.env.clone();
         env.insert("BOXFLEET_AGENT_HANDLE".to_owned(), request.seat.clone());
         env.insert("BOXFLEET_TURN_ID".to_owned(), turn_id.to_owned());
-        if let Some(url) = &plan.base_url {
-            // not a secret: the endpoint a runner that takes it in its own config reads
-            env.insert("BOXFLEET_LLM_BASE_URL".to_owned(), url.clone());
-        }
-        if let Some(wire) = plan.wire {
-            env.insert(
-                "BOXFLEET_LLM_WIRE".to_owned(),
-                format!("{wire:?}").to_lowercase(),
-            );
+        if let Some(url) = plan.base_url.as_ref().filter(|_| plan.runner == "opencode") {
+            // OpenCode takes its endpoint in its own config file, which the runner writes from
+            // these two (and removes them from the box's env)
+            env.insert("BOXFLEET_OPENCODE_BASE_URL".to_owned(), url.clone());
+            let wire = match plan.wire {
+                Some(boxfleet_config::providers::Wire::Anthropic) => "anthropic",
+                _ => "openai",
+            };
+            env.insert("BOXFLEET_OPENCODE_WIRE".to_owned(), wire.to_owned());
         }
         // a reused box skips the steps: its provisioning survives with its disk
         if reuse.is_none()

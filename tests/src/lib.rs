@@ -22,6 +22,9 @@
 //! - [`wait_until`] / [`wait_for`] / [`poll_until`]: poll a condition with a bound instead of
 //!   sleeping; a timeout panics naming what was awaited.
 
+pub mod anthropic_standin;
+pub mod claude_cli;
+pub mod e2b_standin;
 pub mod node;
 
 use std::fs::{self, File};

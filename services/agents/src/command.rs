@@ -18,6 +18,7 @@ use boxfleet_actors::ports::{
 };
 
 use crate::ask;
+use crate::common::{parse_done, tail_lines, whole_chars};
 use crate::layout::{self, sh_quote};
 use crate::refs::delivered_refs;
 
@@ -114,67 +115,6 @@ printf '%s\n' "$status" >"$dir/{done}.tmp" && mv -f "$dir/{done}.tmp" "$dir/{don
         stdout = layout::STDOUT,
         stderr = layout::STDERR,
     )
-}
-
-/// Parses a done marker: `None` while it is absent or empty (not done), `Some(None)` when it
-/// holds something that is not an exit status.
-fn parse_done(bytes: Option<Vec<u8>>) -> Option<Option<i32>> {
-    let bytes = bytes?;
-    let text = String::from_utf8_lossy(&bytes);
-    let text = text.trim();
-    if text.is_empty() {
-        return None;
-    }
-    Some(text.parse().ok())
-}
-
-/// Cuts bytes read from `start` of a stream to whole UTF-8 characters: drops a partial
-/// character at the front when the read began mid-stream and one still being written at the
-/// end. Returns the text and the offsets it spans.
-fn whole_chars(bytes: &[u8], start: u64) -> (String, u64, u64) {
-    let mut front = 0;
-    if start > 0 {
-        while front < bytes.len().min(3) && (bytes[front] & 0xC0) == 0x80 {
-            front += 1;
-        }
-    }
-    let body = &bytes[front..];
-    let keep = match std::str::from_utf8(body) {
-        Ok(_) => body.len(),
-        // an incomplete character at the very end: leave it for the next reading
-        Err(error) if error.error_len().is_none() => error.valid_up_to(),
-        Err(_) => {
-            // invalid bytes inside: keep all but an incomplete tail
-            let tail_start = body.len().saturating_sub(3);
-            match (tail_start..body.len()).find(|&i| (body[i] & 0xC0) != 0x80) {
-                Some(i)
-                    if std::str::from_utf8(&body[i..]).is_err_and(|e| e.error_len().is_none()) =>
-                {
-                    i
-                }
-                _ => body.len(),
-            }
-        }
-    };
-    let text = String::from_utf8_lossy(&body[..keep]).into_owned();
-    let begin = start + front as u64;
-    (text, begin, begin + keep as u64)
-}
-
-/// The lines of a stream's end, the first dropped when the read began mid-line. What is kept
-/// is redacted whole before it is cut into lines and bounded, so a secret straddling a line
-/// or the cut never survives as a fragment no rule recognises.
-fn tail_lines(bytes: &[u8], clipped: bool, keep: usize) -> Vec<String> {
-    let text = String::from_utf8_lossy(bytes);
-    let text = if clipped {
-        text.find('\n').map_or("", |at| &text[at + 1..])
-    } else {
-        &text[..]
-    };
-    let text = boxfleet_redact::redact(text);
-    let lines: Vec<&str> = text.lines().collect();
-    let skip = lines.len().saturating_sub(keep);
-    lines.into_iter().skip(skip).map(str::to_owned).collect()
 }
 
 #[async_trait]
@@ -387,31 +327,6 @@ impl Runner for CommandRunner {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn done_markers() {
-        assert_eq!(parse_done(None), None);
-        assert_eq!(parse_done(Some(Vec::new())), None);
-        assert_eq!(parse_done(Some(b"0\n".to_vec())), Some(Some(0)));
-        assert_eq!(parse_done(Some(b"124\n".to_vec())), Some(Some(124)));
-        assert_eq!(parse_done(Some(b"what".to_vec())), Some(None));
-    }
-
-    #[test]
-    fn whole_characters_only() {
-        let text = "aé€".as_bytes(); // 1 + 2 + 3 bytes
-        assert_eq!(whole_chars(text, 0), ("aé€".to_owned(), 0, 6));
-        // cut inside the euro sign: held back for the next reading
-        assert_eq!(whole_chars(&text[..4], 0), ("aé".to_owned(), 0, 3));
-        // began inside the e-acute: its tail dropped
-        assert_eq!(whole_chars(&text[2..], 2), ("€".to_owned(), 3, 6));
-    }
-
-    #[test]
-    fn transcript_keeps_whole_lines_from_the_end() {
-        assert_eq!(tail_lines(b"a\nb\nc\n", false, 2), vec!["b", "c"]);
-        assert_eq!(tail_lines(b"rtial\nb\nc", true, 10), vec!["b", "c"]);
-    }
 
     #[test]
     fn the_wrapper_is_plain_sh() {

@@ -82,6 +82,12 @@ fn delivered_on(line: &str) -> Option<String> {
         .trim_start_matches(is_decoration)
         .trim_start();
     let token = rest.split_whitespace().next()?;
+    // the value stands alone on the line: `Delivered: the fix for the flake` is a sentence,
+    // not a ref; a parenthetical after it (`(pushed)`) is a note, not more of the value
+    let after = rest.trim_start()[token.len()..].trim();
+    if !after.is_empty() && !after.starts_with('(') {
+        return None;
+    }
     let token = token.trim_end_matches([',', ';']);
     let token = unwrap_value(token);
     let token = token.trim_end_matches(['.', ',', ';']);
@@ -145,6 +151,67 @@ pub fn is_branch_name(name: &str) -> bool {
         .all(|part| !part.is_empty() && !part.starts_with('.') && !part.ends_with(".lock"))
 }
 
+/// Pull and merge request URLs found by their shape (`/pull/N`, `/pulls/N`,
+/// `/-/merge_requests/N`, `/pull-requests/N`, `/pullrequest/N`), on any host and port, in
+/// order, each once. A guess: a pull request the run only read looks the same as one it
+/// opened, so these count only where nothing names a ref.
+pub fn scraped_refs(text: &str) -> Vec<String> {
+    let mut refs: Vec<String> = Vec::new();
+    for word in text.split(|c: char| {
+        c.is_whitespace() || matches!(c, '<' | '>' | '(' | ')' | '[' | ']' | '"' | '\'' | '`')
+    }) {
+        let word = word.trim_end_matches(['.', ',', ';', ':', '!', '?', '*', '_']);
+        let lower = word.to_ascii_lowercase();
+        let Some(start) = lower.find("http://").or_else(|| lower.find("https://")) else {
+            continue;
+        };
+        let url = &word[start..];
+        if !is_clean_url(url) || !is_request_path(url) {
+            continue;
+        }
+        if !refs.iter().any(|known| known == url) {
+            refs.push(url.to_owned());
+        }
+    }
+    refs
+}
+
+fn is_request_path(url: &str) -> bool {
+    let path = url.split(['?', '#']).next().unwrap_or("");
+    let parts: Vec<&str> = path.split('/').collect();
+    parts.windows(2).any(|pair| {
+        [
+            "pull",
+            "pulls",
+            "merge_requests",
+            "pull-requests",
+            "pullrequest",
+        ]
+        .contains(&pair[0])
+            && !pair[1].is_empty()
+            && pair[1].bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+/// A coding run's delivered refs: the report's named refs, else the CLI's final message's
+/// named refs, else pull/merge request URLs scraped from the report, else from the final
+/// message. A named ref always wins over a scraped one, and the report over the message.
+pub fn run_refs(report: Option<&str>, final_message: Option<&str>) -> Vec<String> {
+    let report = report.unwrap_or("");
+    let message = final_message.unwrap_or("");
+    for found in [
+        delivered_refs(report),
+        delivered_refs(message),
+        scraped_refs(report),
+        scraped_refs(message),
+    ] {
+        if !found.is_empty() {
+            return found;
+        }
+    }
+    Vec::new()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,10 +247,39 @@ mod tests {
             Delivered: -rf\n\
             Delivered: a.lock\n\
             Delivered: ftp://example.com/x\n\
-            Delivered:\n";
+            Delivered:\n\
+            Delivered: the fix for the flake\n\
+            Delivered: branch feature/x\n";
         assert_eq!(delivered_refs(report), Vec::<String>::new());
         assert!(is_clean_url("https://example.com/a?page=2&design=1"));
         assert!(!is_clean_url("https://example.com/a?X-Amz-Credential=x"));
         assert!(is_branch_name("release/1.2"));
+    }
+    #[test]
+    fn named_refs_win_over_scraped_ones() {
+        let report = "Opened (https://git.example.com:8443/a/b/-/merge_requests/12). Read https://h.test/x/pull/3.\nSee https://h.test/x/issues/4 and https://h.test/x/pull/new";
+        assert_eq!(
+            scraped_refs(report),
+            vec![
+                "https://git.example.com:8443/a/b/-/merge_requests/12",
+                "https://h.test/x/pull/3"
+            ]
+        );
+        assert_eq!(
+            run_refs(Some(report), Some("Delivered: fix/x")),
+            vec!["fix/x"]
+        );
+        assert_eq!(
+            run_refs(
+                Some("Delivered: a/b\nhttps://h.test/x/pull/3"),
+                Some("Delivered: c")
+            ),
+            vec!["a/b"]
+        );
+        assert_eq!(
+            run_refs(None, Some("done: https://h.test/x/pulls/9")),
+            vec!["https://h.test/x/pulls/9"]
+        );
+        assert_eq!(run_refs(None, None), Vec::<String>::new());
     }
 }

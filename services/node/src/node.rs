@@ -119,11 +119,33 @@ impl Node {
                 config.data_dir.clone(),
             )),
         );
+        let sandbox = &config.company.providers.sandbox;
+        if let Some(local) = sandbox.local.as_ref().filter(|l| l.image.is_some()) {
+            providers.insert(
+                "container".into(),
+                Arc::new(boxfleet_sandbox::ContainerProvider::new(container_config(
+                    local,
+                    &config.data_dir,
+                )?)),
+            );
+        }
         let mut runners: BTreeMap<String, Arc<dyn Runner>> = BTreeMap::new();
         runners.insert(
             "command".into(),
             Arc::new(boxfleet_agents::command::CommandRunner::new()),
         );
+        // the coding CLIs are found on the box's PATH (`claude`, `opencode`), or where
+        // BOXFLEET_CLAUDE_CLI / BOXFLEET_OPENCODE_CLI name them
+        let mut claude = boxfleet_agents::ClaudeCodeRunner::new();
+        if let Ok(cli) = std::env::var("BOXFLEET_CLAUDE_CLI") {
+            claude = claude.with_cli(cli);
+        }
+        runners.insert("claude-code".into(), Arc::new(claude));
+        let mut opencode = boxfleet_agents::OpenCodeRunner::new();
+        if let Ok(cli) = std::env::var("BOXFLEET_OPENCODE_CLI") {
+            opencode = opencode.with_cli(cli);
+        }
+        runners.insert("opencode".into(), Arc::new(opencode));
 
         let (engine_tx, engine_rx) = mpsc::unbounded_channel::<EngineDown>();
         let coordinator = Arc::new(
@@ -303,4 +325,32 @@ async fn wait_stopped(cell: ractor::ActorCell) {
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// The `container` cell from `providers.sandbox.local` (boxes under `{state_dir}` or
+/// `{data_dir}/containers`).
+fn container_config(
+    local: &boxfleet_config::providers::LocalSection,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<boxfleet_sandbox::ContainerConfig> {
+    use boxfleet_sandbox::container::Runtime;
+    let state_dir = local
+        .state_dir
+        .as_deref()
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| data_dir.join("containers"), std::path::PathBuf::from);
+    let mut cell =
+        boxfleet_sandbox::ContainerConfig::new(local.image.clone().unwrap_or_default(), state_dir);
+    cell.runtime = match local.runtime.as_deref().unwrap_or("auto") {
+        "auto" | "" => Runtime::Auto,
+        "docker" => Runtime::Docker,
+        "podman" => Runtime::Podman,
+        other => anyhow::bail!(
+            "company.providers.sandbox.local.runtime: {other:?} is not a runtime; use auto, docker or podman"
+        ),
+    };
+    cell.run_args = local.run_args.clone();
+    cell.network = local.network.clone().filter(|n| !n.is_empty());
+    cell.runtime_env = local.runtime_env.clone();
+    Ok(cell)
 }

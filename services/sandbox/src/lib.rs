@@ -3,10 +3,13 @@
 //! [`Sandbox`](boxfleet_actors::ports::Sandbox) ports and pass one box-contract suite
 //! ([`contract`], feature `contract`).
 
+pub mod container;
 #[cfg(feature = "contract")]
 pub mod contract;
 pub mod direct;
+pub mod e2b;
 pub mod fake;
 
+pub use container::{ContainerConfig, ContainerProvider, ContainerSandbox};
 pub use direct::{DirectProvider, DirectSandbox};
 pub use fake::{FakeCounters, FakeKeepalive, FakeNode, FakeProvider, FakeSandbox, ScriptedJob};

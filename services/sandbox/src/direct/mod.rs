@@ -15,7 +15,7 @@
 //!
 //! This is not a security boundary: the job runs as the node's user, with the host's tools.
 
-mod files;
+pub(crate) mod files;
 pub mod proc;
 mod sys;
 
@@ -112,12 +112,12 @@ fn valid_sandbox_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
 }
 
-fn io_failed(what: &str, error: &io::Error) -> BoxError {
+pub(crate) fn io_failed(what: &str, error: &io::Error) -> BoxError {
     BoxError::Failed(format!("{what}: {error}"))
 }
 
 /// Runs blocking file work off the async threads, bounded.
-async fn blocking<T, F>(what: &str, work: F) -> Result<T, BoxError>
+pub(crate) async fn blocking<T, F>(what: &str, work: F) -> Result<T, BoxError>
 where
     T: Send + 'static,
     F: FnOnce() -> Result<T, BoxError> + Send + 'static,
@@ -293,7 +293,7 @@ impl Provider for DirectProvider {
     }
 }
 
-fn check_env(env: &BTreeMap<String, String>) -> Result<(), BoxError> {
+pub(crate) fn check_env(env: &BTreeMap<String, String>) -> Result<(), BoxError> {
     for (name, value) in env {
         if name.is_empty() || name.contains('=') || name.contains('\0') || value.contains('\0') {
             return Err(BoxError::Failed(format!(
@@ -487,7 +487,7 @@ impl DirectSandbox {
     }
 }
 
-async fn read_bounded<R: AsyncRead + Unpin>(mut stream: R) -> Vec<u8> {
+pub(crate) async fn read_bounded<R: AsyncRead + Unpin>(mut stream: R) -> Vec<u8> {
     let mut kept = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {

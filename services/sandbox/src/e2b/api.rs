@@ -1,0 +1,318 @@
+//! E2B's control plane (`https://api.{domain}`, header `X-API-Key`): create, read, connect,
+//! re-time, pause, kill and list boxes. Every request — sending it and reading its whole answer
+//! — is bounded by the control budget (60 s by default): minting a VM is a real allocation, and
+//! a call that cannot answer inside its budget is answered as unreachable rather than waited on.
+//!
+//! How an answer reads: 2xx is the operation's own; 401/403 is the API key
+//! ([`BoxError::Failed`], naming it); 404 is left to the caller (gone, for every call on one
+//! box); 5xx, 429, a timeout or a connection that failed are [`BoxError::Unreachable`] with the
+//! status and an excerpt of the body; any other 4xx is [`BoxError::Failed`].
+
+use std::fmt;
+use std::time::Duration;
+
+use boxfleet_actors::ports::BoxError;
+use reqwest::{Method, StatusCode};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// How much of an error body a message quotes.
+const EXCERPT_CHARS: usize = 300;
+
+/// The API key: sent as `X-API-Key`, never shown.
+#[derive(Clone)]
+pub(crate) struct ApiKey(pub(crate) String);
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+/// The box's envd access token: kept in memory on the handle only, sent as `X-Access-Token`,
+/// never shown, written or logged.
+#[derive(Clone)]
+pub(crate) struct AccessToken(pub(crate) String);
+
+impl fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AccessToken(<redacted>)")
+    }
+}
+
+/// What the control plane says of one box (create, connect and get answer alike).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SandboxInfo {
+    #[serde(rename = "sandboxID")]
+    pub sandbox_id: String,
+    #[serde(default)]
+    pub envd_version: Option<String>,
+    #[serde(default)]
+    pub envd_access_token: Option<String>,
+    #[serde(default)]
+    pub domain: Option<String>,
+    /// `running` or `paused` (get and list only)
+    #[serde(default)]
+    pub state: Option<String>,
+}
+
+impl fmt::Debug for SandboxInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SandboxInfo")
+            .field("sandbox_id", &self.sandbox_id)
+            .field("envd_version", &self.envd_version)
+            .field("domain", &self.domain)
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An answer the control plane gave.
+pub(crate) struct Answer {
+    pub status: StatusCode,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    pub fn excerpt(&self) -> String {
+        excerpt(&self.body)
+    }
+}
+
+pub(crate) fn excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if text.chars().count() > EXCERPT_CHARS {
+        format!("{}…", text.chars().take(EXCERPT_CHARS).collect::<String>())
+    } else {
+        text.to_owned()
+    }
+}
+
+/// The control-plane client.
+#[derive(Debug, Clone)]
+pub(crate) struct Api {
+    http: reqwest::Client,
+    base: String,
+    key: ApiKey,
+    budget: Duration,
+}
+
+impl Api {
+    pub fn new(http: reqwest::Client, base: String, key: ApiKey, budget: Duration) -> Self {
+        Api {
+            http,
+            base: base.trim_end_matches('/').to_owned(),
+            key,
+            budget,
+        }
+    }
+
+    /// One request, bounded as a whole by the budget. Transport failures and timeouts are
+    /// unreachable; the status is left to [`Api::judge`] and the caller.
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        what: &str,
+    ) -> Result<Answer, BoxError> {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .header("X-API-Key", &self.key.0);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let exchange = async {
+            let response = request.send().await?;
+            let status = response.status();
+            let body = response.bytes().await?;
+            Ok::<_, reqwest::Error>(Answer {
+                status,
+                body: body.to_vec(),
+            })
+        };
+        match tokio::time::timeout(self.budget, exchange).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(error)) => Err(BoxError::Unreachable(format!(
+                "{what}: the E2B control plane at {} could not be reached: {}",
+                self.base,
+                error.without_url()
+            ))),
+            Err(_) => Err(BoxError::Unreachable(format!(
+                "{what}: the E2B control plane at {} did not answer within {:.1}s (the control \
+                 budget)",
+                self.base,
+                self.budget.as_secs_f64()
+            ))),
+        }
+    }
+
+    /// The reading every call shares: Ok for 2xx; the key for 401/403; unreachable for 5xx and
+    /// 429; failed for any other status (404 included — callers that mean "gone" check first).
+    pub fn judge(answer: &Answer, what: &str) -> Result<(), BoxError> {
+        let status = answer.status;
+        if status.is_success() {
+            return Ok(());
+        }
+        let code = status.as_u16();
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            return Err(BoxError::Failed(format!(
+                "{what}: E2B refused the API key (HTTP {code}: {}); check the e2b backend's \
+                 api_key (E2B_API_KEY) — it is missing, revoked or for another team",
+                answer.excerpt()
+            )));
+        }
+        if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
+            return Err(BoxError::Unreachable(format!(
+                "{what}: the E2B control plane answered HTTP {code}: {}",
+                answer.excerpt()
+            )));
+        }
+        Err(BoxError::Failed(format!(
+            "{what}: the E2B control plane refused it with HTTP {code}: {}",
+            answer.excerpt()
+        )))
+    }
+
+    fn parse(answer: &Answer, what: &str) -> Result<SandboxInfo, BoxError> {
+        serde_json::from_slice(&answer.body).map_err(|error| {
+            BoxError::Failed(format!(
+                "{what}: the E2B control plane's answer is not a sandbox ({error}): {}",
+                // the body may carry the access token: name its size, never quote it
+                format_args!("{} bytes", answer.body.len())
+            ))
+        })
+    }
+
+    /// `POST /sandboxes`: a secured box of `template` living `timeout` seconds.
+    pub async fn create(
+        &self,
+        template: &str,
+        timeout: u64,
+        metadata: Value,
+        env: Value,
+    ) -> Result<SandboxInfo, BoxError> {
+        let what = format!("create a box from template {template:?}");
+        let body = json!({
+            "templateID": template,
+            "timeout": timeout,
+            "secure": true,
+            "metadata": metadata,
+            "envVars": env,
+        });
+        let answer = self
+            .call(Method::POST, "/sandboxes", Some(body), &what)
+            .await?;
+        Self::judge(&answer, &what)?;
+        Self::parse(&answer, &what)
+    }
+
+    /// `GET /sandboxes/{id}`: `None` when the box is gone (404).
+    pub async fn get(&self, sandbox_id: &str) -> Result<Option<SandboxInfo>, BoxError> {
+        let what = format!("read box {sandbox_id}");
+        let answer = self
+            .call(
+                Method::GET,
+                &format!("/sandboxes/{sandbox_id}"),
+                None,
+                &what,
+            )
+            .await?;
+        if answer.status == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        Self::judge(&answer, &what)?;
+        Self::parse(&answer, &what).map(Some)
+    }
+
+    /// `POST /sandboxes/{id}/connect`: reaches the box, resuming it when paused (200: it was
+    /// running; 201: it was resumed). `None` when the box is gone.
+    pub async fn connect(
+        &self,
+        sandbox_id: &str,
+        timeout: u64,
+    ) -> Result<Option<(SandboxInfo, bool)>, BoxError> {
+        let what = format!("connect to box {sandbox_id}");
+        let answer = self
+            .call(
+                Method::POST,
+                &format!("/sandboxes/{sandbox_id}/connect"),
+                Some(json!({ "timeout": timeout })),
+                &what,
+            )
+            .await?;
+        if answer.status == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        Self::judge(&answer, &what)?;
+        let resumed = answer.status == StatusCode::CREATED;
+        Self::parse(&answer, &what).map(|info| Some((info, resumed)))
+    }
+
+    /// `POST /sandboxes/{id}/timeout`: the box lives `timeout` seconds from now.
+    pub async fn set_timeout(&self, sandbox_id: &str, timeout: u64) -> Result<bool, BoxError> {
+        let what = format!("re-time box {sandbox_id}");
+        let answer = self
+            .call(
+                Method::POST,
+                &format!("/sandboxes/{sandbox_id}/timeout"),
+                Some(json!({ "timeout": timeout })),
+                &what,
+            )
+            .await?;
+        if answer.status == StatusCode::NOT_FOUND {
+            return Ok(false);
+        }
+        Self::judge(&answer, &what).map(|()| true)
+    }
+
+    /// `POST /sandboxes/{id}/pause`; 409 (already paused) is success. `false` when gone.
+    pub async fn pause(&self, sandbox_id: &str) -> Result<bool, BoxError> {
+        let what = format!("pause box {sandbox_id}");
+        let answer = self
+            .call(
+                Method::POST,
+                &format!("/sandboxes/{sandbox_id}/pause"),
+                None,
+                &what,
+            )
+            .await?;
+        match answer.status {
+            StatusCode::NOT_FOUND => Ok(false),
+            StatusCode::CONFLICT => Ok(true),
+            _ => Self::judge(&answer, &what).map(|()| true),
+        }
+    }
+
+    /// `DELETE /sandboxes/{id}`; 404 and 410 (already gone) are success.
+    pub async fn kill(&self, sandbox_id: &str) -> Result<(), BoxError> {
+        let what = format!("kill box {sandbox_id}");
+        let answer = self
+            .call(
+                Method::DELETE,
+                &format!("/sandboxes/{sandbox_id}"),
+                None,
+                &what,
+            )
+            .await?;
+        match answer.status {
+            StatusCode::NOT_FOUND | StatusCode::GONE => Ok(()),
+            _ => Self::judge(&answer, &what),
+        }
+    }
+
+    /// `GET /v2/sandboxes`: the team's boxes, running and paused.
+    pub async fn list(&self) -> Result<Vec<SandboxInfo>, BoxError> {
+        let what = "list boxes";
+        let answer = self.call(Method::GET, "/v2/sandboxes", None, what).await?;
+        Self::judge(&answer, what)?;
+        serde_json::from_slice(&answer.body).map_err(|error| {
+            BoxError::Failed(format!(
+                "{what}: the E2B control plane's answer is not a list of sandboxes: {error}"
+            ))
+        })
+    }
+}
