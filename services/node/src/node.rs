@@ -129,6 +129,18 @@ impl Node {
                 )?)),
             );
         }
+        if let Some(e2b) = &sandbox.e2b {
+            let mut cell = boxfleet_sandbox::e2b::E2bConfig::new(
+                e2b.api_key.clone(),
+                e2b.template.clone().unwrap_or_else(|| "base".to_owned()),
+            );
+            if let Some(domain) = e2b.domain.as_deref().filter(|d| !d.is_empty()) {
+                cell.domain = domain.to_owned();
+            }
+            let provider = boxfleet_sandbox::e2b::E2bProvider::new(cell)
+                .map_err(|error| anyhow::anyhow!("company.providers.sandbox.e2b: {error}"))?;
+            providers.insert("e2b".into(), Arc::new(provider));
+        }
         let mut runners: BTreeMap<String, Arc<dyn Runner>> = BTreeMap::new();
         runners.insert(
             "command".into(),
