@@ -10,8 +10,6 @@
 //! stream's last line to `result.json` (never through a pipe beside the CLI, whose status
 //! would be the copy's) and writes the CLI's exit status to `done.tmp`, renamed to `done`.
 
-use std::collections::BTreeMap;
-
 use async_trait::async_trait;
 use boxfleet_actors::ports::{
     BoxError, Collected, Followed, JobHandle, JobState, LaunchSpec, Runner, Sandbox,
@@ -185,17 +183,7 @@ impl Runner for ClaudeCodeRunner {
         sandbox: &dyn Sandbox,
         launch: &LaunchSpec,
     ) -> Result<JobHandle, BoxError> {
-        if !layout::valid_launch_id(&launch.launch_id) {
-            return Err(BoxError::Failed(format!(
-                "not a usable launch id: {:?}",
-                launch.launch_id
-            )));
-        }
-        if launch.brief.trim().is_empty() {
-            return Err(BoxError::Failed(
-                "the claude-code runner was given no brief".into(),
-            ));
-        }
+        common::check_brief(launch, "claude-code")?;
         let home = sandbox.home();
         let dir = layout::job_dir(home, &launch.launch_id);
         sandbox
@@ -218,10 +206,8 @@ impl Runner for ClaudeCodeRunner {
                 .as_bytes(),
             )
             .await?;
-        let mut env: BTreeMap<String, String> = launch.env.clone();
-        env.insert("BOXFLEET_REPORT".to_owned(), layout::report(home));
-        env.insert("BOXFLEET_AGENT_HANDLE".to_owned(), launch.seat.clone());
-        common::start_wrapper(sandbox, &self.shell, &wrapper, &env, &dir).await
+        let env = launch.env.clone();
+        common::start_wrapper(sandbox, &self.shell, &wrapper, env, &launch.seat, &dir).await
     }
 
     async fn poll(&self, sandbox: &dyn Sandbox, job: &JobHandle) -> Result<JobState, BoxError> {

@@ -9,31 +9,23 @@
 //! `timeout N` when the launch has a deadline) with its stdout and stderr in `stdout.log` and
 //! `stderr.log`, then writes the exit status to `done.tmp` and renames it to `done`.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
 use async_trait::async_trait;
 use boxfleet_actors::ports::{
     BoxError, Collected, Followed, JobHandle, JobState, LaunchSpec, Runner, Sandbox,
 };
 
-use crate::ask;
-use crate::common::{parse_done, tail_lines, whole_chars};
+use crate::common::{self, ReadErrors, tail_lines, whole_chars};
 use crate::layout::{self, sh_quote};
 use crate::refs::delivered_refs;
 
 /// The stdout tail that stands in for a report nobody wrote.
 pub const REPORT_FALLBACK_BYTES: u64 = 64 * 1024;
-/// The stderr tail a collection keeps.
-pub const STDERR_TAIL_BYTES: u64 = 64 * 1024;
 /// The stdout lines a transcript keeps (its last ones).
 pub const TRANSCRIPT_LINES: usize = 500;
 /// How much of stdout's end a transcript is read from.
 pub const TRANSCRIPT_READ_BYTES: u64 = 256 * 1024;
 /// The most a `follow` returns (the last of it when more was written).
 pub const FOLLOW_WINDOW_BYTES: u64 = 1024 * 1024;
-/// How long `install`'s one command may take.
-const INSTALL_BOUND: Duration = Duration::from_secs(60);
 /// How long a command that outlives its deadline gets after SIGTERM before SIGKILL.
 const KILL_AFTER_SECONDS: u64 = 10;
 
@@ -124,31 +116,7 @@ impl Runner for CommandRunner {
     }
 
     async fn install(&self, sandbox: &dyn Sandbox) -> Result<(), BoxError> {
-        let home = sandbox.home();
-        let shim = layout::ask_shim(home);
-        sandbox
-            .write_file(&shim, ask::shim_script(&layout::ask_dir(home)).as_bytes())
-            .await?;
-        let jobs = layout::jobs_dir(home);
-        let script = format!(
-            "chmod 755 {shim} && mkdir -p {jobs} && rm -f {report} && rm -rf {ask} && rm -f {jobs}/*/{done} {jobs}/*/{done}.tmp",
-            shim = sh_quote(&shim),
-            jobs = sh_quote(&jobs),
-            report = sh_quote(&layout::report(home)),
-            ask = sh_quote(&layout::ask_dir(home)),
-            done = layout::DONE,
-        );
-        let out = sandbox
-            .exec(&script, &BTreeMap::new(), INSTALL_BOUND)
-            .await?;
-        if out.exit_code != 0 {
-            return Err(BoxError::Failed(format!(
-                "installing the command runner failed with exit {}: {}",
-                out.exit_code,
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
-        }
-        Ok(())
+        common::install(sandbox, "command").await
     }
 
     async fn start(
@@ -187,50 +155,18 @@ impl Runner for CommandRunner {
                 wrapper_script(home, &dir, launch.timeout_seconds).as_bytes(),
             )
             .await?;
-        let mut env = launch.env.clone();
-        env.insert("BOXFLEET_REPORT".to_owned(), layout::report(home));
-        env.insert("BOXFLEET_AGENT_HANDLE".to_owned(), launch.seat.clone());
-        let shell: Vec<String> = self.shell.iter().map(|part| sh_quote(part)).collect();
-        let run = format!("exec {} {}", shell.join(" "), sh_quote(&wrapper));
-        sandbox.start_background(&run, &env, &dir).await
+        let env = launch.env.clone();
+        common::start_wrapper(sandbox, &self.shell, &wrapper, env, &launch.seat, &dir).await
     }
 
     async fn poll(&self, sandbox: &dyn Sandbox, job: &JobHandle) -> Result<JobState, BoxError> {
-        let done = layout::in_job(&job.dir, layout::DONE);
-        if let Some(exit_code) = parse_done(sandbox.read_file(&done).await?) {
-            return Ok(JobState::Done { exit_code });
-        }
-        if sandbox.job_running(job).await? {
-            return Ok(JobState::Running);
-        }
-        // the wrapper may have written the marker and exited between the two reads
-        Ok(JobState::Done {
-            exit_code: parse_done(sandbox.read_file(&done).await?).flatten(),
-        })
+        common::poll(sandbox, job).await
     }
 
     async fn collect(&self, sandbox: &dyn Sandbox, job: &JobHandle) -> Result<Collected, BoxError> {
-        let home = sandbox.home();
         let mut collected = Collected::default();
-        let mut errors = Vec::new();
-        let mut failed = |piece: &str, path: &str, error: BoxError| {
-            errors.push(format!("{piece} ({path}): {error}"));
-        };
-
-        // the exit status
-        let done = layout::in_job(&job.dir, layout::DONE);
-        match sandbox.read_file(&done).await {
-            Ok(bytes) => match parse_done(bytes) {
-                Some(Some(code)) => collected.exit_code = Some(code),
-                Some(None) => failed(
-                    "exit status",
-                    &done,
-                    BoxError::Failed("the done marker holds no exit status".into()),
-                ),
-                None => {}
-            },
-            Err(error) => failed("exit status", &done, error),
-        }
+        let mut errors = ReadErrors::default();
+        common::read_exit(sandbox, job, &mut collected, &mut errors).await;
 
         // stdout: the transcript, and the report when none was written
         let stdout = layout::in_job(&job.dir, layout::STDOUT);
@@ -240,18 +176,15 @@ impl Runner for CommandRunner {
                 Some(tail)
             }
             Err(error) => {
-                failed("stdout", &stdout, error);
+                errors.push("stdout", &stdout, error);
                 None
             }
         };
 
         // the report
-        let report = layout::report(home);
-        match sandbox.read_file(&report).await {
-            Ok(Some(bytes)) if !String::from_utf8_lossy(&bytes).trim().is_empty() => {
-                collected.report = boxfleet_redact::redact(&String::from_utf8_lossy(&bytes));
-            }
-            Ok(_) => {
+        match common::read_report(sandbox, &mut errors).await {
+            Ok(Some(report)) => collected.report = report,
+            Ok(None) => {
                 if let Some(tail) = &stdout_tail {
                     let skip = tail.bytes.len().saturating_sub(
                         usize::try_from(REPORT_FALLBACK_BYTES).unwrap_or(usize::MAX),
@@ -260,52 +193,13 @@ impl Runner for CommandRunner {
                     collected.report = boxfleet_redact::redact(&text);
                 }
             }
-            Err(error) => failed("report", &report, error),
+            Err(()) => {}
         }
         collected.delivered_refs = delivered_refs(&collected.report);
 
-        // stderr's end
-        let stderr = layout::in_job(&job.dir, layout::STDERR);
-        match sandbox.read_tail(&stderr, 0, STDERR_TAIL_BYTES).await {
-            Ok(tail) => {
-                let (text, _, _) = whole_chars(&tail.bytes, tail.offset);
-                let text = boxfleet_redact::redact(&text);
-                collected.stderr_tail = if tail.offset > 0 {
-                    format!(
-                        "[the first {} bytes of stderr are not shown]\n{text}",
-                        tail.offset
-                    )
-                } else {
-                    text
-                };
-            }
-            Err(error) => failed("stderr", &stderr, error),
-        }
-
-        // the question the ask shim recorded
-        let ask_dir = layout::ask_dir(home);
-        let mut pieces: Vec<Option<Vec<u8>>> = Vec::new();
-        let mut readable = true;
-        for name in ["question", "audience", "branch"] {
-            let path = format!("{ask_dir}/{name}");
-            match sandbox.read_file(&path).await {
-                Ok(bytes) => pieces.push(bytes),
-                Err(error) => {
-                    readable = false;
-                    failed(&format!("question's {name}"), &path, error);
-                    pieces.push(None);
-                }
-            }
-        }
-        if readable {
-            collected.question = ask::from_files(
-                pieces[0].as_deref(),
-                pieces[1].as_deref(),
-                pieces[2].as_deref(),
-            );
-        }
-
-        collected.read_errors = errors;
+        common::read_stderr(sandbox, job, &mut collected, &mut errors).await;
+        common::read_question(sandbox, &mut collected, &mut errors).await;
+        collected.read_errors = errors.0;
         Ok(collected)
     }
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use boxfleet_actors::ports::{BoxError, Collected, JobHandle, JobState, Sandbox};
+use boxfleet_actors::ports::{BoxError, Collected, JobHandle, JobState, LaunchSpec, Sandbox};
 
 use crate::ask;
 use crate::layout::{self, sh_quote};
@@ -107,6 +107,23 @@ pub(crate) async fn install(sandbox: &dyn Sandbox, runner: &str) -> Result<(), B
     Ok(())
 }
 
+/// Refuses a launch a coding agent cannot start: a launch id that cannot name a job
+/// directory, or an empty brief.
+pub(crate) fn check_brief(launch: &LaunchSpec, runner: &str) -> Result<(), BoxError> {
+    if !layout::valid_launch_id(&launch.launch_id) {
+        return Err(BoxError::Failed(format!(
+            "not a usable launch id: {:?}",
+            launch.launch_id
+        )));
+    }
+    if launch.brief.trim().is_empty() {
+        return Err(BoxError::Failed(format!(
+            "the {runner} runner was given no brief"
+        )));
+    }
+    Ok(())
+}
+
 /// Whether a job finished: the done marker, else the wrapper's liveness.
 pub(crate) async fn poll(sandbox: &dyn Sandbox, job: &JobHandle) -> Result<JobState, BoxError> {
     let done = layout::in_job(&job.dir, layout::DONE);
@@ -122,17 +139,21 @@ pub(crate) async fn poll(sandbox: &dyn Sandbox, job: &JobHandle) -> Result<JobSt
     })
 }
 
-/// Starts a wrapper already written to the box under `shell`, from `dir`.
+/// Starts a wrapper already written to the box under `shell`, from `dir`, with the launch's
+/// environment plus what every job gets: `BOXFLEET_REPORT` and `BOXFLEET_AGENT_HANDLE`.
 pub(crate) async fn start_wrapper(
     sandbox: &dyn Sandbox,
     shell: &[String],
     wrapper: &str,
-    env: &BTreeMap<String, String>,
+    mut env: BTreeMap<String, String>,
+    seat: &str,
     dir: &str,
 ) -> Result<JobHandle, BoxError> {
+    env.insert("BOXFLEET_REPORT".to_owned(), layout::report(sandbox.home()));
+    env.insert("BOXFLEET_AGENT_HANDLE".to_owned(), seat.to_owned());
     let shell: Vec<String> = shell.iter().map(|part| sh_quote(part)).collect();
     let run = format!("exec {} {}", shell.join(" "), sh_quote(wrapper));
-    sandbox.start_background(&run, env, dir).await
+    sandbox.start_background(&run, &env, dir).await
 }
 
 /// Read errors, each naming the piece and its path.

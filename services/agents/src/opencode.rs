@@ -372,17 +372,7 @@ impl Runner for OpenCodeRunner {
         sandbox: &dyn Sandbox,
         launch: &LaunchSpec,
     ) -> Result<JobHandle, BoxError> {
-        if !layout::valid_launch_id(&launch.launch_id) {
-            return Err(BoxError::Failed(format!(
-                "not a usable launch id: {:?}",
-                launch.launch_id
-            )));
-        }
-        if launch.brief.trim().is_empty() {
-            return Err(BoxError::Failed(
-                "the opencode runner was given no brief".into(),
-            ));
-        }
+        common::check_brief(launch, "opencode")?;
         let home = sandbox.home();
         let dir = layout::job_dir(home, &launch.launch_id);
         let provider = launch_provider(self.options.provider.as_ref(), &launch.env);
@@ -422,9 +412,15 @@ impl Runner for OpenCodeRunner {
         let mut env = launch.env.clone();
         env.remove(ENV_BASE_URL);
         env.remove(ENV_WIRE);
-        env.insert("BOXFLEET_REPORT".to_owned(), layout::report(home));
-        env.insert("BOXFLEET_AGENT_HANDLE".to_owned(), launch.seat.clone());
-        common::start_wrapper(sandbox, &self.options.shell, &wrapper, &env, &dir).await
+        common::start_wrapper(
+            sandbox,
+            &self.options.shell,
+            &wrapper,
+            env,
+            &launch.seat,
+            &dir,
+        )
+        .await
     }
 
     async fn poll(&self, sandbox: &dyn Sandbox, job: &JobHandle) -> Result<JobState, BoxError> {

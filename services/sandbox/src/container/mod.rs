@@ -407,7 +407,6 @@ impl ContainerProvider {
         Ok(ContainerSandbox {
             id: sandbox_id.to_owned(),
             container: Self::container_name(sandbox_id),
-            records: root.join("records"),
             paths: BoxPaths {
                 home: root.join("home"),
                 root,
@@ -646,7 +645,7 @@ impl Provider for ContainerProvider {
         let (root, home, records, boxes) = (
             sandbox.paths.root.clone(),
             sandbox.paths.home.clone(),
-            sandbox.records.clone(),
+            sandbox.paths.records(),
             self.shared.boxes.clone(),
         );
         blocking("create box", move || {
@@ -674,7 +673,7 @@ impl Provider for ContainerProvider {
                 sandbox.paths.home.display()
             ))
         })?;
-        let env_path = sandbox.records.join("env");
+        let env_path = sandbox.paths.records().join("env");
         let env_str = env_path.to_str().ok_or_else(|| {
             BoxError::Failed(format!("box env file {} is not UTF-8", env_path.display()))
         })?;
@@ -783,7 +782,6 @@ pub struct ContainerSandbox {
     id: String,
     container: String,
     paths: BoxPaths,
-    records: PathBuf,
     provider: ContainerProvider,
 }
 
@@ -807,52 +805,16 @@ impl ContainerSandbox {
         &self.container
     }
 
-    async fn present(&self) -> Result<bool, BoxError> {
-        let root = self.paths.root.clone();
-        blocking("inspect box", move || match fs::symlink_metadata(&root) {
-            Ok(meta) if meta.file_type().is_dir() => Ok(true),
-            Ok(_) => Err(BoxError::Failed(format!(
-                "{} is not a directory",
-                root.display()
-            ))),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(io_failed("inspect the box", &e)),
-        })
-        .await
-    }
-
     async fn ensure_present(&self) -> Result<(), BoxError> {
-        if self.present().await? {
-            Ok(())
-        } else {
-            Err(BoxError::Gone(self.id.clone()))
-        }
+        self.paths.ensure_present(&self.id).await
     }
 
     async fn read_record(&self) -> Result<ContainerRecord, BoxError> {
-        self.ensure_present().await?;
-        let path = self.records.join("box.json");
-        let shown = path.display().to_string();
-        let bytes = blocking("read box record", move || files::read_whole(&path, &shown)).await?;
-        let Some(bytes) = bytes else {
-            return Err(BoxError::Failed(format!(
-                "box {} has no records/box.json",
-                self.id
-            )));
-        };
-        serde_json::from_slice(&bytes)
-            .map_err(|e| BoxError::Failed(format!("box {}'s records/box.json: {e}", self.id)))
+        self.paths.read_record(&self.id).await
     }
 
     async fn write_record(&self, record: &ContainerRecord) -> Result<(), BoxError> {
-        let bytes =
-            serde_json::to_vec_pretty(record).map_err(|e| BoxError::Failed(e.to_string()))?;
-        let path = self.records.join("box.json");
-        blocking("write box record", move || {
-            files::write_atomic(&path, &bytes, 0o600)
-                .map_err(|e| io_failed("write records/box.json", &e))
-        })
-        .await
+        self.paths.write_record(record).await
     }
 
     async fn update_record<T>(
@@ -925,7 +887,7 @@ impl ContainerSandbox {
         let mut env = env.clone();
         env.insert("BOXFLEET_EXEC".into(), marker.clone());
         let bytes = env_file(&env)?;
-        let file = self.records.join(format!("exec-{marker}.env"));
+        let file = self.paths.records().join(format!("exec-{marker}.env"));
         {
             let file = file.clone();
             blocking("write exec env", move || {
@@ -1212,31 +1174,19 @@ impl Sandbox for ContainerSandbox {
     async fn write_file(&self, path: &str, bytes: &[u8]) -> Result<(), BoxError> {
         self.refuse_if_paused("a write").await?;
         let file = self.host_path(path, true)?;
-        let (home, shown, bytes) = (self.paths.home.clone(), path.to_owned(), bytes.to_vec());
-        blocking("write file", move || {
-            if let Some(parent) = file.parent() {
-                files::create_dirs(&home, parent, &shown)?;
-            }
-            files::write_whole(&file, &shown, &bytes, 0o644)
-        })
-        .await
+        self.paths.write_file(file, path, bytes).await
     }
 
     async fn read_file(&self, path: &str) -> Result<Option<Vec<u8>>, BoxError> {
-        self.ensure_present().await?;
         let file = self.host_path(path, false)?;
-        let shown = path.to_owned();
-        blocking("read file", move || files::read_whole(&file, &shown)).await
+        self.paths.read_file(&self.id, file, path).await
     }
 
     async fn read_tail(&self, path: &str, offset: u64, max: u64) -> Result<TailRead, BoxError> {
-        self.ensure_present().await?;
         let file = self.host_path(path, false)?;
-        let shown = path.to_owned();
-        blocking("read file tail", move || {
-            files::read_tail(&file, &shown, offset, max)
-        })
-        .await
+        self.paths
+            .read_tail(&self.id, file, path, offset, max)
+            .await
     }
 
     async fn set_timeout(&self, timeout: Duration) -> Result<(), BoxError> {

@@ -8,6 +8,8 @@ use std::path::{Component, Path, PathBuf};
 
 use boxfleet_actors::ports::{BoxError, MAX_FILE_BYTES, TailRead};
 
+use super::{blocking, io_failed};
+
 /// What a file type is, in words, for a refusal.
 pub(crate) fn describe(file_type: fs::FileType) -> &'static str {
     if file_type.is_symlink() {
@@ -124,6 +126,115 @@ impl BoxPaths {
             }
         }
         Ok(resolved)
+    }
+}
+
+/// The async operations on a box directory that a direct box and a container box (whose home
+/// is bind-mounted) share: whether it is there, its record (`records/box.json`), and whole-file
+/// and ranged reads and writes of paths already resolved with [`BoxPaths::resolve`].
+impl BoxPaths {
+    /// `{root}/records`: the engine's side of the box.
+    pub fn records(&self) -> PathBuf {
+        self.root.join("records")
+    }
+
+    pub async fn present(&self) -> Result<bool, BoxError> {
+        let root = self.root.clone();
+        blocking("inspect box", move || match fs::symlink_metadata(&root) {
+            Ok(meta) if meta.file_type().is_dir() => Ok(true),
+            Ok(_) => Err(BoxError::Failed(format!(
+                "{} is not a directory",
+                root.display()
+            ))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(io_failed("inspect the box", &e)),
+        })
+        .await
+    }
+
+    /// `Gone` (naming box `id`) when the box directory is not there.
+    pub async fn ensure_present(&self, id: &str) -> Result<(), BoxError> {
+        if self.present().await? {
+            Ok(())
+        } else {
+            Err(BoxError::Gone(id.to_owned()))
+        }
+    }
+
+    /// The box's record, `records/box.json`.
+    pub async fn read_record<R: serde::de::DeserializeOwned>(
+        &self,
+        id: &str,
+    ) -> Result<R, BoxError> {
+        self.ensure_present(id).await?;
+        let path = self.records().join("box.json");
+        let shown = path.display().to_string();
+        let bytes = blocking("read box record", move || read_whole(&path, &shown)).await?;
+        let Some(bytes) = bytes else {
+            return Err(BoxError::Failed(format!(
+                "box {id} has no records/box.json"
+            )));
+        };
+        serde_json::from_slice(&bytes)
+            .map_err(|e| BoxError::Failed(format!("box {id}'s records/box.json: {e}")))
+    }
+
+    /// Replaces the box's record atomically (mode 0600).
+    pub async fn write_record<R: serde::Serialize>(&self, record: &R) -> Result<(), BoxError> {
+        let bytes =
+            serde_json::to_vec_pretty(record).map_err(|e| BoxError::Failed(e.to_string()))?;
+        let path = self.records().join("box.json");
+        blocking("write box record", move || {
+            write_atomic(&path, &bytes, 0o600).map_err(|e| io_failed("write records/box.json", &e))
+        })
+        .await
+    }
+
+    /// Writes a whole file at `file` (resolved for writing; `shown` is the caller's path),
+    /// making its directories inside the home.
+    pub async fn write_file(
+        &self,
+        file: PathBuf,
+        shown: &str,
+        bytes: &[u8],
+    ) -> Result<(), BoxError> {
+        let (home, shown, bytes) = (self.home.clone(), shown.to_owned(), bytes.to_vec());
+        blocking("write file", move || {
+            if let Some(parent) = file.parent() {
+                create_dirs(&home, parent, &shown)?;
+            }
+            write_whole(&file, &shown, &bytes, 0o644)
+        })
+        .await
+    }
+
+    /// Reads a whole regular file at `file` (resolved for reading).
+    pub async fn read_file(
+        &self,
+        id: &str,
+        file: PathBuf,
+        shown: &str,
+    ) -> Result<Option<Vec<u8>>, BoxError> {
+        self.ensure_present(id).await?;
+        let shown = shown.to_owned();
+        blocking("read file", move || read_whole(&file, &shown)).await
+    }
+
+    /// Reads a stream at `file` (resolved for reading) from `offset`, at most `max` bytes.
+    pub async fn read_tail(
+        &self,
+        id: &str,
+        file: PathBuf,
+        shown: &str,
+        offset: u64,
+        max: u64,
+    ) -> Result<TailRead, BoxError> {
+        self.ensure_present(id).await?;
+        let shown = shown.to_owned();
+        blocking("read file tail", move || {
+            read_tail(&file, &shown, offset, max)
+        })
+        .await
     }
 }
 

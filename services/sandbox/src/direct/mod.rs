@@ -179,7 +179,6 @@ impl DirectProvider {
             .to_owned();
         Ok(DirectSandbox {
             id: sandbox_id.to_owned(),
-            records: root.join("records"),
             paths: BoxPaths { root, home },
             home: home_str,
             shared: self.shared.clone(),
@@ -224,7 +223,7 @@ impl Provider for DirectProvider {
         let (root, home, records, boxes) = (
             sandbox.paths.root.clone(),
             sandbox.paths.home.clone(),
-            sandbox.records.clone(),
+            sandbox.paths.records(),
             self.shared.boxes.clone(),
         );
         blocking("create box", move || {
@@ -264,7 +263,7 @@ impl Provider for DirectProvider {
         let sandbox = self.sandbox(sandbox_id)?;
         let lock = self.shared.lock_of(sandbox_id);
         let guard = lock.lock().await;
-        if !sandbox.present().await? {
+        if !sandbox.paths.present().await? {
             return Ok(());
         }
         match sandbox.read_record().await {
@@ -310,7 +309,6 @@ pub struct DirectSandbox {
     id: String,
     home: String,
     paths: BoxPaths,
-    records: PathBuf,
     shared: Arc<Shared>,
 }
 
@@ -320,52 +318,16 @@ impl DirectSandbox {
         &self.paths.root
     }
 
-    async fn present(&self) -> Result<bool, BoxError> {
-        let root = self.paths.root.clone();
-        blocking("inspect box", move || match fs::symlink_metadata(&root) {
-            Ok(meta) if meta.file_type().is_dir() => Ok(true),
-            Ok(_) => Err(BoxError::Failed(format!(
-                "{} is not a directory",
-                root.display()
-            ))),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(io_failed("inspect the box", &e)),
-        })
-        .await
-    }
-
     async fn ensure_present(&self) -> Result<(), BoxError> {
-        if self.present().await? {
-            Ok(())
-        } else {
-            Err(BoxError::Gone(self.id.clone()))
-        }
+        self.paths.ensure_present(&self.id).await
     }
 
     async fn read_record(&self) -> Result<BoxRecord, BoxError> {
-        self.ensure_present().await?;
-        let path = self.records.join("box.json");
-        let shown = path.display().to_string();
-        let bytes = blocking("read box record", move || files::read_whole(&path, &shown)).await?;
-        let Some(bytes) = bytes else {
-            return Err(BoxError::Failed(format!(
-                "box {} has no records/box.json",
-                self.id
-            )));
-        };
-        serde_json::from_slice(&bytes)
-            .map_err(|e| BoxError::Failed(format!("box {}'s records/box.json: {e}", self.id)))
+        self.paths.read_record(&self.id).await
     }
 
     async fn write_record(&self, record: &BoxRecord) -> Result<(), BoxError> {
-        let bytes =
-            serde_json::to_vec_pretty(record).map_err(|e| BoxError::Failed(e.to_string()))?;
-        let path = self.records.join("box.json");
-        blocking("write box record", move || {
-            files::write_atomic(&path, &bytes, 0o600)
-                .map_err(|e| io_failed("write records/box.json", &e))
-        })
-        .await
+        self.paths.write_record(record).await
     }
 
     /// Read-modify-write of the box's record under the box's lock.
@@ -382,7 +344,7 @@ impl DirectSandbox {
     }
 
     async fn box_env(&self) -> Result<BTreeMap<String, String>, BoxError> {
-        let path = self.records.join("env.json");
+        let path = self.paths.records().join("env.json");
         let shown = path.display().to_string();
         let bytes = blocking("read box env", move || files::read_whole(&path, &shown)).await?;
         match bytes {
@@ -697,31 +659,19 @@ impl Sandbox for DirectSandbox {
     async fn write_file(&self, path: &str, bytes: &[u8]) -> Result<(), BoxError> {
         self.refuse_if_paused("a write").await?;
         let file = self.paths.resolve(path, true)?;
-        let (home, shown, bytes) = (self.paths.home.clone(), path.to_owned(), bytes.to_vec());
-        blocking("write file", move || {
-            if let Some(parent) = file.parent() {
-                files::create_dirs(&home, parent, &shown)?;
-            }
-            files::write_whole(&file, &shown, &bytes, 0o644)
-        })
-        .await
+        self.paths.write_file(file, path, bytes).await
     }
 
     async fn read_file(&self, path: &str) -> Result<Option<Vec<u8>>, BoxError> {
-        self.ensure_present().await?;
         let file = self.paths.resolve(path, false)?;
-        let shown = path.to_owned();
-        blocking("read file", move || files::read_whole(&file, &shown)).await
+        self.paths.read_file(&self.id, file, path).await
     }
 
     async fn read_tail(&self, path: &str, offset: u64, max: u64) -> Result<TailRead, BoxError> {
-        self.ensure_present().await?;
         let file = self.paths.resolve(path, false)?;
-        let shown = path.to_owned();
-        blocking("read file tail", move || {
-            files::read_tail(&file, &shown, offset, max)
-        })
-        .await
+        self.paths
+            .read_tail(&self.id, file, path, offset, max)
+            .await
     }
 
     async fn set_timeout(&self, timeout: Duration) -> Result<(), BoxError> {
