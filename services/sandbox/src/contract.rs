@@ -41,6 +41,22 @@ pub trait Harness: Send + Sync {
     fn recycled(&self, job: &JobHandle) -> JobHandle;
     /// Whether the box's jobs are all gone from the host (the fake: nothing to check).
     async fn no_process_left(&self, job: &JobHandle) -> bool;
+    /// Whether a paused box is read as it lies (a local box: its files are on the host and
+    /// its jobs' liveness is the kernel's), or refuses every in-box act, reads included, until
+    /// a connect resumes it (E2B: a paused box is a snapshot with nothing running to answer).
+    /// Either way attach never wakes it.
+    fn reads_paused_boxes(&self) -> bool {
+        true
+    }
+}
+
+/// `result` is the refusal of an act on a paused box: unreachable, saying the box is paused.
+fn refused_paused<T>(what: &str, result: Result<T, BoxError>) {
+    match result {
+        Err(BoxError::Unreachable(message)) => assert!(message.contains("paused"), "{message}"),
+        Err(other) => panic!("{what} on a paused box is unreachable, got {other:?}"),
+        Ok(_) => panic!("{what} on a paused box is unreachable, got an answer"),
+    }
 }
 
 pub fn spec() -> BoxSpec {
@@ -114,36 +130,54 @@ pub async fn attach_never_wakes(h: &dyn Harness) {
         h.job_stopped(sandbox.as_ref(), &job).await,
         "paused job is stopped"
     );
-    let attached = provider
-        .attach(sandbox.id())
-        .await
-        .expect("attach succeeds on a paused box");
-    // reads do not wake it
-    assert!(
-        attached.job_running(&job).await.expect("job_running"),
-        "a stopped job is alive"
-    );
-    let _ = attached
-        .read_file(".boxfleet/jobs/a/stdout.log")
-        .await
-        .expect("read");
-    let _ = attached
-        .read_tail(".boxfleet/jobs/a/stdout.log", 0, 1024)
-        .await
-        .expect("tail");
-    attached
-        .set_timeout(Duration::from_secs(60))
-        .await
-        .expect("keepalive on a paused box");
-    // what would need it running is refused, not done by waking it
-    assert!(matches!(
-        attached.exec("true", NO_ENV, Duration::from_secs(5)).await,
-        Err(BoxError::Unreachable(_))
-    ));
-    assert!(matches!(
-        attached.write_file("x.txt", b"x").await,
-        Err(BoxError::Unreachable(_))
-    ));
+    if h.reads_paused_boxes() {
+        let attached = provider
+            .attach(sandbox.id())
+            .await
+            .expect("attach succeeds on a paused box");
+        // reads do not wake it
+        assert!(
+            attached.job_running(&job).await.expect("job_running"),
+            "a stopped job is alive"
+        );
+        let _ = attached
+            .read_file(".boxfleet/jobs/a/stdout.log")
+            .await
+            .expect("read");
+        let _ = attached
+            .read_tail(".boxfleet/jobs/a/stdout.log", 0, 1024)
+            .await
+            .expect("tail");
+        attached
+            .set_timeout(Duration::from_secs(60))
+            .await
+            .expect("keepalive on a paused box");
+        // what would need it running is refused, not done by waking it
+        assert!(matches!(
+            attached.exec("true", NO_ENV, Duration::from_secs(5)).await,
+            Err(BoxError::Unreachable(_))
+        ));
+        assert!(matches!(
+            attached.write_file("x.txt", b"x").await,
+            Err(BoxError::Unreachable(_))
+        ));
+    } else {
+        match provider.attach(sandbox.id()).await {
+            Err(BoxError::Unreachable(message)) => {
+                assert!(message.contains("paused"), "{message}");
+                assert!(message.contains("never wakes"), "{message}");
+            }
+            other => panic!(
+                "attach refuses a paused box: {:?}",
+                other.map(|s| s.id().to_owned())
+            ),
+        }
+        // the keepalive is a control-plane act and does not wake it either
+        sandbox
+            .set_timeout(Duration::from_secs(60))
+            .await
+            .expect("keepalive on a paused box");
+    }
     assert!(
         h.recorded_paused(sandbox.id()).await,
         "still paused after attach"
@@ -153,6 +187,9 @@ pub async fn attach_never_wakes(h: &dyn Harness) {
         "still stopped after attach"
     );
     provider.kill(sandbox.id()).await.expect("kill");
+    if !h.reads_paused_boxes() {
+        assert!(h.no_process_left(&job).await);
+    }
 }
 
 pub async fn connect_resumes(h: &dyn Harness) {
@@ -299,23 +336,51 @@ pub async fn pause_and_resume(h: &dyn Harness) {
     sandbox.pause().await.expect("pause");
     assert!(h.recorded_paused(sandbox.id()).await);
     assert!(h.job_stopped(sandbox.as_ref(), &job).await);
-    assert!(
-        sandbox.job_running(&job).await.expect("job_running"),
-        "a paused job is alive, not done"
-    );
-    assert_eq!(
-        sandbox.read_file("kept.txt").await.expect("read"),
-        Some(b"kept".to_vec())
-    );
-    assert!(matches!(
-        sandbox
-            .start_background(&h.long_job(), NO_ENV, ".boxfleet/jobs/b")
-            .await,
-        Err(BoxError::Unreachable(_))
-    ));
+    if h.reads_paused_boxes() {
+        assert!(
+            sandbox.job_running(&job).await.expect("job_running"),
+            "a paused job is alive, not done"
+        );
+        assert_eq!(
+            sandbox.read_file("kept.txt").await.expect("read"),
+            Some(b"kept".to_vec())
+        );
+        assert!(matches!(
+            sandbox
+                .start_background(&h.long_job(), NO_ENV, ".boxfleet/jobs/b")
+                .await,
+            Err(BoxError::Unreachable(_))
+        ));
+    } else {
+        // a paused job is never read as finished: its liveness is unknown, not false
+        refused_paused("job_running", sandbox.job_running(&job).await);
+        refused_paused("read_file", sandbox.read_file("kept.txt").await);
+        refused_paused("read_tail", sandbox.read_tail("kept.txt", 0, 9).await);
+        refused_paused("write_file", sandbox.write_file("x.txt", b"x").await);
+        refused_paused(
+            "exec",
+            sandbox.exec("true", NO_ENV, Duration::from_secs(5)).await,
+        );
+        refused_paused(
+            "start_background",
+            sandbox
+                .start_background(&h.long_job(), NO_ENV, ".boxfleet/jobs/b")
+                .await,
+        );
+    }
     sandbox.pause().await.expect("pausing twice is fine");
     let resumed = provider.connect(sandbox.id()).await.expect("connect");
     assert!(!h.job_stopped(resumed.as_ref(), &job).await);
+    if !h.reads_paused_boxes() {
+        assert!(resumed.job_running(&job).await.expect("job_running"));
+        assert_eq!(
+            sandbox
+                .read_file("kept.txt")
+                .await
+                .expect("the old handle reads again"),
+            Some(b"kept".to_vec())
+        );
+    }
     resumed.kill_job(&job).await.expect("kill_job");
     wait_until_done(resumed.as_ref(), &job).await;
     provider.kill(sandbox.id()).await.expect("kill");
