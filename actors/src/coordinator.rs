@@ -20,6 +20,7 @@ use boxfleet_cluster::runs::{Outcome, RunError, Runs, Versioned};
 use boxfleet_cluster::seat::{self, Acquire, Holder, Session};
 use boxfleet_cluster::transition::{EndingGuard, Fence, Refusal, Share, Transition};
 use boxfleet_cluster::{Keys, Store};
+use boxfleet_config::providers::SandboxPlan;
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
@@ -651,14 +652,11 @@ impl Coordinator {
         }
         // runner, cell, model and credentials, decided before anything is written: a model
         // the box could not route is refused here, never left to stall in a box
-        let plan = self
-            .company
-            .plan_sandbox(
-                &request.seat,
-                Some(request.runner.as_str()).filter(|r| !r.is_empty()),
-                request.model.as_deref(),
-            )
-            .map_err(|error| Error::Invalid(error.to_string()))?;
+        let plan = self.plan(
+            &request.seat,
+            Some(request.runner.as_str()).filter(|r| !r.is_empty()),
+            request.model.as_deref(),
+        )?;
         let runner_name = plan.runner.clone();
         request.runner = runner_name.clone();
         let runner = self.runner(&runner_name)?.clone();
@@ -722,6 +720,7 @@ impl Coordinator {
                 provider.as_ref(),
                 runner.as_ref(),
                 &request,
+                &plan,
                 None,
             )
             .await;
@@ -766,6 +765,19 @@ impl Coordinator {
         }
     }
 
+    /// What a launch for `seat` runs (runner, cell, model, credentials, setup), decided
+    /// before any box exists; a model the box could not route is refused here.
+    fn plan(
+        &self,
+        seat: &str,
+        runner: Option<&str>,
+        model: Option<&str>,
+    ) -> Result<SandboxPlan, Error> {
+        self.company
+            .plan_sandbox(seat, runner, model)
+            .map_err(|error| Error::Invalid(error.to_string()))
+    }
+
     /// Makes (or reuses) the box and starts the job, naming both on the row.
     #[allow(clippy::too_many_arguments)]
     async fn provision_and_start(
@@ -776,12 +788,9 @@ impl Coordinator {
         provider: &dyn Provider,
         runner: &dyn Runner,
         request: &LaunchRequest,
+        plan: &SandboxPlan,
         reuse: Option<String>,
     ) -> Result<String, Error> {
-        let plan = self
-            .company
-            .plan_sandbox(&request.seat, Some(runner.name()), request.model.as_deref())
-            .map_err(|error| Error::Invalid(error.to_string()))?;
         let sandbox: Arc<dyn Sandbox> = match &reuse {
             Some(sandbox_id) => {
                 self.box_handle(provider.cell(), sandbox_id, crate::boxes::BoxOp::Connect)
@@ -1544,8 +1553,11 @@ impl Coordinator {
                 .collect();
             request.command = request.command.map(|command| format!("{exports}{command}"));
         }
-        self.provision_and_start(fence, turn_id, launch_id, provider, runner, &request, reuse)
-            .await
+        let plan = self.plan(&request.seat, Some(runner.name()), request.model.as_deref())?;
+        self.provision_and_start(
+            fence, turn_id, launch_id, provider, runner, &request, &plan, reuse,
+        )
+        .await
     }
 
     // ---------------------------------------------------------------------------------------

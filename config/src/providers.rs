@@ -299,7 +299,6 @@ pub struct SandboxPlan {
     /// the run environment: the role's env plus the entry's credentials
     pub env: BTreeMap<String, String>,
     pub max_turns: Option<u32>,
-    pub mismatch: MismatchPolicy,
     /// the setup steps a new box gets: engine-wide, then the role's
     pub setup: Vec<SetupStep>,
 }
@@ -314,7 +313,6 @@ impl std::fmt::Debug for SandboxPlan {
             .field("base_url", &self.base_url)
             .field("env", &self.env.keys().collect::<Vec<_>>())
             .field("max_turns", &self.max_turns)
-            .field("mismatch", &self.mismatch)
             .field("setup", &self.setup)
             .finish()
     }
@@ -400,7 +398,6 @@ impl Company {
                 .and_then(|g| g.max_turns)
                 .or(defaults.default_max_turns)
                 .filter(|&n| n > 0),
-            mismatch: defaults.model_mismatch,
             setup: defaults
                 .setup
                 .iter()
