@@ -1,61 +1,14 @@
 //! The `command` runner against a real direct box: real processes, a real shell.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use boxfleet_actors::ports::{
-    Collected, JobHandle, JobState, LaunchSpec, Provider, Runner, Sandbox,
-};
+use boxfleet_actors::ports::{Collected, JobState, LaunchSpec, Provider, Runner};
 use boxfleet_agents::CommandRunner;
 use boxfleet_agents::layout;
-use boxfleet_sandbox::DirectProvider;
+mod support;
 
-struct TestBox {
-    _dir: tempfile::TempDir,
-    provider: DirectProvider,
-    sandbox: Arc<dyn Sandbox>,
-}
-
-impl TestBox {
-    async fn new() -> TestBox {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let provider = DirectProvider::new(dir.path());
-        let spec = boxfleet_actors::ports::BoxSpec {
-            turn_id: "t-1".into(),
-            seat: "ada".into(),
-            env: Default::default(),
-            timeout_seconds: 900,
-        };
-        let sandbox = provider.create(&spec).await.expect("create");
-        TestBox {
-            _dir: dir,
-            provider,
-            sandbox,
-        }
-    }
-
-    fn home(&self) -> &str {
-        self.sandbox.home()
-    }
-}
-
-impl Drop for TestBox {
-    fn drop(&mut self) {
-        // kill whatever a failed test left running
-        let provider = self.provider.clone();
-        let id = self.sandbox.id().to_owned();
-        let _ = std::thread::spawn(move || {
-            if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                let _ = rt.block_on(provider.kill(&id));
-            }
-        })
-        .join();
-    }
-}
+use support::{TestBox, run, wait_done, which};
 
 fn launch(launch_id: &str, command: &str, timeout_seconds: Option<u64>) -> LaunchSpec {
     LaunchSpec {
@@ -68,32 +21,8 @@ fn launch(launch_id: &str, command: &str, timeout_seconds: Option<u64>) -> Launc
     }
 }
 
-async fn wait_done(runner: &CommandRunner, sandbox: &dyn Sandbox, job: &JobHandle) -> JobState {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        match runner.poll(sandbox, job).await.expect("poll") {
-            JobState::Running if Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(25)).await
-            }
-            JobState::Running => panic!("the job did not finish"),
-            done => return done,
-        }
-    }
-}
-
-async fn run_with(runner: &CommandRunner, b: &TestBox, spec: &LaunchSpec) -> (JobState, Collected) {
-    runner.install(b.sandbox.as_ref()).await.expect("install");
-    let job = runner.start(b.sandbox.as_ref(), spec).await.expect("start");
-    let state = wait_done(runner, b.sandbox.as_ref(), &job).await;
-    let collected = runner
-        .collect(b.sandbox.as_ref(), &job)
-        .await
-        .expect("collect");
-    (state, collected)
-}
-
-async fn run(b: &TestBox, command: &str) -> (JobState, Collected) {
-    run_with(&CommandRunner::new(), b, &launch("l-1", command, None)).await
+async fn run_command(b: &TestBox, command: &str) -> (JobState, Collected) {
+    run(&CommandRunner::new(), b, &launch("l-1", command, None)).await
 }
 
 const REPORTING: &str = r#"echo "step one"
@@ -135,7 +64,7 @@ fn check_reporting(state: JobState, c: &Collected, home: &str) {
 #[tokio::test]
 async fn a_reporting_command_is_collected() {
     let b = TestBox::new().await;
-    let (state, c) = run(&b, REPORTING).await;
+    let (state, c) = run_command(&b, REPORTING).await;
     check_reporting(state, &c, b.home());
     assert_eq!(c.stderr_tail, "");
 }
@@ -143,7 +72,7 @@ async fn a_reporting_command_is_collected() {
 #[tokio::test]
 async fn a_failing_command_gives_its_exit_code_and_stderr() {
     let b = TestBox::new().await;
-    let (state, c) = run(
+    let (state, c) = run_command(
         &b,
         "echo partial output\necho 'something broke: disk full' >&2\nexit 3",
     )
@@ -164,7 +93,7 @@ async fn a_failing_command_gives_its_exit_code_and_stderr() {
 async fn the_checks_own_deadline_exits_124() {
     let b = TestBox::new().await;
     let started = Instant::now();
-    let (state, c) = run_with(
+    let (state, c) = run(
         &CommandRunner::new(),
         &b,
         &launch("l-1", "sleep 5", Some(1)),
@@ -219,7 +148,7 @@ async fn a_killed_group_reads_as_done_without_an_exit_code() {
 #[tokio::test]
 async fn ask_with_a_branch_is_recorded_and_tells_the_job_to_stop() {
     let b = TestBox::new().await;
-    let (state, c) = run(&b, "boxfleet-ask \"Which database, Postgres or it's SQLite?\" --to manager --branch wip/db-choice").await;
+    let (state, c) = run_command(&b, "boxfleet-ask \"Which database, Postgres or it's SQLite?\" --to manager --branch wip/db-choice").await;
     assert_eq!(state, JobState::Done { exit_code: Some(0) });
     let asked = c.question.expect("a question");
     assert_eq!(asked.question, "Which database, Postgres or it's SQLite?");
@@ -238,11 +167,11 @@ async fn ask_with_a_branch_is_recorded_and_tells_the_job_to_stop() {
 async fn ask_defaults_and_bad_usage() {
     let b = TestBox::new().await;
     // outside any repository: no branch; the audience defaults to the requester
-    let (_, c) = run(&b, "boxfleet-ask 'Is the spec right?'").await;
+    let (_, c) = run_command(&b, "boxfleet-ask 'Is the spec right?'").await;
     let asked = c.question.expect("a question");
     assert_eq!((asked.audience.as_str(), asked.branch), ("requester", None));
 
-    let (state, c) = run(&b, "boxfleet-ask; echo \"rc=$?\"; boxfleet-ask q --to; echo \"rc=$?\"; boxfleet-ask --bogus q; echo \"rc=$?\"; boxfleet-ask a b; echo \"rc=$?\"").await;
+    let (state, c) = run_command(&b, "boxfleet-ask; echo \"rc=$?\"; boxfleet-ask q --to; echo \"rc=$?\"; boxfleet-ask --bogus q; echo \"rc=$?\"; boxfleet-ask a b; echo \"rc=$?\"").await;
     assert_eq!(state, JobState::Done { exit_code: Some(0) });
     assert_eq!(c.transcript, vec!["rc=2", "rc=2", "rc=2", "rc=2"]);
     assert!(
@@ -268,7 +197,7 @@ async fn ask_without_a_branch_reads_it_from_git() {
     let local = format!(
         "set -e\n{git} init -q repo\ncd repo\n{git} checkout -q -b feat/local\n{git} commit -q --allow-empty -m init\nboxfleet-ask 'Local?' --to team"
     );
-    let (state, c) = run(&b, &local).await;
+    let (state, c) = run_command(&b, &local).await;
     assert_eq!(
         state,
         JobState::Done { exit_code: Some(0) },
@@ -285,7 +214,7 @@ async fn ask_without_a_branch_reads_it_from_git() {
     let pushed = format!(
         "set -e\n{git} init -q --bare origin.git\ncd repo\n{git} remote add origin ../origin.git\n{git} push -q -u origin feat/local:wip/pushed-name\nboxfleet-ask 'Pushed?'"
     );
-    let (state, c) = run(&b, &pushed).await;
+    let (state, c) = run_command(&b, &pushed).await;
     assert_eq!(
         state,
         JobState::Done { exit_code: Some(0) },
@@ -299,14 +228,14 @@ async fn ask_without_a_branch_reads_it_from_git() {
 
     // a detached HEAD: no branch
     let detached = format!("set -e\ncd repo\n{git} checkout -q --detach\nboxfleet-ask 'Detached?'");
-    let (_, c) = run(&b, &detached).await;
+    let (_, c) = run_command(&b, &detached).await;
     assert_eq!(c.question.expect("a question").branch, None);
 }
 
 #[tokio::test]
 async fn a_report_replaced_by_a_link_is_a_read_error_and_the_rest_is_collected() {
     let b = TestBox::new().await;
-    let (state, c) = run(&b, "echo progress\necho 'Delivered: feature/x'\nln -s /etc/hostname \"$BOXFLEET_REPORT\"\necho warn >&2").await;
+    let (state, c) = run_command(&b, "echo progress\necho 'Delivered: feature/x'\nln -s /etc/hostname \"$BOXFLEET_REPORT\"\necho warn >&2").await;
     assert_eq!(state, JobState::Done { exit_code: Some(0) });
     assert_eq!(c.exit_code, Some(0));
     assert_eq!(c.read_errors.len(), 1, "{:?}", c.read_errors);
@@ -384,7 +313,7 @@ async fn follow_from_an_offset_returns_only_new_output() {
 #[tokio::test]
 async fn install_clears_the_previous_jobs_markers_and_keeps_the_rest() {
     let b = TestBox::new().await;
-    let (_, first) = run(
+    let (_, first) = run_command(
         &b,
         "echo '# old report' >\"$BOXFLEET_REPORT\"\necho keep >kept.txt\nboxfleet-ask 'old?'",
     )
@@ -446,13 +375,6 @@ async fn the_command_is_never_on_argv() {
     b.sandbox.kill_job(&job).await.expect("kill_job");
 }
 
-fn which(program: &str) -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|p| p.is_file())
-}
-
 /// The wrapper and the shim run under each POSIX shell that is installed here.
 async fn under_shell(shell: &[&str]) {
     let program = shell[0];
@@ -467,9 +389,9 @@ async fn under_shell(shell: &[&str]) {
     }
     let b = TestBox::new().await;
     let runner = CommandRunner::with_shell(shell.iter().copied());
-    let (state, c) = run_with(&runner, &b, &launch("l-1", REPORTING, None)).await;
+    let (state, c) = run(&runner, &b, &launch("l-1", REPORTING, None)).await;
     check_reporting(state, &c, b.home());
-    let (state, c) = run_with(&runner, &b, &launch("l-2", "sleep 5", Some(1))).await;
+    let (state, c) = run(&runner, &b, &launch("l-2", "sleep 5", Some(1))).await;
     assert_eq!(
         (state, c.exit_code),
         (
@@ -484,7 +406,7 @@ async fn under_shell(shell: &[&str]) {
         "{} \"$(command -v boxfleet-ask)\" 'q?' --to=team --branch=b1",
         shell.join(" ")
     );
-    let (_, c) = run_with(&runner, &b, &launch("l-3", &ask, None)).await;
+    let (_, c) = run(&runner, &b, &launch("l-3", &ask, None)).await;
     let asked = c.question.expect("a question");
     assert_eq!(
         (asked.audience.as_str(), asked.branch.as_deref()),
