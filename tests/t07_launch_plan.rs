@@ -6,41 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use boxfleet_proto::v1 as pb;
-use boxfleet_tests::node::NodeProcess;
-
-fn turn_of(launch_stdout: &str) -> String {
-    // "launched TURN job LAUNCH in box BOX on NODE"
-    let words: Vec<&str> = launch_stdout.split_whitespace().collect();
-    let at = words
-        .iter()
-        .position(|w| *w == "launched")
-        .unwrap_or_else(|| panic!("no launch line in {launch_stdout:?}"));
-    words[at + 1].to_owned()
-}
-
-/// The run's phase record, once it is published.
-async fn phase_of(addr: &str, turn_id: &str) -> serde_json::Value {
-    let mut runs = pb::runs_client::RunsClient::connect(addr.to_owned())
-        .await
-        .expect("connect");
-    boxfleet_tests::wait_for("the phase record", Duration::from_secs(60), async || {
-        let got = runs
-            .get(pb::GetRequest {
-                turn_id: turn_id.to_owned(),
-            })
-            .await
-            .ok()?
-            .into_inner();
-        got.phase_records_json
-            .iter()
-            .chain(&got.events_json)
-            .filter_map(|json| serde_json::from_str::<serde_json::Value>(json).ok())
-            .find(|e| e["type"] == "agent_phase_completed")
-    })
-    .await["body"]["record"]
-        .clone()
-}
+use boxfleet_tests::node::{NodeProcess, launched_turn};
 
 fn write_config(dir: &Path, yaml: &str) -> String {
     let path = dir.join("node.yaml");
@@ -109,8 +75,8 @@ async fn setup_steps_provision_a_new_box_and_a_failing_one_tears_it_down() {
         "cat ~/.npmrc ~/tools/tool.conf ~/provisioned; echo \"token=$NPM_TOKEN\" > \"$BOXFLEET_REPORT\"",
     ]);
     assert_eq!(code, 0, "{out}{err}");
-    let turn = turn_of(&out);
-    let phase = phase_of(&node.addr(), &turn).await;
+    let turn = launched_turn(&out);
+    let phase = node.phase_record(&turn, Duration::from_secs(60)).await;
     assert_eq!(phase["failed"], false, "{phase:#}");
     let transcript = phase["activity_transcript"].to_string();
     assert!(
@@ -214,7 +180,9 @@ async fn a_receipt_is_never_known_on_the_launchs_word() {
         "claude-sonnet-4-5",
     ]);
     assert_eq!(code, 0, "{out}{err}");
-    let phase = phase_of(&node.addr(), &turn_of(&out)).await;
+    let phase = node
+        .phase_record(&launched_turn(&out), Duration::from_secs(60))
+        .await;
     assert_eq!(
         phase["model"],
         serde_json::json!({

@@ -10,53 +10,12 @@
 use std::path::Path;
 use std::time::Duration;
 
-use boxfleet_proto::v1 as pb;
 use boxfleet_tests::anthropic_standin::{
     AnthropicStandin, DELIVERED_BRANCH, Script, StandinOptions, Usage,
 };
-use boxfleet_tests::node::NodeProcess;
+use boxfleet_tests::node::{NodeProcess, launched_turn};
 
 const REQUESTED: &str = "claude-sonnet-4-5";
-
-fn turn_of(launch_stdout: &str) -> String {
-    let words: Vec<&str> = launch_stdout.split_whitespace().collect();
-    let at = words
-        .iter()
-        .position(|w| *w == "launched")
-        .unwrap_or_else(|| panic!("no launch line in {launch_stdout:?}"));
-    words[at + 1].to_owned()
-}
-
-async fn phase_of(addr: &str, turn_id: &str, log: impl Fn() -> String) -> serde_json::Value {
-    let mut runs = pb::runs_client::RunsClient::connect(addr.to_owned())
-        .await
-        .expect("connect");
-    let started = std::time::Instant::now();
-    loop {
-        let got = runs
-            .get(pb::GetRequest {
-                turn_id: turn_id.to_owned(),
-            })
-            .await
-            .expect("get")
-            .into_inner();
-        if let Some(phase) = got
-            .phase_records_json
-            .iter()
-            .chain(&got.events_json)
-            .filter_map(|json| serde_json::from_str::<serde_json::Value>(json).ok())
-            .find(|e| e["type"] == "agent_phase_completed")
-        {
-            return phase["body"]["record"].clone();
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(180),
-            "no phase record after 180 s; node log:\n{}",
-            log()
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
 
 /// A node whose seat `eng` runs claude-code on the stand-in, and the stand-in.
 fn fleet(
@@ -129,8 +88,8 @@ async fn claude_code_runs_in_a_direct_box_and_its_phase_record_is_honest() {
         "Write a greeting to bash.txt, write notes.md, and say what you delivered.",
     ]);
     assert_eq!(code, 0, "{out}{err}");
-    let turn = turn_of(&out);
-    let phase = phase_of(&node.addr(), &turn, || node.log()).await;
+    let turn = launched_turn(&out);
+    let phase = node.phase_record(&turn, Duration::from_secs(180)).await;
     println!("{phase:#}");
 
     assert_eq!(phase["failed"], false, "{phase:#}\n{}", node.log());
@@ -218,7 +177,9 @@ async fn a_different_model_served_is_a_mismatch_and_the_run_fails() {
     let (node, _standin) = fleet(dir.path(), Some("claude-haiku-4-5"), "fail");
     let (code, out, err) = node.cli(&["launch", "--seat", "eng", "--brief", "Do the work."]);
     assert_eq!(code, 0, "{out}{err}");
-    let phase = phase_of(&node.addr(), &turn_of(&out), || node.log()).await;
+    let phase = node
+        .phase_record(&launched_turn(&out), Duration::from_secs(180))
+        .await;
     assert_eq!(phase["model"]["status"], "mismatch", "{phase:#}");
     assert_eq!(phase["model"]["requested"], REQUESTED);
     assert_eq!(phase["model"]["effective"], "claude-haiku-4-5");

@@ -174,3 +174,49 @@ impl Drop for NodeProcess {
         self.kill();
     }
 }
+
+/// The turn id in `boxfleet launch`'s line `launched TURN job LAUNCH in box BOX on NODE`.
+pub fn launched_turn(launch_stdout: &str) -> String {
+    let words: Vec<&str> = launch_stdout.split_whitespace().collect();
+    let at = words
+        .iter()
+        .position(|w| *w == "launched")
+        .unwrap_or_else(|| panic!("no launch line in {launch_stdout:?}"));
+    words[at + 1].to_owned()
+}
+
+impl NodeProcess {
+    /// The run's phase record (`agent_phase_completed`'s `body.record`), once it is published;
+    /// after `within` it panics with the node's log.
+    pub async fn phase_record(&self, turn_id: &str, within: Duration) -> serde_json::Value {
+        use boxfleet_proto::v1 as pb;
+        let mut runs = pb::runs_client::RunsClient::connect(self.addr())
+            .await
+            .expect("connect");
+        let started = Instant::now();
+        loop {
+            let got = runs
+                .get(pb::GetRequest {
+                    turn_id: turn_id.to_owned(),
+                })
+                .await
+                .expect("get")
+                .into_inner();
+            if let Some(phase) = got
+                .phase_records_json
+                .iter()
+                .chain(&got.events_json)
+                .filter_map(|json| serde_json::from_str::<serde_json::Value>(json).ok())
+                .find(|e| e["type"] == "agent_phase_completed")
+            {
+                return phase["body"]["record"].clone();
+            }
+            assert!(
+                started.elapsed() < within,
+                "no phase record for {turn_id} after {within:?}; node log:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+}
