@@ -80,29 +80,18 @@ impl OpenCodeStream {
         match value.get("type").and_then(Value::as_str) {
             Some("tool_use") => self.tool(&part),
             Some("step_finish") => {
-                let mut negative = false;
-                let tokens = part.get("tokens");
-                let field = |name: &str| tokens.and_then(|t| t.get(name));
-                let cache = |name: &str| {
-                    tokens
-                        .and_then(|t| t.get("cache"))
-                        .and_then(|c| c.get(name))
-                };
-                let read = count(cache("read"), &mut negative);
-                let write = count(cache("write"), &mut negative);
-                let input = count(field("input"), &mut negative);
-                let output = count(field("output"), &mut negative)
-                    .saturating_add(count(field("reasoning"), &mut negative));
-                let cost = usd_micros(part.get("cost"), &mut negative);
+                let step = usage_of(part.get("tokens"), part.get("cost"));
                 let steps = &mut self.steps;
-                steps.input_tokens = steps
-                    .input_tokens
-                    .saturating_add(input.saturating_add(read).saturating_add(write));
-                steps.output_tokens = steps.output_tokens.saturating_add(output);
-                steps.cache_read_tokens = steps.cache_read_tokens.saturating_add(read);
-                steps.cache_write_tokens = steps.cache_write_tokens.saturating_add(write);
-                steps.cost_micros = steps.cost_micros.saturating_add(cost);
-                steps.negative |= negative;
+                steps.input_tokens = steps.input_tokens.saturating_add(step.input_tokens);
+                steps.output_tokens = steps.output_tokens.saturating_add(step.output_tokens);
+                steps.cache_read_tokens = steps
+                    .cache_read_tokens
+                    .saturating_add(step.cache_read_tokens);
+                steps.cache_write_tokens = steps
+                    .cache_write_tokens
+                    .saturating_add(step.cache_write_tokens);
+                steps.cost_micros = steps.cost_micros.saturating_add(step.cost_micros);
+                steps.negative |= step.negative;
             }
             Some("text") => {
                 if let Some(text) = part.get("text").and_then(Value::as_str) {
@@ -201,28 +190,8 @@ impl OpenCodeStream {
     /// reasoning added back, and OpenCode's price (0 where it has none). No report: `None`.
     pub fn usage(&self) -> Option<Usage> {
         let report = self.report.as_ref()?;
-        let mut negative = false;
         let tokens = report.get("tokens").or_else(|| report.get("usage"));
-        let field = |name: &str| tokens.and_then(|t| t.get(name));
-        let cache = |name: &str| {
-            tokens
-                .and_then(|t| t.get("cache"))
-                .and_then(|c| c.get(name))
-        };
-        let read = count(cache("read"), &mut negative);
-        let write = count(cache("write"), &mut negative);
-        let input = count(field("input"), &mut negative);
-        let output = count(field("output"), &mut negative)
-            .saturating_add(count(field("reasoning"), &mut negative));
-        let cost_micros = usd_micros(report.get("cost"), &mut negative);
-        Some(Usage {
-            input_tokens: input.saturating_add(read).saturating_add(write),
-            output_tokens: output,
-            cache_read_tokens: read,
-            cache_write_tokens: write,
-            cost_micros,
-            negative,
-        })
+        Some(usage_of(tokens, report.get("cost")))
     }
 
     /// The step events' own tally (not charged: the final step's counts are missing from
@@ -253,6 +222,33 @@ impl OpenCodeStream {
 
     pub fn events(&self) -> usize {
         self.events
+    }
+}
+
+/// One token report (`{input, output, reasoning, cache: {read, write}}` and a USD cost): the
+/// whole prompt with both cache shares in it, the output with the reasoning added back, each
+/// figure floored at zero.
+fn usage_of(tokens: Option<&Value>, cost: Option<&Value>) -> Usage {
+    let mut negative = false;
+    let field = |name: &str| tokens.and_then(|t| t.get(name));
+    let cache = |name: &str| {
+        tokens
+            .and_then(|t| t.get("cache"))
+            .and_then(|c| c.get(name))
+    };
+    let read = count(cache("read"), &mut negative);
+    let write = count(cache("write"), &mut negative);
+    let input = count(field("input"), &mut negative);
+    let output = count(field("output"), &mut negative)
+        .saturating_add(count(field("reasoning"), &mut negative));
+    let cost_micros = usd_micros(cost, &mut negative);
+    Usage {
+        input_tokens: input.saturating_add(read).saturating_add(write),
+        output_tokens: output,
+        cache_read_tokens: read,
+        cache_write_tokens: write,
+        cost_micros,
+        negative,
     }
 }
 
