@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use boxfleet_actors::ports::{BoxError, JobHandle, Provider, Sandbox};
-use boxfleet_sandbox::contract::{Harness, spec};
+use boxfleet_actors::ports::{BoxError, BoxSpec, JobHandle, Provider, Sandbox};
+use boxfleet_sandbox::contract::{Harness, spec, wait_until_done};
 use boxfleet_sandbox::direct::{JobIdentity, ProcStat, proc};
 use boxfleet_sandbox::{DirectProvider, FakeNode, FakeProvider, ScriptedJob};
 
@@ -430,6 +430,51 @@ async fn direct_job_outlives_the_provider_and_a_new_one_finds_it() {
     again.kill(&id).await.expect("kill");
     assert!(h.no_process_left(&job).await);
     assert!(!h.direct.box_dir(&id).exists());
+}
+
+/// A crash-orphaned box is reaped on the next create only when nothing runs in it and nothing
+/// touched it for its timeout; a box with a live (or stopped) job, one touched within its
+/// timeout, and a paused one are kept.
+#[tokio::test]
+async fn direct_reaps_only_genuinely_orphaned_boxes_on_the_next_create() {
+    let h = DirectHarness::new();
+    let short = BoxSpec {
+        timeout_seconds: 1,
+        ..spec()
+    };
+    // nothing runs, untouched past its timeout: reaped
+    let idle = h.direct.create(&short).await.expect("create");
+    let done = idle
+        .start_background("true", NO_ENV, ".boxfleet/jobs/a")
+        .await
+        .expect("start");
+    // a live job, untouched: kept
+    let busy = h.direct.create(&short).await.expect("create");
+    let live = busy
+        .start_background("sleep 30", NO_ENV, ".boxfleet/jobs/a")
+        .await
+        .expect("start");
+    // nothing runs, but touched within a long timeout: kept
+    let touched = h.direct.create(&spec()).await.expect("create");
+    // paused, nothing runs, untouched: kept (its pause TTL owns that wait)
+    let parked = h.direct.create(&short).await.expect("create");
+    parked.pause().await.expect("pause");
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    assert!(!idle.job_running(&done).await.expect("job_running"));
+
+    let reaped = h.direct.reap_orphans().await;
+    assert_eq!(reaped, vec![idle.id().to_owned()]);
+    assert!(!h.direct.box_dir(idle.id()).exists());
+    for kept in [&busy, &touched, &parked] {
+        assert!(h.direct.box_dir(kept.id()).exists(), "{} kept", kept.id());
+    }
+    // and create runs the same reaper
+    busy.kill_job(&live).await.expect("kill_job");
+    wait_until_done(busy.as_ref(), &live).await;
+    let _new = h.direct.create(&spec()).await.expect("create");
+    assert!(!h.direct.box_dir(busy.id()).exists(), "reaped by create");
+    h.direct.kill(touched.id()).await.expect("kill");
+    h.direct.kill(parked.id()).await.expect("kill");
 }
 
 /// Run only as a child of `direct_job_outlives_the_node_process`: makes a box with a paused job,

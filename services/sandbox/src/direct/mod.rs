@@ -37,7 +37,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::Mutex;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use files::BoxPaths;
 pub use proc::{JobIdentity, Liveness, ProcStat};
@@ -192,6 +192,77 @@ impl DirectProvider {
     }
 }
 
+impl DirectProvider {
+    /// Reaps the boxes a crash orphaned (the spec's "reaped on the next create, but only when
+    /// it is genuinely orphaned"). Two questions, both answered from what is, not inferred:
+    /// is anything running in it (a job whose leader the kernel still says is that job —
+    /// stopped counts as running), and has anything touched it (the keepalive stamp the
+    /// completion poll refreshes, within the box's timeout)? Only a box where both say no is
+    /// removed. A paused box is never reaped here: a run parked on a person's answer keeps it,
+    /// and its pause TTL is the knob that owns that wait. Best effort: a box that cannot be
+    /// read is left alone and said.
+    pub async fn reap_orphans(&self) -> Vec<String> {
+        let boxes = self.shared.boxes.clone();
+        let ids = match blocking("list boxes", move || match fs::read_dir(&boxes) {
+            Ok(entries) => Ok(entries
+                .filter_map(Result::ok)
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|id| valid_sandbox_id(id))
+                .collect::<Vec<_>>()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(io_failed("list the boxes", &e)),
+        })
+        .await
+        {
+            Ok(ids) => ids,
+            Err(error) => {
+                warn!(%error, "local_sandbox_reap_skipped");
+                return Vec::new();
+            }
+        };
+        let mut reaped = Vec::new();
+        for id in ids {
+            let Ok(sandbox) = self.sandbox(&id) else {
+                continue;
+            };
+            let record = match sandbox.read_record().await {
+                Ok(record) => record,
+                Err(error) => {
+                    debug!(sandbox_id = %id, %error, "local_sandbox_reap_skipped");
+                    continue;
+                }
+            };
+            if record.paused {
+                continue;
+            }
+            let idle = (Utc::now() - record.keepalive_at).num_seconds();
+            if idle < record.timeout_seconds as i64 {
+                continue;
+            }
+            let jobs: Vec<String> = record.jobs.iter().map(|j| j.id.clone()).collect();
+            let running = blocking("inspect jobs", move || {
+                Ok(jobs.iter().any(|id| {
+                    JobIdentity::parse(id)
+                        .is_some_and(|job| matches!(job.liveness(), Ok(Liveness::Alive(_))))
+                }))
+            })
+            .await
+            .unwrap_or(true);
+            if running {
+                continue;
+            }
+            match self.kill(&id).await {
+                Ok(()) => {
+                    info!(sandbox_id = %id, idle_seconds = idle, "local_sandbox_reaped");
+                    reaped.push(id);
+                }
+                Err(error) => warn!(sandbox_id = %id, %error, "local_sandbox_reap_failed"),
+            }
+        }
+        reaped
+    }
+}
+
 #[async_trait]
 impl Provider for DirectProvider {
     fn cell(&self) -> &str {
@@ -200,6 +271,7 @@ impl Provider for DirectProvider {
 
     async fn create(&self, spec: &BoxSpec) -> Result<Arc<dyn Sandbox>, BoxError> {
         check_env(&spec.env)?;
+        self.reap_orphans().await;
         let now = Utc::now();
         let sandbox_id = format!(
             "d{}-{}",
