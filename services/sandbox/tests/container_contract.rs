@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use boxfleet_actors::ports::{BoxError, JobHandle, Provider, Sandbox};
+use boxfleet_actors::ports::{BoxError, BoxSpec, JobHandle, Provider, Sandbox};
 use boxfleet_sandbox::container::{Runtime, RuntimeKind};
 use boxfleet_sandbox::contract::{Harness, spec};
 use boxfleet_sandbox::{ContainerConfig, ContainerProvider};
@@ -528,4 +528,31 @@ async fn exec_is_bounded_and_kills_what_it_started() {
     );
     eprintln!("real runtime: {}", h.real);
     h.provider.kill(sandbox.id()).await.expect("kill");
+}
+
+/// A crash-orphaned container box is reaped on the next create only when its container is
+/// gone and nothing touched it for its timeout; one whose container still exists is kept.
+#[tokio::test]
+async fn only_a_box_whose_container_is_gone_and_untouched_is_reaped() {
+    let h = ContainerHarness::standin(&[]);
+    let short = BoxSpec {
+        timeout_seconds: 1,
+        ..spec()
+    };
+    let orphan = h.provider.create(&short).await.expect("create");
+    let living = h.provider.create(&short).await.expect("create");
+    let removed = h.cli(&["rm", "-f", &format!("boxfleet-{}", orphan.id())]);
+    assert!(
+        removed.status.success(),
+        "the runtime removed the container"
+    );
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let reaped = h.provider.reap_orphans().await;
+    assert_eq!(reaped, vec![orphan.id().to_owned()]);
+    assert!(!h.provider.box_dir(orphan.id()).exists());
+    assert!(
+        h.provider.box_dir(living.id()).exists(),
+        "its container exists"
+    );
+    h.provider.kill(living.id()).await.expect("kill");
 }

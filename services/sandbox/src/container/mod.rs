@@ -39,7 +39,7 @@ use boxfleet_actors::ports::{
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Mutex;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use crate::direct::files::{self, BoxPaths};
 use crate::direct::{DEFAULT_LOCALE, DEFAULT_PATH, blocking, check_env, io_failed, read_bounded};
@@ -586,6 +586,33 @@ fn env_file(env: &BTreeMap<String, String>) -> Result<Vec<u8>, BoxError> {
     Ok(text.into_bytes())
 }
 
+impl ContainerProvider {
+    /// Reaps the boxes a crash orphaned, on the next create, only when both questions say no:
+    /// is anything running (an existing container, asked of the runtime), and has anything
+    /// touched it (its keepalive stamp, within its timeout)? A paused box is left to its pause
+    /// TTL. A box whose state cannot be read is left alone.
+    pub async fn reap_orphans(&self) -> Vec<String> {
+        let mut reaped = Vec::new();
+        let boxes = self.shared.boxes.clone();
+        for (id, idle) in files::untouched_boxes(boxes, valid_sandbox_id).await {
+            let Ok(sandbox) = self.sandbox(&id) else {
+                continue;
+            };
+            if !matches!(sandbox.state().await, Ok(State::Missing)) {
+                continue;
+            }
+            match self.kill(&id).await {
+                Ok(()) => {
+                    info!(sandbox_id = %id, idle_seconds = idle, "local_sandbox_reaped");
+                    reaped.push(id);
+                }
+                Err(error) => warn!(sandbox_id = %id, %error, "local_sandbox_reap_failed"),
+            }
+        }
+        reaped
+    }
+}
+
 #[async_trait]
 impl Provider for ContainerProvider {
     fn cell(&self) -> &str {
@@ -595,6 +622,7 @@ impl Provider for ContainerProvider {
     async fn create(&self, spec: &BoxSpec) -> Result<Arc<dyn Sandbox>, BoxError> {
         check_env(&spec.env)?;
         let probe = self.probe().await?;
+        self.reap_orphans().await;
         let now = Utc::now();
         let sandbox_id = format!(
             "c{}-{}",

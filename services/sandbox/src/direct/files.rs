@@ -129,6 +129,50 @@ impl BoxPaths {
     }
 }
 
+/// What the orphan reaper reads of a box's record; a direct box's and a container box's
+/// records both carry these fields.
+#[derive(serde::Deserialize)]
+struct Touched {
+    paused: bool,
+    keepalive_at: chrono::DateTime<chrono::Utc>,
+    timeout_seconds: u64,
+}
+
+/// The boxes under `boxes` that nothing has touched for their whole timeout and that are not
+/// paused (a paused box is a run parked on a person, left to its pause TTL): each id with how
+/// many seconds it has been idle. Whether anything still runs in one is the backend's question.
+/// A box whose record cannot be read is left alone.
+pub(crate) async fn untouched_boxes(boxes: PathBuf, valid: fn(&str) -> bool) -> Vec<(String, i64)> {
+    let listed = blocking("list boxes", move || {
+        let entries = match fs::read_dir(&boxes) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_failed("list the boxes", &e)),
+        };
+        let now = chrono::Utc::now();
+        Ok(entries
+            .filter_map(Result::ok)
+            .filter_map(|entry| {
+                let id = entry
+                    .file_name()
+                    .into_string()
+                    .ok()
+                    .filter(|id| valid(id))?;
+                let path = entry.path().join("records/box.json");
+                let bytes = read_whole(&path, &path.display().to_string()).ok()??;
+                let touched: Touched = serde_json::from_slice(&bytes).ok()?;
+                let idle = (now - touched.keepalive_at).num_seconds();
+                (!touched.paused && idle >= touched.timeout_seconds as i64).then_some((id, idle))
+            })
+            .collect())
+    })
+    .await;
+    listed.unwrap_or_else(|error| {
+        tracing::warn!(%error, "local_sandbox_reap_skipped");
+        Vec::new()
+    })
+}
+
 /// The async operations on a box directory that a direct box and a container box (whose home
 /// is bind-mounted) share: whether it is there, its record (`records/box.json`), and whole-file
 /// and ranged reads and writes of paths already resolved with [`BoxPaths::resolve`].

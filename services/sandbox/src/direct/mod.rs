@@ -202,43 +202,12 @@ impl DirectProvider {
     /// and its pause TTL is the knob that owns that wait. Best effort: a box that cannot be
     /// read is left alone and said.
     pub async fn reap_orphans(&self) -> Vec<String> {
-        let boxes = self.shared.boxes.clone();
-        let ids = match blocking("list boxes", move || match fs::read_dir(&boxes) {
-            Ok(entries) => Ok(entries
-                .filter_map(Result::ok)
-                .filter_map(|e| e.file_name().into_string().ok())
-                .filter(|id| valid_sandbox_id(id))
-                .collect::<Vec<_>>()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(io_failed("list the boxes", &e)),
-        })
-        .await
-        {
-            Ok(ids) => ids,
-            Err(error) => {
-                warn!(%error, "local_sandbox_reap_skipped");
-                return Vec::new();
-            }
-        };
         let mut reaped = Vec::new();
-        for id in ids {
-            let Ok(sandbox) = self.sandbox(&id) else {
+        for (id, idle) in files::untouched_boxes(self.shared.boxes.clone(), valid_sandbox_id).await
+        {
+            let Ok(record) = self.records(&id).await else {
                 continue;
             };
-            let record = match sandbox.read_record().await {
-                Ok(record) => record,
-                Err(error) => {
-                    debug!(sandbox_id = %id, %error, "local_sandbox_reap_skipped");
-                    continue;
-                }
-            };
-            if record.paused {
-                continue;
-            }
-            let idle = (Utc::now() - record.keepalive_at).num_seconds();
-            if idle < record.timeout_seconds as i64 {
-                continue;
-            }
             let jobs: Vec<String> = record.jobs.iter().map(|j| j.id.clone()).collect();
             let running = blocking("inspect jobs", move || {
                 Ok(jobs.iter().any(|id| {
