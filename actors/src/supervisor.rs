@@ -553,10 +553,10 @@ impl SupervisorState {
         spec: ChildSpec,
     ) -> Result<ActorCell, String> {
         let existing = self.position_by_name(&spec.name);
-        if let Some(index) = existing {
-            if self.children[index].cell.is_some() {
-                return Err(format!("a child named {} is already running", spec.name));
-            }
+        if let Some(index) = existing
+            && self.children[index].cell.is_some()
+        {
+            return Err(format!("a child named {} is already running", spec.name));
         }
         let cell = start(myself, &spec).await?;
         let child = Child::running(spec, cell.clone());

@@ -783,10 +783,10 @@ async fn upload(
                     Ok(bytes) => bytes,
                     Err(e) => return error(StatusCode::BAD_REQUEST, &e.to_string()),
                 };
-                if let Some(parent) = path.parent() {
-                    if let Err(e) = tokio::fs::create_dir_all(parent).await {
-                        return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
-                    }
+                if let Some(parent) = path.parent()
+                    && let Err(e) = tokio::fs::create_dir_all(parent).await
+                {
+                    return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
                 }
                 if let Err(e) = tokio::fs::write(&path, &bytes).await {
                     return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());

@@ -115,10 +115,10 @@ impl Faults {
             return Fault::None;
         }
         let mut state = self.state();
-        if let Some(prefix) = &state.only_under {
-            if !touches(txn, prefix) {
-                return Fault::None;
-            }
+        if let Some(prefix) = &state.only_under
+            && !touches(txn, prefix)
+        {
+            return Fault::None;
         }
         if state.fail_writes > 0 {
             state.fail_writes -= 1;

@@ -84,10 +84,8 @@ impl ClaudeStream {
         // a subagent's messages (a Task's) may run on another model: the session's own are
         // the ones without a parent tool call
         let top_level = value.get("parent_tool_use_id").is_none_or(Value::is_null);
-        if top_level {
-            if let Some(model) = text_of(message, "model").filter(|m| usable_model(m)) {
-                self.assistant_model = Some(model);
-            }
+        if top_level && let Some(model) = text_of(message, "model").filter(|m| usable_model(m)) {
+            self.assistant_model = Some(model);
         }
         let Some(blocks) = message.get("content").and_then(Value::as_array) else {
             return;
@@ -127,10 +125,10 @@ impl ClaudeStream {
             let id = block.get("tool_use_id").and_then(Value::as_str);
             match id.and_then(|id| self.calls.get(id)).copied() {
                 Some(at) => {
-                    if let Some(line) = self.transcript.get_mut(at) {
-                        if !line.contains(" (failed") {
-                            transcript::mark_failed(line, &error);
-                        }
+                    if let Some(line) = self.transcript.get_mut(at)
+                        && !line.contains(" (failed")
+                    {
+                        transcript::mark_failed(line, &error);
                     }
                 }
                 None => {

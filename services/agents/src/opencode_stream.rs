@@ -126,10 +126,10 @@ impl OpenCodeStream {
             }
             _ => {}
         }
-        if let Some(model) = model_of(&part).or_else(|| model_of(&value)) {
-            if value.get("type").and_then(Value::as_str) != Some(SESSION_REPORT) {
-                self.event_model = Some(model);
-            }
+        if let Some(model) = model_of(&part).or_else(|| model_of(&value))
+            && value.get("type").and_then(Value::as_str) != Some(SESSION_REPORT)
+        {
+            self.event_model = Some(model);
         }
     }
 

@@ -9,10 +9,10 @@ pub const MAX_BRANCH_BYTES: usize = 1024;
 pub fn delivered_refs(report: &str) -> Vec<String> {
     let mut refs: Vec<String> = Vec::new();
     for line in report.lines() {
-        if let Some(found) = delivered_on(line) {
-            if !refs.contains(&found) {
-                refs.push(found);
-            }
+        if let Some(found) = delivered_on(line)
+            && !refs.contains(&found)
+        {
+            refs.push(found);
         }
     }
     refs

@@ -486,13 +486,13 @@ fn read(scan: &Scan<'_>, range: (usize, usize), wrap: Wrap<'_>, first_of_line: b
     let line = &text[seg_start..seg_end];
     let mut marked = false;
     let mut start = seg_start;
-    if first_of_line && !wrap.gutter.is_empty() {
-        if let Some(n) = match_gutter(line, wrap.gutter.as_bytes()) {
-            if scan.text.is_char_boundary(seg_start + n) {
-                start = seg_start + n;
-                marked = wrap.gutter.bytes().any(|b| b.is_ascii_digit());
-            }
-        }
+    if first_of_line
+        && !wrap.gutter.is_empty()
+        && let Some(n) = match_gutter(line, wrap.gutter.as_bytes())
+        && scan.text.is_char_boundary(seg_start + n)
+    {
+        start = seg_start + n;
+        marked = wrap.gutter.bytes().any(|b| b.is_ascii_digit());
     }
     let mut end = seg_end;
     let suffix = wrap.suffix.trim_end();

@@ -234,10 +234,11 @@ fn opener_start(
             .map_or(key_start, |close| marker + close + 1);
     }
     let index = claimed.partition_point(|span| span.0 < key_start);
-    if let Some(span) = index.checked_sub(1).and_then(|index| claimed.get(index)) {
-        if span.1 > from && span.1 <= key_start {
-            from = span.1;
-        }
+    if let Some(span) = index.checked_sub(1).and_then(|index| claimed.get(index))
+        && span.1 > from
+        && span.1 <= key_start
+    {
+        from = span.1;
     }
     from
 }

@@ -613,11 +613,13 @@ impl Sandbox for FakeSandbox {
             )));
         };
         self.with_box(|fake, counters| {
-            if let Some(found) = fake.jobs.get_mut(&key) {
-                if found.start_time == start_time && !found.finished && !found.killed {
-                    found.killed = true;
-                    counters.job_kills += 1;
-                }
+            if let Some(found) = fake.jobs.get_mut(&key)
+                && found.start_time == start_time
+                && !found.finished
+                && !found.killed
+            {
+                found.killed = true;
+                counters.job_kills += 1;
             }
             Ok(())
         })

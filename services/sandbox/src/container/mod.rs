@@ -981,12 +981,12 @@ impl ContainerSandbox {
     async fn alive(&self, jobs: &[String]) -> Result<Vec<String>, BoxError> {
         let mut checks = String::new();
         for job in jobs {
-            if let Some((container, pid, start)) = parse_job(job) {
-                if container == self.container {
-                    checks.push_str(&format!(
+            if let Some((container, pid, start)) = parse_job(job)
+                && container == self.container
+            {
+                checks.push_str(&format!(
                         "if rd {pid} && [ \"$start\" = {start} ] && [ \"$st\" != Z ]; then echo {pid}:{start}; fi; "
                     ));
-                }
             }
         }
         if checks.is_empty() {

@@ -542,10 +542,9 @@ impl Sandbox for DirectSandbox {
             if !identity
                 .as_ref()
                 .is_some_and(|identity| identity.signal(libc::SIGKILL).unwrap_or(false))
+                && let Some(pid) = pid
             {
-                if let Some(pid) = pid {
-                    let _ = sys::signal_group(pid, libc::SIGKILL);
-                }
+                let _ = sys::signal_group(pid, libc::SIGKILL);
             }
         };
         let status = match tokio::time::timeout_at(deadline, child.wait()).await {

@@ -86,10 +86,11 @@ pub fn session_members(sid: i32) -> io::Result<Vec<ProcStat>> {
         else {
             continue;
         };
-        if let Ok(Some(stat)) = ProcStat::read(pid) {
-            if stat.session == sid && !stat.is_dead() {
-                members.push(stat);
-            }
+        if let Ok(Some(stat)) = ProcStat::read(pid)
+            && stat.session == sid
+            && !stat.is_dead()
+        {
+            members.push(stat);
         }
     }
     Ok(members)

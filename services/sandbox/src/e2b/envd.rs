@@ -356,14 +356,14 @@ impl Envd {
                 if flag & END_STREAM != 0 {
                     let end: EndOfStream =
                         serde_json::from_slice(&message).unwrap_or(EndOfStream { error: None });
-                    if let Some(error) = end.error {
-                        if ended.is_none() {
-                            return Err(EnvdError::Box(BoxError::Failed(format!(
-                                "{what}: the command reported no exit status: box {}'s in-box \
+                    if let Some(error) = end.error
+                        && ended.is_none()
+                    {
+                        return Err(EnvdError::Box(BoxError::Failed(format!(
+                            "{what}: the command reported no exit status: box {}'s in-box \
                                  agent closed its stream with an error: {} ({})",
-                                self.sandbox_id, error.message, error.code
-                            ))));
-                        }
+                            self.sandbox_id, error.message, error.code
+                        ))));
                     }
                     return self.finish(ended, stdout, stderr);
                 }
