@@ -6,6 +6,7 @@
 pub mod board;
 pub mod boxes;
 pub mod coordinator;
+pub mod credentials;
 pub mod ports;
 pub mod receipt;
 pub mod run;

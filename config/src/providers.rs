@@ -22,6 +22,9 @@ pub enum Wire {
     Anthropic,
     Openai,
     OpenaiCompatible,
+    /// a cli-agent entry: the Claude Code CLI signed in on the engine host (its login in
+    /// `login_dir`), whose model is written in that CLI's grammar
+    ClaudeCode,
 }
 
 impl Wire {
@@ -30,6 +33,7 @@ impl Wire {
             Wire::Anthropic => "anthropic",
             Wire::Openai => "openai",
             Wire::OpenaiCompatible => "openai-compatible",
+            Wire::ClaudeCode => "claude-code",
         }
     }
 }
@@ -51,6 +55,10 @@ pub struct LlmEntry {
     /// a gateway's endpoint; for an anthropic entry, the host root (`/v1/messages` is added)
     #[serde(default)]
     pub base_url: Option<String>,
+    /// a claude-code entry's shared login directory on the engine host (default `~/.claude`):
+    /// a local box is seeded from it and writes a refreshed login back
+    #[serde(default)]
+    pub login_dir: Option<String>,
 }
 
 impl LlmEntry {
@@ -71,6 +79,7 @@ impl std::fmt::Debug for LlmEntry {
             .field("api_key", &self.api_key.as_ref().map(|_| "<hidden>"))
             .field("api_keys", &self.api_keys.len())
             .field("base_url", &self.base_url)
+            .field("login_dir", &self.login_dir)
             .finish()
     }
 }
@@ -301,6 +310,9 @@ pub struct SandboxPlan {
     pub max_turns: Option<u32>,
     /// the setup steps a new box gets: engine-wide, then the role's
     pub setup: Vec<SetupStep>,
+    /// a cli-agent entry's shared login directory: seeded into the (local) box, a refreshed
+    /// login written back
+    pub login_dir: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for SandboxPlan {
@@ -314,6 +326,7 @@ impl std::fmt::Debug for SandboxPlan {
             .field("env", &self.env.keys().collect::<Vec<_>>())
             .field("max_turns", &self.max_turns)
             .field("setup", &self.setup)
+            .field("login_dir", &self.login_dir)
             .finish()
     }
 }
@@ -436,6 +449,29 @@ impl Company {
                         "claude-code for seat {seat:?} has no credential: no providers.llm entry resolves (role.llm_sandbox → llm → default) and the role's sandbox env signs Claude Code in with nothing; add an anthropic entry named `default` (or point role.llm_sandbox at one), or set CLAUDE_CODE_OAUTH_TOKEN / ANTHROPIC_API_KEY in role.sandbox.env"
                     )));
                 };
+                if entry.provider == Wire::ClaudeCode {
+                    // the CLI's own login; it never leaves the engine host for a remote box
+                    if plan.cell == "e2b" {
+                        return Err(ModelError(format!(
+                            "providers.llm.{name} is Claude Code signed in on this host, and its login never leaves it for a remote box; run the seat's code work in a local cell (role.sandbox.run_in: direct or container), or give it a headless token (CLAUDE_CODE_OAUTH_TOKEN in role.sandbox.env)"
+                        )));
+                    }
+                    let home = std::env::var("HOME").unwrap_or_default();
+                    let dir = entry
+                        .login_dir
+                        .clone()
+                        .filter(|d| !d.is_empty())
+                        .unwrap_or_else(|| format!("{home}/.claude"));
+                    let dir = match dir.strip_prefix("~/") {
+                        Some(rest) => format!("{home}/{rest}"),
+                        None => dir,
+                    };
+                    plan.login_dir = Some(dir.into());
+                    plan.model = Some(model.unwrap_or(&entry.model).to_owned());
+                    plan.entry = Some(name.to_owned());
+                    plan.wire = Some(entry.provider);
+                    return Ok(plan);
+                }
                 if entry.provider != Wire::Anthropic {
                     return Err(ModelError(format!(
                         "claude-code speaks the Anthropic API only, and seat {seat:?} resolves to providers.llm.{name}, a {} entry; point role.llm_sandbox at an anthropic entry, set role.sandbox.coding_agent: opencode, or give the seat a Claude Code sign-in of its own in role.sandbox.env",
@@ -461,6 +497,11 @@ impl Company {
                         "opencode for seat {seat:?} has no model provider: no providers.llm entry resolves (role.llm_sandbox → llm → default); add one named `default` or point role.llm_sandbox at one"
                     )));
                 };
+                if entry.provider == Wire::ClaudeCode {
+                    return Err(ModelError(format!(
+                        "providers.llm.{name} is a claude-code entry: its model is written for Claude Code and its sign-in is that CLI's, so OpenCode cannot run on it; set role.sandbox.coding_agent: claude-code, or point role.llm_sandbox at an API entry"
+                    )));
+                }
                 let Some(key) = entry.key() else {
                     return Err(ModelError(format!(
                         "providers.llm.{name} has no key, so an opencode box on it could not call its model; set its api_key"
@@ -468,7 +509,7 @@ impl Company {
                 };
                 let variable = match entry.provider {
                     Wire::Anthropic => "ANTHROPIC_API_KEY",
-                    Wire::Openai | Wire::OpenaiCompatible => "OPENAI_API_KEY",
+                    Wire::Openai | Wire::OpenaiCompatible | Wire::ClaudeCode => "OPENAI_API_KEY",
                 };
                 // a key the seat names under the same variable replaces the entry's
                 plan.env
@@ -771,6 +812,38 @@ seats:
         assert!(
             error.to_string().contains("coding_agent: opencode"),
             "{error}"
+        );
+    }
+
+    #[test]
+    fn a_claude_code_login_is_seeded_in_a_local_cell_and_refused_for_a_remote_one() {
+        let yaml = r#"
+providers:
+  llm:
+    default: { provider: claude-code, model: sonnet, login_dir: /srv/claude-login }
+  sandbox: { default_coding_agent: claude-code }
+roles:
+  - { name: remote, sandbox: { enabled: true, run_in: e2b } }
+  - { name: oc, sandbox: { enabled: true, coding_agent: opencode } }
+seats:
+  - { handle: ada }
+  - { handle: rem, role: remote }
+  - { handle: oc, role: oc }
+"#;
+        let c = company(yaml);
+        let plan = c.plan_sandbox("ada", None, None).expect("plans");
+        assert_eq!(
+            plan.login_dir.as_deref(),
+            Some(std::path::Path::new("/srv/claude-login"))
+        );
+        assert_eq!(plan.model.as_deref(), Some("sonnet"));
+        assert!(!plan.env.contains_key("ANTHROPIC_API_KEY"));
+        let remote = c.plan_sandbox("rem", None, None).expect_err("refused");
+        assert!(remote.to_string().contains("never leaves"), "{remote}");
+        let paired = c.plan_sandbox("oc", None, None).expect_err("refused");
+        assert!(
+            paired.to_string().contains("coding_agent: claude-code"),
+            "{paired}"
         );
     }
 

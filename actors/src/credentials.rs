@@ -1,0 +1,236 @@
+//! A coding CLI's login, seeded into a local box and written back (the spec's "Credentials"
+//! under "Local sandboxes"). When a seat's code work runs on a cli-agent entry — a CLI signed
+//! in on the engine host — the box gets a copy of the CLI's credential files before the run,
+//! and a file the run refreshed goes back afterwards: OAuth access tokens expire in hours and
+//! most vendors rotate the refresh token with them, so discarding the rewritten file would log
+//! the fleet out at the next expiry.
+//!
+//! The write-back is a compare-and-swap against what the box was seeded with, recorded as a
+//! SHA-256 of the bytes it was given: a file goes back only where the box's copy differs from
+//! its seed (the run refreshed it) and the shared login still holds that seed. An idle box
+//! writes nothing; a box whose run refreshed while the shared login also moved keeps the
+//! shared one, the newer of the two (`local_sandbox_credential_superseded`, `shared=changed`);
+//! a credential the shared directory did not hold at seeding is never created from a box, and
+//! one removed since (a logout) is not put back (`shared=removed`). The comparison and the
+//! write are one step under the shared directory's lock file, which a write-back waits for at
+//! most [`LOCK_WAIT`]. No value is ever logged or put in an error: files are named by path.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::ports::{BoxError, Sandbox};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// How long a write-back waits for another writer holding the shared directory's lock.
+pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+/// The largest credential file seeded; a login is a few kilobytes.
+const MAX_CREDENTIAL_BYTES: u64 = 1024 * 1024;
+
+/// One file seeded into a box.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seeded {
+    /// the shared file on the engine host
+    pub shared: PathBuf,
+    /// where the box has its copy (a path under its home)
+    pub in_box: String,
+    /// SHA-256 (hex) of the bytes the box was given
+    pub sha256: String,
+}
+
+/// What a write-back did with one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteBack {
+    /// the box's copy is its seed: the run refreshed nothing
+    Idle,
+    /// the box's copy is gone or unreadable as a file; nothing to give back
+    Missing,
+    /// the refreshed copy replaced the shared one
+    Written,
+    /// the shared login moved since seeding; it is kept (`shared=changed`)
+    SharedChanged,
+    /// the shared login was removed since seeding; the refresh is dropped (`shared=removed`)
+    SharedRemoved,
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Reads a shared credential file: `None` when there is none. Links are not followed.
+fn read_shared(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_CREDENTIAL_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_CREDENTIAL_BYTES {
+        return Err(io::Error::other(format!(
+            "{} is over {MAX_CREDENTIAL_BYTES} bytes",
+            path.display()
+        )));
+    }
+    Ok(Some(bytes))
+}
+
+/// Copies each of `names` from the shared directory into the box under `box_dir` (a path
+/// under its home, e.g. `~/.claude`), recording each seed. A name the shared directory does
+/// not hold is not seeded, and so is never written back.
+pub async fn seed(
+    sandbox: &dyn Sandbox,
+    shared_dir: &Path,
+    names: &[&str],
+    box_dir: &str,
+) -> Result<Vec<Seeded>, BoxError> {
+    let mut seeded = Vec::new();
+    for name in names {
+        let shared = shared_dir.join(name);
+        let read = shared.clone();
+        let bytes = tokio::task::spawn_blocking(move || read_shared(&read))
+            .await
+            .map_err(|e| BoxError::Failed(format!("seeding a credential: {e}")))?
+            .map_err(|e| {
+                BoxError::Failed(format!(
+                    "cannot read the shared credential {}: {e}",
+                    shared.display()
+                ))
+            })?;
+        let Some(bytes) = bytes else {
+            continue;
+        };
+        let in_box = format!("{}/{name}", box_dir.trim_end_matches('/'));
+        sandbox.write_file(&in_box, &bytes).await?;
+        seeded.push(Seeded {
+            shared,
+            in_box,
+            sha256: sha256(&bytes),
+        });
+    }
+    Ok(seeded)
+}
+
+/// Holds `lock` (an exclusive lock on the file) for as long as it lives.
+struct Held(File);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
+fn hold(lock: &Path, wait: Duration) -> io::Result<Held> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(lock)?;
+    let deadline = Instant::now() + wait;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(Held(file)),
+            Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("{} stayed locked for {wait:?}", lock.display()),
+                ));
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(e),
+        }
+    }
+}
+
+/// The compare and the write, as one step under the lock.
+fn swap(seed: &Seeded, refreshed: &[u8], lock: &Path, wait: Duration) -> io::Result<WriteBack> {
+    let _held = hold(lock, wait)?;
+    let Some(shared) = read_shared(&seed.shared)? else {
+        return Ok(WriteBack::SharedRemoved);
+    };
+    if sha256(&shared) != seed.sha256 {
+        return Ok(WriteBack::SharedChanged);
+    }
+    let dir = seed.shared.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.boxfleet-tmp",
+        seed.shared
+            .file_name()
+            .map_or_else(|| "credential".into(), |n| n.to_string_lossy())
+    ));
+    {
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)?;
+        io::Write::write_all(&mut file, refreshed)?;
+        file.sync_all()?;
+    }
+    fs::rename(&tmp, &seed.shared)?;
+    Ok(WriteBack::Written)
+}
+
+/// Gives back what the run refreshed, file by file, under `lock` (waiting at most `wait` for
+/// another writer). Each outcome is returned with its file; a file whose write-back failed is
+/// an error naming it, never a value.
+pub async fn write_back(
+    sandbox: &dyn Sandbox,
+    seeded: &[Seeded],
+    lock: &Path,
+    wait: Duration,
+) -> Vec<(Seeded, Result<WriteBack, String>)> {
+    let mut outcomes = Vec::new();
+    for seed in seeded {
+        let outcome = match sandbox.read_file(&seed.in_box).await {
+            Err(error) => Err(format!(
+                "the box's copy {} could not be read: {error}",
+                seed.in_box
+            )),
+            Ok(None) => Ok(WriteBack::Missing),
+            Ok(Some(bytes)) if sha256(&bytes) == seed.sha256 => Ok(WriteBack::Idle),
+            Ok(Some(bytes)) => {
+                let (seed, lock) = (seed.clone(), lock.to_owned());
+                let shown = seed.shared.display().to_string();
+                tokio::task::spawn_blocking(move || swap(&seed, &bytes, &lock, wait))
+                    .await
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| r.map_err(|e| format!("writing back {shown}: {e}")))
+            }
+        };
+        outcomes.push((seed.clone(), outcome));
+    }
+    outcomes
+}
+
+/// Claude Code's credential files in its login directory, and where a box keeps them.
+pub const CLAUDE_CODE_FILES: [&str; 1] = [".credentials.json"];
+pub const CLAUDE_CODE_BOX_DIR: &str = "~/.claude";
+
+/// The lock file beside a shared login directory, which every writer of it takes.
+pub fn lock_beside(login_dir: &Path) -> PathBuf {
+    login_dir
+        .parent()
+        .unwrap_or(login_dir)
+        .join("credentials.lock")
+}
