@@ -194,3 +194,57 @@ async fn a_receipt_is_never_known_on_the_launchs_word() {
         "{phase:#}"
     );
 }
+
+/// A Claude Code login on this host (a `claude-code` entry) is seeded into the box, and the
+/// login the run refreshed is written back when the run is collected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_login_is_seeded_and_a_refreshed_one_written_back() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let login = dir.path().join("login");
+    std::fs::create_dir_all(&login).expect("mkdir");
+    std::fs::write(login.join(".credentials.json"), "v1").expect("login");
+    // a stand-in CLI that refreshes its login the way Claude Code's OAuth refresh does
+    let cli = dir.path().join("fake-claude");
+    std::fs::write(
+        &cli,
+        r#"#!/bin/sh
+cat >/dev/null
+seen=$(cat "$HOME/.claude/.credentials.json")
+printf '%s' "refreshed-after-$seen" > "$HOME/.claude/.credentials.json"
+echo '{"type":"system","subtype":"init","model":"sonnet"}'
+echo '{"type":"result","subtype":"success","is_error":false,"result":"done","total_cost_usd":0,"usage":{"input_tokens":1,"output_tokens":1}}'
+"#,
+    )
+    .expect("write cli");
+    std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "company:\n  providers:\n    llm:\n      default: {{ provider: claude-code, model: sonnet, login_dir: \"{}\" }}\n    sandbox: {{ default_coding_agent: claude-code }}\n",
+            login.display()
+        ),
+    );
+    let node = NodeProcess::start_with_env(
+        "login",
+        dir.path(),
+        &["--config", &config],
+        &[("BOXFLEET_CLAUDE_CLI", cli.to_str().expect("utf-8"))],
+    );
+    let (code, out, err) = node.cli(&["launch", "--seat", "eng", "--brief", "refresh"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let phase = node
+        .phase_record(&launched_turn(&out), Duration::from_secs(60))
+        .await;
+    assert_eq!(phase["failed"], false, "{phase:#}");
+    assert_eq!(
+        std::fs::read_to_string(login.join(".credentials.json")).expect("login"),
+        "refreshed-after-v1",
+        "the box got the seed, and its refresh went back"
+    );
+    assert!(
+        node.log().contains("local_sandbox_credential_written_back"),
+        "{}",
+        node.log()
+    );
+}
