@@ -4,8 +4,6 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
-
 use boxfleet_redact::{MAX_KEY_BLOCK_BYTES, Stream, redact, settled};
 use proptest::prelude::*;
 
@@ -49,35 +47,11 @@ proptest! {
     }
 }
 
-/// The best of three runs of `f`.
-fn best_of_three(mut f: impl FnMut()) -> Duration {
-    (0..3)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .min()
-        .unwrap_or_default()
-}
-
-/// Linear time, without trusting a clock's absolute reading: four times the text must take
-/// well under sixteen times as long (what a quadratic pass takes). The ratio is generous
-/// because the machine is noisy; a quadratic rule misses it by far.
+/// [`support::assert_linear`] of redacting the text.
 fn assert_linear(name: &str, make: impl Fn(usize) -> String, unit: usize) {
-    let small = make(unit);
-    let large = make(unit * 4);
-    let t_small = best_of_three(|| {
-        std::hint::black_box(redact(&small));
+    support::assert_linear(name, make, unit, |text| {
+        std::hint::black_box(redact(text));
     });
-    let t_large = best_of_three(|| {
-        std::hint::black_box(redact(&large));
-    });
-    let ratio = t_large.as_secs_f64() / t_small.as_secs_f64().max(1e-9);
-    assert!(
-        ratio < 10.0,
-        "{name}: 4x the text took {ratio:.1}x as long ({t_small:?} → {t_large:?}): not linear"
-    );
 }
 
 #[test]

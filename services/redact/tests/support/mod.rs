@@ -3,6 +3,8 @@
 //! key's widths, passwords, tokens — under the wrappings the spec names.
 #![allow(dead_code)]
 
+use std::time::{Duration, Instant};
+
 use proptest::prelude::*;
 
 /// A deterministic base64 line of `width` characters in upper and lower case with digits.
@@ -145,4 +147,31 @@ pub fn rng_seed() -> proptest::test_runner::RngSeed {
     } else {
         proptest::test_runner::RngSeed::Fixed(0x5eed_b0c5)
     }
+}
+
+/// The best of three runs of `f`.
+pub fn best_of_three(mut f: impl FnMut()) -> Duration {
+    (0..3)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .min()
+        .unwrap_or_default()
+}
+
+/// Linear time, without trusting a clock's absolute reading: `work` on four times the text
+/// must take well under sixteen times as long (what a quadratic pass takes). The ratio is
+/// generous because the machine is noisy; a quadratic rule misses it by far.
+pub fn assert_linear(name: &str, make: impl Fn(usize) -> String, unit: usize, work: impl Fn(&str)) {
+    let small = make(unit);
+    let large = make(unit * 4);
+    let t_small = best_of_three(|| work(&small));
+    let t_large = best_of_three(|| work(&large));
+    let ratio = t_large.as_secs_f64() / t_small.as_secs_f64().max(1e-9);
+    assert!(
+        ratio < 10.0,
+        "{name}: 4x the text took {ratio:.1}x as long ({t_small:?} → {t_large:?}): not linear"
+    );
 }
