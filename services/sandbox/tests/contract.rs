@@ -1,6 +1,7 @@
 //! The box contract (`boxfleet_sandbox::contract`) against `fake` and `direct`, and the
 //! checks particular to each.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -538,4 +539,101 @@ async fn direct_job_outlives_the_node_process() {
     assert!(connected.job_running(&job).await.expect("job_running"));
     h.direct.kill(box_id).await.expect("kill");
     assert!(h.no_process_left(&job).await);
+}
+
+/// A directory on the way to a file that is swapped for a link to somewhere outside the box,
+/// over and over while the engine writes and reads through it: every write lands inside the
+/// box or is refused, never outside, and nothing outside is read. A check of each directory
+/// before an open by path would lose this race; the walk down from the box's own descriptor
+/// (`O_NOFOLLOW` at every step) cannot.
+#[tokio::test]
+async fn direct_writes_stay_in_the_home_while_a_directory_is_swapped_for_a_link() {
+    let h = DirectHarness::new();
+    let sandbox = h.direct.create(&spec()).await.expect("create");
+    let outside = tempfile::tempdir().expect("outside dir");
+    std::fs::write(outside.path().join("secret.txt"), b"outside").expect("secret");
+    let home = PathBuf::from(sandbox.home());
+    std::fs::create_dir_all(home.join("deep/d")).expect("dir");
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (stop, dir, target) = (
+            stop.clone(),
+            home.join("deep/d"),
+            outside.path().to_path_buf(),
+        );
+        std::thread::spawn(move || {
+            let aside = dir.with_file_name("d.aside");
+            let mut swaps = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // the real directory goes aside, a link to outside takes its place, and back
+                if std::fs::rename(&dir, &aside).is_ok() {
+                    let _ = std::os::unix::fs::symlink(&target, &dir);
+                    std::thread::yield_now();
+                    let _ = std::fs::remove_file(&dir);
+                    let _ = std::fs::rename(&aside, &dir);
+                    swaps += 1;
+                }
+            }
+            swaps
+        })
+    };
+    let (mut landed, mut refused) = (0, 0);
+    for i in 0..400 {
+        match sandbox
+            .write_file(&format!("deep/d/w{i}.txt"), b"inside")
+            .await
+        {
+            Ok(()) => landed += 1,
+            Err(_) => refused += 1,
+        }
+        if let Ok(Some(bytes)) = sandbox.read_file("deep/d/secret.txt").await {
+            panic!(
+                "read {:?} from outside the box",
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swapper.join().expect("swapper");
+    let escaped: Vec<_> = std::fs::read_dir(outside.path())
+        .expect("list outside")
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name())
+        .filter(|name| name != "secret.txt")
+        .collect();
+    assert!(escaped.is_empty(), "written outside the box: {escaped:?}");
+    assert!(swaps > 0, "the directory was never swapped");
+    assert_eq!(landed + refused, 400);
+    h.direct.kill(sandbox.id()).await.expect("kill");
+}
+
+/// A link deep in a path is refused by name and nothing is made beyond it.
+#[tokio::test]
+async fn direct_refuses_a_link_deep_in_a_path_and_makes_nothing_beyond_it() {
+    let h = DirectHarness::new();
+    let sandbox = h.direct.create(&spec()).await.expect("create");
+    let outside = tempfile::tempdir().expect("outside dir");
+    let home = PathBuf::from(sandbox.home());
+    std::fs::create_dir_all(home.join("a/b")).expect("dir");
+    std::os::unix::fs::symlink(outside.path(), home.join("a/b/c")).expect("link");
+    match sandbox.write_file("a/b/c/d/e.txt", b"x").await {
+        Err(BoxError::NotRegular { what, .. }) => {
+            assert!(
+                what.contains("a/b/c") && what.contains("symbolic link"),
+                "{what}"
+            )
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(
+        std::fs::read_dir(outside.path()).expect("list").count(),
+        0,
+        "nothing is made beyond the link"
+    );
+    // and the path below the link reads as refused, not as absent
+    assert!(matches!(
+        sandbox.read_tail("a/b/c/d/e.txt", 0, 10).await,
+        Err(BoxError::NotRegular { .. })
+    ));
+    h.direct.kill(sandbox.id()).await.expect("kill");
 }

@@ -458,9 +458,9 @@ impl ContainerProvider {
         let host_home = sandbox.paths.home.clone();
         let token_file = host_home.join(&token_name);
         let written = {
-            let (file, tag) = (token_file.clone(), tag.clone());
+            let (home, file, tag) = (host_home.clone(), token_file.clone(), tag.clone());
             blocking("write the mount proof", move || {
-                files::write_whole(&file, "mount proof", tag.as_bytes(), 0o644)
+                files::write_whole(&home, &file, "mount proof", tag.as_bytes(), 0o644)
             })
             .await
         };
@@ -1109,8 +1109,8 @@ impl Sandbox for ContainerSandbox {
         {
             let (home, job_dir, shown) = (self.paths.home.clone(), job_dir.clone(), dir.to_owned());
             blocking("prepare job directory", move || {
-                files::create_dirs(&home, &job_dir, &shown)?;
                 files::write_whole(
+                    &home,
                     &job_dir.join("wrapper.log"),
                     &format!("{shown}/wrapper.log"),
                     b"",

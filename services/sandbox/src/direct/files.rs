@@ -1,10 +1,15 @@
 //! A direct box's files: paths confined to the box, regular files only, no link followed,
 //! a named pipe never waited on.
 
+use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
+use rustix::io::Errno;
 
 use boxfleet_actors::ports::{BoxError, MAX_FILE_BYTES, TailRead};
 
@@ -64,10 +69,10 @@ pub(crate) struct BoxPaths {
 }
 
 impl BoxPaths {
-    /// Resolves a path a caller names: relative (or `~/…`) is under the home; absolute must
-    /// lie inside `within` (the box for a read, the home for a write). The box directory and
-    /// the home themselves are refused, and so is any path whose directories hold a link
-    /// below the box directory.
+    /// Resolves a path a caller names, lexically: relative (or `~/…`) is under the home;
+    /// absolute must lie inside `within` (the box for a read, the home for a write). The box
+    /// directory and the home themselves are refused. A link below the box directory is
+    /// refused when the path is opened.
     pub fn resolve(&self, path: &str, write: bool) -> Result<PathBuf, BoxError> {
         let refuse = |why: &str| BoxError::Failed(format!("refused path {path:?}: {why}"));
         if path.is_empty() || path.contains('\0') {
@@ -99,32 +104,8 @@ impl BoxPaths {
                 "lies outside the box"
             }));
         }
-        // no link in a directory between the box and the file
-        let mut at = self.root.clone();
-        let below = resolved
-            .strip_prefix(&self.root)
-            .map_err(|_| refuse("lies outside the box"))?;
-        let parts: Vec<_> = below.components().collect();
-        for part in parts.iter().take(parts.len().saturating_sub(1)) {
-            at.push(part);
-            match fs::symlink_metadata(&at) {
-                Ok(meta) if meta.file_type().is_dir() => {}
-                Ok(meta) => {
-                    return Err(BoxError::NotRegular {
-                        path: path.to_owned(),
-                        what: format!(
-                            "under {} (a parent), which is {}",
-                            at.display(),
-                            describe(meta.file_type())
-                        ),
-                    });
-                }
-                Err(error) if error.kind() == io::ErrorKind::NotFound => break,
-                Err(error) => {
-                    return Err(failed("cannot inspect", &at.display().to_string(), &error));
-                }
-            }
-        }
+        // links are met when the path is opened: every open walks down from the box's own
+        // directory and follows none (see `dir_beneath`)
         Ok(resolved)
     }
 }
@@ -158,8 +139,9 @@ pub(crate) async fn untouched_boxes(boxes: PathBuf, valid: fn(&str) -> bool) -> 
                     .into_string()
                     .ok()
                     .filter(|id| valid(id))?;
-                let path = entry.path().join("records/box.json");
-                let bytes = read_whole(&path, &path.display().to_string()).ok()??;
+                let records = entry.path().join("records");
+                let path = records.join("box.json");
+                let bytes = read_whole(&records, &path, &path.display().to_string()).ok()??;
                 let touched: Touched = serde_json::from_slice(&bytes).ok()?;
                 let idle = (now - touched.keepalive_at).num_seconds();
                 (!touched.paused && idle >= touched.timeout_seconds as i64).then_some((id, idle))
@@ -213,7 +195,11 @@ impl BoxPaths {
         self.ensure_present(id).await?;
         let path = self.records().join("box.json");
         let shown = path.display().to_string();
-        let bytes = blocking("read box record", move || read_whole(&path, &shown)).await?;
+        let records = self.records();
+        let bytes = blocking("read box record", move || {
+            read_whole(&records, &path, &shown)
+        })
+        .await?;
         let Some(bytes) = bytes else {
             return Err(BoxError::Failed(format!(
                 "box {id} has no records/box.json"
@@ -244,10 +230,7 @@ impl BoxPaths {
     ) -> Result<(), BoxError> {
         let (home, shown, bytes) = (self.home.clone(), shown.to_owned(), bytes.to_vec());
         blocking("write file", move || {
-            if let Some(parent) = file.parent() {
-                create_dirs(&home, parent, &shown)?;
-            }
-            write_whole(&file, &shown, &bytes, 0o644)
+            write_whole(&home, &file, &shown, &bytes, 0o644)
         })
         .await
     }
@@ -260,8 +243,8 @@ impl BoxPaths {
         shown: &str,
     ) -> Result<Option<Vec<u8>>, BoxError> {
         self.ensure_present(id).await?;
-        let shown = shown.to_owned();
-        blocking("read file", move || read_whole(&file, &shown)).await
+        let (root, shown) = (self.root.clone(), shown.to_owned());
+        blocking("read file", move || read_whole(&root, &file, &shown)).await
     }
 
     /// Reads a stream at `file` (resolved for reading) from `offset`, at most `max` bytes.
@@ -274,45 +257,120 @@ impl BoxPaths {
         max: u64,
     ) -> Result<TailRead, BoxError> {
         self.ensure_present(id).await?;
-        let shown = shown.to_owned();
+        let (root, shown) = (self.root.clone(), shown.to_owned());
         blocking("read file tail", move || {
-            read_tail(&file, &shown, offset, max)
+            read_tail(&root, &file, &shown, offset, max)
         })
         .await
     }
 }
 
-/// Opens `file` for reading only if it is a regular file where it lies: no link followed,
-/// never blocking on a named pipe. `Ok(None)` only when nothing is there.
-pub(crate) fn open_regular(file: &Path, shown: &str) -> Result<Option<(File, u64)>, BoxError> {
+/// The directory below `base` that `rel` names, walked one component at a time from `base`'s
+/// own descriptor: each step opens the next directory relative to the one before with
+/// `O_NOFOLLOW | O_DIRECTORY`, so no link is followed anywhere below `base` and a directory
+/// swapped for a link between two steps is refused, not crossed — the guarantee `openat2`'s
+/// `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` gives, on every kernel. `rel` is already lexically
+/// normal (no `..`). With `create`, a missing directory is made (0755); without it, `Ok(None)`.
+fn dir_beneath(
+    base: &Path,
+    rel: &Path,
+    create: bool,
+    shown: &str,
+) -> Result<Option<OwnedFd>, BoxError> {
+    let dir_flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY;
+    let mut dir = rfs::open(base, dir_flags, Mode::empty())
+        .map_err(|e| failed("cannot open", &base.display().to_string(), &e.into()))?;
+    let mut at = base.to_path_buf();
+    for part in rel.components() {
+        let Component::Normal(name) = part else {
+            return Err(BoxError::Failed(format!(
+                "refused path {shown:?}: {} is not a plain name",
+                part.as_os_str().to_string_lossy()
+            )));
+        };
+        at.push(name);
+        let next = match rfs::openat(&dir, name, dir_flags, Mode::empty()) {
+            Err(Errno::NOENT) if create => match rfs::mkdirat(&dir, name, Mode::from(0o755)) {
+                // made meanwhile by somebody else: opened, and so checked, below
+                Ok(()) | Err(Errno::EXIST) => rfs::openat(&dir, name, dir_flags, Mode::empty()),
+                Err(error) => {
+                    return Err(failed("cannot create directory for", shown, &error.into()));
+                }
+            },
+            other => other,
+        };
+        dir = match next {
+            Ok(next) => next,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(Errno::NOTDIR | Errno::LOOP) => {
+                return Err(BoxError::NotRegular {
+                    path: shown.to_owned(),
+                    what: format!("under {}, which is {}", at.display(), kind_at(&dir, name)),
+                });
+            }
+            Err(error) => {
+                return Err(failed(
+                    "cannot open",
+                    &at.display().to_string(),
+                    &error.into(),
+                ));
+            }
+        };
+    }
+    Ok(Some(dir))
+}
+
+/// What `name` in `dir` is, in words, without following it.
+fn kind_at(dir: &OwnedFd, name: &OsStr) -> &'static str {
+    match rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) => match rfs::FileType::from_raw_mode(stat.st_mode) {
+            rfs::FileType::Symlink => "a symbolic link",
+            rfs::FileType::Directory => "a directory",
+            rfs::FileType::Fifo => "a named pipe",
+            rfs::FileType::Socket => "a socket",
+            rfs::FileType::BlockDevice => "a block device",
+            rfs::FileType::CharacterDevice => "a character device",
+            rfs::FileType::RegularFile => "a regular file",
+            rfs::FileType::Unknown => "not a regular file",
+        },
+        Err(_) => "not a regular file",
+    }
+}
+
+/// `file`'s directory below `base` and its own name; `file` must lie strictly below `base`.
+fn split_beneath<'a>(
+    base: &Path,
+    file: &'a Path,
+    shown: &str,
+) -> Result<(&'a Path, &'a OsStr), BoxError> {
+    let outside = || BoxError::Failed(format!("refused path {shown:?}: lies outside the box"));
+    let rel = file.strip_prefix(base).map_err(|_| outside())?;
+    let name = rel.file_name().ok_or_else(outside)?;
+    Ok((rel.parent().unwrap_or(Path::new("")), name))
+}
+
+/// Opens `name` in `dir` with `flags`, never following a link and never waiting on a named
+/// pipe, and checks that what it opened is a regular file. `Ok(None)` when nothing is there.
+fn open_at(
+    dir: &OwnedFd,
+    name: &OsStr,
+    flags: OFlags,
+    mode: u32,
+    shown: &str,
+) -> Result<Option<File>, BoxError> {
     let not_regular = |what: &str| BoxError::NotRegular {
         path: shown.to_owned(),
         what: what.to_owned(),
     };
-    match fs::symlink_metadata(file) {
-        Ok(meta) if !meta.file_type().is_file() => {
-            return Err(not_regular(describe(meta.file_type())));
+    let flags = flags | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let handle = match rfs::openat(dir, name, flags, Mode::from(mode)) {
+        Ok(handle) => File::from(handle),
+        Err(Errno::NOENT) => return Ok(None),
+        // a link (ELOOP), a named pipe with no reader or a socket (ENXIO), a directory
+        Err(Errno::LOOP | Errno::NXIO | Errno::ISDIR) => {
+            return Err(not_regular(kind_at(dir, name)));
         }
-        Ok(_) => {}
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(failed("cannot inspect", shown, &error)),
-    }
-    // the path may have changed since it was inspected: the open follows no link and waits
-    // for no writer, and what it opened is checked again
-    let opened = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(file);
-    let handle = match opened {
-        Ok(handle) => handle,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(error) if error.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(not_regular("a symbolic link"));
-        }
-        Err(error) if error.raw_os_error() == Some(libc::ENXIO) => {
-            return Err(not_regular("a socket"));
-        }
-        Err(error) => return Err(failed("cannot open", shown, &error)),
+        Err(error) => return Err(failed("cannot open", shown, &error.into())),
     };
     let meta = handle
         .metadata()
@@ -320,12 +378,38 @@ pub(crate) fn open_regular(file: &Path, shown: &str) -> Result<Option<(File, u64
     if !meta.file_type().is_file() {
         return Err(not_regular(describe(meta.file_type())));
     }
-    Ok(Some((handle, meta.len())))
+    Ok(Some(handle))
 }
 
-/// Reads a whole regular file, refused past [`MAX_FILE_BYTES`] (never clipped).
-pub(crate) fn read_whole(file: &Path, shown: &str) -> Result<Option<Vec<u8>>, BoxError> {
-    let Some((handle, len)) = open_regular(file, shown)? else {
+/// Opens `file` (below `base`) for reading only if it is a regular file where it lies: no link
+/// followed anywhere below `base`, never blocking on a named pipe. `Ok(None)` only when nothing
+/// is there.
+pub(crate) fn open_regular(
+    base: &Path,
+    file: &Path,
+    shown: &str,
+) -> Result<Option<(File, u64)>, BoxError> {
+    let (rel, name) = split_beneath(base, file, shown)?;
+    let Some(dir) = dir_beneath(base, rel, false, shown)? else {
+        return Ok(None);
+    };
+    let Some(handle) = open_at(&dir, name, OFlags::RDONLY, 0, shown)? else {
+        return Ok(None);
+    };
+    let len = handle
+        .metadata()
+        .map_err(|error| failed("cannot inspect", shown, &error))?
+        .len();
+    Ok(Some((handle, len)))
+}
+
+/// Reads a whole regular file below `base`, refused past [`MAX_FILE_BYTES`] (never clipped).
+pub(crate) fn read_whole(
+    base: &Path,
+    file: &Path,
+    shown: &str,
+) -> Result<Option<Vec<u8>>, BoxError> {
+    let Some((handle, len)) = open_regular(base, file, shown)? else {
         return Ok(None);
     };
     let too_large = |size: u64| BoxError::TooLarge {
@@ -348,15 +432,16 @@ pub(crate) fn read_whole(file: &Path, shown: &str) -> Result<Option<Vec<u8>>, Bo
     Ok(Some(bytes))
 }
 
-/// Reads a stream from `offset` to its end, at most `max` bytes (its last `max` when more).
-/// Nothing at the path reads as an empty stream.
+/// Reads a stream below `base` from `offset` to its end, at most `max` bytes (its last `max`
+/// when more). Nothing at the path reads as an empty stream.
 pub(crate) fn read_tail(
+    base: &Path,
     file: &Path,
     shown: &str,
     offset: u64,
     max: u64,
 ) -> Result<TailRead, BoxError> {
-    let Some((mut handle, len)) = open_regular(file, shown)? else {
+    let Some((mut handle, len)) = open_regular(base, file, shown)? else {
         return Ok(TailRead {
             bytes: Vec::new(),
             offset: 0,
@@ -379,103 +464,28 @@ pub(crate) fn read_tail(
     })
 }
 
-/// Creates the directories from `base` down to `dir`, each one a real directory (a link or
-/// anything else in the way is refused).
-pub(crate) fn create_dirs(base: &Path, dir: &Path, shown: &str) -> Result<(), BoxError> {
-    let below = dir
-        .strip_prefix(base)
-        .map_err(|_| BoxError::Failed(format!("refused path {shown:?}: lies outside the box")))?;
-    let mut at = base.to_path_buf();
-    for part in below.components() {
-        at.push(part);
-        match fs::symlink_metadata(&at) {
-            Ok(meta) if meta.file_type().is_dir() => continue,
-            Ok(meta) => {
-                return Err(BoxError::NotRegular {
-                    path: shown.to_owned(),
-                    what: format!(
-                        "under {}, which is {}",
-                        at.display(),
-                        describe(meta.file_type())
-                    ),
-                });
-            }
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-            Err(error) => return Err(failed("cannot inspect", &at.display().to_string(), &error)),
-        }
-        match fs::create_dir(&at) {
-            Ok(()) => {}
-            // made meanwhile: inspect it again on the next pass
-            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
-                let meta = fs::symlink_metadata(&at)
-                    .map_err(|error| failed("cannot inspect", shown, &error))?;
-                if !meta.file_type().is_dir() {
-                    return Err(BoxError::NotRegular {
-                        path: shown.to_owned(),
-                        what: format!(
-                            "under {}, which is {}",
-                            at.display(),
-                            describe(meta.file_type())
-                        ),
-                    });
-                }
-            }
-            Err(error) => return Err(failed("cannot create directory for", shown, &error)),
-        }
-    }
-    Ok(())
-}
-
-/// Writes a whole file onto a regular file or onto nothing: a link at the path is refused,
-/// not followed, and a named pipe is refused, not waited on.
+/// Writes a whole file at `file` below `base` onto a regular file or onto nothing, making its
+/// directories: a link anywhere below `base` is refused, not followed, and a named pipe is
+/// refused, not waited on.
 pub(crate) fn write_whole(
+    base: &Path,
     file: &Path,
     shown: &str,
     bytes: &[u8],
     mode: u32,
 ) -> Result<(), BoxError> {
-    let not_regular = |what: &str| BoxError::NotRegular {
-        path: shown.to_owned(),
-        what: what.to_owned(),
+    let (rel, name) = split_beneath(base, file, shown)?;
+    let Some(dir) = dir_beneath(base, rel, true, shown)? else {
+        return Err(BoxError::Failed(format!(
+            "cannot write {shown}: its directory vanished while it was made"
+        )));
     };
-    match fs::symlink_metadata(file) {
-        Ok(meta) if !meta.file_type().is_file() => {
-            return Err(not_regular(describe(meta.file_type())));
-        }
-        Ok(_) => {}
-        Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-        Err(error) => return Err(failed("cannot inspect", shown, &error)),
-    }
-    let opened = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(mode)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(file);
-    let mut handle = match opened {
-        Ok(handle) => handle,
-        Err(error) if error.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(not_regular("a symbolic link"));
-        }
-        // a named pipe with no reader, or a socket
-        Err(error) if error.raw_os_error() == Some(libc::ENXIO) => {
-            let what = fs::symlink_metadata(file)
-                .map(|meta| describe(meta.file_type()))
-                .unwrap_or("not a regular file");
-            return Err(not_regular(what));
-        }
-        Err(error) if error.raw_os_error() == Some(libc::EISDIR) => {
-            return Err(not_regular("a directory"));
-        }
-        Err(error) => return Err(failed("cannot open", shown, &error)),
+    let Some(mut handle) = open_at(&dir, name, OFlags::WRONLY | OFlags::CREATE, mode, shown)?
+    else {
+        return Err(BoxError::Failed(format!(
+            "cannot write {shown}: its directory vanished while it was opened"
+        )));
     };
-    let meta = handle
-        .metadata()
-        .map_err(|error| failed("cannot inspect", shown, &error))?;
-    if !meta.file_type().is_file() {
-        return Err(not_regular(describe(meta.file_type())));
-    }
     handle
         .set_len(0)
         .map_err(|error| failed("cannot truncate", shown, &error))?;

@@ -387,7 +387,11 @@ impl DirectSandbox {
     async fn box_env(&self) -> Result<BTreeMap<String, String>, BoxError> {
         let path = self.paths.records().join("env.json");
         let shown = path.display().to_string();
-        let bytes = blocking("read box env", move || files::read_whole(&path, &shown)).await?;
+        let records = self.paths.records();
+        let bytes = blocking("read box env", move || {
+            files::read_whole(&records, &path, &shown)
+        })
+        .await?;
         match bytes {
             None => Ok(BTreeMap::new()),
             Some(bytes) => serde_json::from_slice(&bytes)
@@ -606,9 +610,8 @@ impl Sandbox for DirectSandbox {
         let log = {
             let job_dir = job_dir.clone();
             blocking("prepare job directory", move || {
-                files::create_dirs(&home, &job_dir, &shown)?;
                 let log = job_dir.join("wrapper.log");
-                files::write_whole(&log, &format!("{shown}/wrapper.log"), b"", 0o644)?;
+                files::write_whole(&home, &log, &format!("{shown}/wrapper.log"), b"", 0o644)?;
                 std::fs::OpenOptions::new()
                     .append(true)
                     .custom_flags(libc::O_NOFOLLOW)
