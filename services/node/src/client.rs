@@ -1480,6 +1480,10 @@ fn model_text(model: Option<&Value>) -> String {
             let requested = str_field(receipt, "requested");
             let effective = str_field(receipt, "effective");
             let status = str_field(receipt, "status");
+            if requested.is_empty() && effective.is_empty() {
+                // a command job: no model was asked for and none reported
+                return "none (no model requested or reported)".into();
+            }
             let mut text = format!(
                 "requested {}, ran {}",
                 non_empty(requested, "(none)"),
