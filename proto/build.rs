@@ -8,6 +8,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "boxfleet/v1/runs.proto",
         "boxfleet/v1/engine.proto",
         "boxfleet/v1/ops.proto",
+        "boxfleet/v1/fleet.proto",
     ];
     for proto in protos {
         println!("cargo:rerun-if-changed={proto}");

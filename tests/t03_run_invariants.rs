@@ -753,6 +753,8 @@ async fn seat_leases_acquire_renew_release_and_expire(store: Arc<dyn Store>, pre
         incarnation: format!("{node}-1"),
         started_at: at(0),
         build: "test".into(),
+        host: "test-host".into(),
+        draining: false,
     };
     let holder = |node: &str| Holder {
         node: node.into(),

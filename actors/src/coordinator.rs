@@ -6,8 +6,8 @@
 //! One seat's work is serialized by its [`crate::seat`] actor; the operations here are the
 //! bodies those actors (and the waiter's completions) run.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use boxfleet_cluster::events::{self, Event};
@@ -205,6 +205,31 @@ pub const BACKSTOP_MARGIN: Duration = Duration::from_secs(120);
 /// The file in a job's directory that says the engine's backstop, not the job, ended it.
 const BACKSTOP_FILE: &str = "backstop";
 
+/// How long a graceful release waits for a seat's collections and answers to settle.
+pub const RELEASE_SETTLE: Duration = Duration::from_secs(60);
+
+/// A collection or answer in progress on a seat (see [`Coordinator::working_on`]).
+#[derive(Debug)]
+pub struct WorkGuard {
+    working: Arc<Mutex<HashMap<String, usize>>>,
+    settled: Arc<tokio::sync::Notify>,
+    seat: String,
+}
+
+impl Drop for WorkGuard {
+    fn drop(&mut self) {
+        let mut working = self.working.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = working.get_mut(&self.seat) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                working.remove(&self.seat);
+            }
+        }
+        drop(working);
+        self.settled.notify_waiters();
+    }
+}
+
 /// A node's coordinator: its store handles, its boxes and runners, and the engine link.
 #[derive(Debug)]
 pub struct Coordinator {
@@ -217,8 +242,15 @@ pub struct Coordinator {
     providers: BTreeMap<String, Arc<dyn Provider>>,
     runners: BTreeMap<String, Arc<dyn Runner>>,
     default_cell: String,
-    session: Session,
+    session: RwLock<Session>,
     seats: Mutex<HashMap<String, Fence>>,
+    /// seats this node is handing over: no new work starts on them
+    releasing: Mutex<HashSet<String>>,
+    /// collections and answers in progress, by seat: a graceful release waits for them
+    working: Arc<Mutex<HashMap<String, usize>>>,
+    work_settled: Arc<tokio::sync::Notify>,
+    /// the host this node runs on (nodes on one host share its local boxes)
+    pub host: String,
     /// seats with a turn out at the engine (dispatched, not yet acked)
     in_flight: Mutex<HashMap<String, Message>>,
     /// one seat's launch and inbox work at a time: this node is the seat's only writer (the
@@ -350,8 +382,12 @@ impl Coordinator {
             providers,
             runners,
             default_cell,
-            session,
+            host: session.info.host.clone(),
+            session: RwLock::new(session),
             seats: Mutex::new(HashMap::new()),
+            releasing: Mutex::new(HashSet::new()),
+            working: Arc::default(),
+            work_settled: Arc::default(),
             in_flight: Mutex::new(HashMap::new()),
             seat_locks: Mutex::new(HashMap::new()),
             me: Mutex::new(None),
@@ -367,8 +403,211 @@ impl Coordinator {
         self
     }
 
-    pub fn session(&self) -> &Session {
-        &self.session
+    /// The node's current session (a new one replaces it when the old lease is lost).
+    pub fn session(&self) -> Session {
+        self.session
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Renews the session. A session whose lease is gone (the node was cut off from the store
+    /// past its TTL) has lost every seat it held: they are forgotten here at once — their
+    /// writes would not land anyway — and a new session is opened, so the node rejoins the
+    /// fleet and is placed seats again.
+    pub async fn renew_session(&self) -> Result<(), Error> {
+        let session = self.session();
+        match session.renew(self.store.as_ref()).await {
+            Ok(_) => Ok(()),
+            Err(boxfleet_cluster::Error::LeaseNotFound(_)) => {
+                for fence in self.held_seats() {
+                    self.lose_seat(&fence.seat);
+                }
+                warn!(node = %self.node, "session_lost");
+                let info = session.info.clone();
+                let fresh =
+                    Session::open(self.store.as_ref(), &self.keys, info, session.ttl_seconds)
+                        .await?;
+                info!(node = %self.node, lease = fresh.lease, "session_reopened");
+                *self.session.write().unwrap_or_else(|p| p.into_inner()) = fresh;
+                Ok(())
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Marks this node draining (placed no seats) or not, on its registration.
+    pub async fn set_draining(&self, draining: bool) -> Result<(), Error> {
+        let mut session = self.session();
+        session.info.draining = draining;
+        seat::register_node(
+            self.store.as_ref(),
+            &self.keys,
+            &session.info,
+            session.lease,
+        )
+        .await?;
+        self.session
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .info
+            .draining = draining;
+        Ok(())
+    }
+
+    /// Whether this node is draining.
+    pub fn draining(&self) -> bool {
+        self.session
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .info
+            .draining
+    }
+
+    /// The live nodes seats may be placed on: registered and not draining.
+    pub async fn placeable_nodes(&self) -> Result<Vec<seat::NodeInfo>, Error> {
+        Ok(seat::nodes(self.store.as_ref(), &self.keys)
+            .await?
+            .into_iter()
+            .filter(|node| !node.draining)
+            .collect())
+    }
+
+    /// The node `seat` is placed on among the live nodes (rendezvous hashing), with its info.
+    pub async fn placed_on(&self, seat: &str) -> Result<Option<seat::NodeInfo>, Error> {
+        let nodes = self.placeable_nodes().await?;
+        let owner = boxfleet_cluster::placement::owner(seat, nodes.iter().map(|n| n.node.as_str()))
+            .map(str::to_owned);
+        Ok(owner.and_then(|owner| nodes.into_iter().find(|n| n.node == owner)))
+    }
+
+    /// Counts a collection or an answer in progress on `seat` until the guard drops.
+    pub fn working_on(&self, seat: &str) -> WorkGuard {
+        *self
+            .working
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(seat.to_owned())
+            .or_default() += 1;
+        WorkGuard {
+            working: self.working.clone(),
+            settled: self.work_settled.clone(),
+            seat: seat.to_owned(),
+        }
+    }
+
+    fn work_count(&self, seat: &str) -> usize {
+        self.working
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(seat)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Hands a seat over gracefully: no new work starts on it, the launch or inbox work
+    /// holding its lock finishes, the collections and answers in progress settle (at most
+    /// `settle`), then the holder key is deleted under the fence and the seat's actor stops.
+    /// The node the seat is placed on acquires it and runs its recovery pass. `false` when
+    /// this node did not hold it.
+    pub async fn release_seat(&self, seat: &str, settle: Duration) -> Result<bool, Error> {
+        let Some(fence) = self.known_fence(seat) else {
+            return Ok(false);
+        };
+        if !self
+            .releasing
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(seat.to_owned())
+        {
+            return Ok(false);
+        }
+        let _lock = self.seat_lock(seat).await;
+        let deadline = tokio::time::Instant::now() + settle;
+        loop {
+            let settled = self.work_settled.notified();
+            if self.work_count(seat) == 0 {
+                break;
+            }
+            if tokio::time::timeout_at(deadline, settled).await.is_err() {
+                warn!(seat, "seat_released_unsettled");
+                break;
+            }
+        }
+        let released = seat::release(self.store.as_ref(), &self.keys, &fence).await;
+        self.seats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(seat);
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(seat);
+        if let Some(actor) =
+            ractor::ActorRef::<crate::seat::SeatMsg>::where_is(format!("{}/seat/{seat}", self.node))
+        {
+            actor.stop(Some("seat released".into()));
+        }
+        self.releasing
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(seat);
+        let released = released?;
+        info!(seat, epoch = fence.epoch, node = %self.node, released, "seat_released");
+        Ok(released)
+    }
+
+    /// The placement pass (the `Seats` duty, DESIGN §7): every seat with runs, mail or a
+    /// holder is placed by rendezvous hashing over the live, non-draining nodes. A seat
+    /// placed here that nobody holds is acquired (and recovered); a seat held here that is
+    /// placed elsewhere is released gracefully, in the background; a seat this node thought
+    /// it held that the store says it does not is forgotten. Returns the seats acquired.
+    pub async fn rebalance(self: &Arc<Self>) -> Result<Vec<String>, Error> {
+        let nodes = self.placeable_nodes().await?;
+        let names: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
+        let held = seat::holders(self.store.as_ref(), &self.keys).await?;
+        let mut seats: BTreeSet<String> = held.keys().cloned().collect();
+        seats.extend(
+            self.runs
+                .list()
+                .await?
+                .into_iter()
+                .map(|run| run.record.seat),
+        );
+        seats.extend(seat::seats_with_mail(self.store.as_ref(), &self.keys).await?);
+        let me = self.holder();
+        // what the store no longer says is ours is not ours
+        for fence in self.held_seats() {
+            let still = held
+                .get(&fence.seat)
+                .is_some_and(|h| h.holder == me && h.epoch == fence.epoch);
+            if !still {
+                self.lose_seat(&fence.seat);
+            }
+        }
+        let mut acquired = Vec::new();
+        for seat in seats {
+            let placed = boxfleet_cluster::placement::owner(&seat, names.iter().copied());
+            match held.get(&seat) {
+                Some(h) if h.holder == me => {
+                    if placed.is_some_and(|p| p != self.node) {
+                        let (me, seat) = (self.clone(), seat.clone());
+                        tokio::spawn(async move {
+                            if let Err(error) = me.release_seat(&seat, RELEASE_SETTLE).await {
+                                warn!(seat, %error, "seat_release_failed");
+                            }
+                        });
+                    }
+                }
+                Some(_) => {}
+                None if placed == Some(self.node.as_str()) => match self.seat_fence(&seat).await {
+                    Ok(_) => acquired.push(seat),
+                    Err(error) => warn!(seat, %error, "seat_acquire_failed"),
+                },
+                None => {}
+            }
+        }
+        Ok(acquired)
     }
 
     fn holder(&self) -> Holder {
@@ -386,6 +625,28 @@ impl Coordinator {
         held
     }
 
+    /// A run's local box lives on one host: a node on another host cannot reach it, and
+    /// must never read its absence as the box being gone.
+    pub fn reachable(&self, run: &RunRecord) -> Result<(), Error> {
+        match run.host.as_deref() {
+            Some(host) if host != self.host => Err(Error::Box(BoxError::Unreachable(format!(
+                "box {} of run {} lives on host {host}; node {} runs on host {} and cannot \
+                 reach it: give the seat to a node on {host} (nodes on one host share \
+                 node.boxes_dir)",
+                run.sandbox_id.as_deref().unwrap_or("?"),
+                run.turn_id,
+                self.node,
+                self.host
+            )))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether this node holds `seat` (as far as it knows; the store has the last word).
+    pub fn holds(&self, seat: &str) -> bool {
+        self.known_fence(seat).is_some()
+    }
+
     fn known_fence(&self, seat: &str) -> Option<Fence> {
         let seats = self.seats.lock().unwrap_or_else(|p| p.into_inner());
         seats.get(seat).cloned()
@@ -395,15 +656,36 @@ impl Coordinator {
     /// pass) when it does not hold it yet.
     pub async fn seat_fence(&self, seat: &str) -> Result<Fence, Error> {
         check_id("seat", seat)?;
+        if self
+            .releasing
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(seat)
+        {
+            return Err(Error::SeatHeldElsewhere {
+                seat: seat.to_owned(),
+                holder: format!("{} (handing it over)", self.node),
+            });
+        }
         if let Some(fence) = self.known_fence(seat) {
             return Ok(fence);
+        }
+        // a seat is taken only by the node it is placed on: any other node that reached
+        // here on a stale route would take it from its place and hand it straight back
+        if let Some(placed) = self.placed_on(seat).await?
+            && placed.node != self.node
+        {
+            return Err(Error::SeatHeldElsewhere {
+                seat: seat.to_owned(),
+                holder: format!("nobody; it is placed on node {}", placed.node),
+            });
         }
         match seat::acquire(
             self.store.as_ref(),
             &self.keys,
             seat,
             &self.holder(),
-            self.session.lease,
+            self.session().lease,
         )
         .await?
         {
@@ -702,6 +984,9 @@ impl Coordinator {
         record.pause_ttl_seconds = request.pause_ttl_seconds;
         record.owner = Some(self.incarnation.clone());
         record.placement = Some(provider.cell().to_owned());
+        if provider.cell() != "e2b" {
+            record.host = Some(self.host.clone());
+        }
         self.runs
             .apply(
                 &fence,
@@ -893,6 +1178,7 @@ impl Coordinator {
         let (Some(sandbox_id), Some(job)) = (&run.sandbox_id, Self::job_of(run)) else {
             return Ok(None);
         };
+        self.reachable(run)?;
         let provider = self.provider(run.placement.as_deref().unwrap_or(&self.default_cell))?;
         let cell = provider.cell().to_owned();
         let sandbox = match self
@@ -952,6 +1238,7 @@ impl Coordinator {
         let Some(run) = self.runs.read(turn_id).await? else {
             return Ok(());
         };
+        let _working = self.working_on(&run.record.seat);
         let fence = self.seat_fence(&run.record.seat).await?;
         let claim = Transition::ClaimCompletion {
             launch_id: launch_id.to_owned(),
@@ -994,6 +1281,7 @@ impl Coordinator {
         let launch_id = &run.launch_id;
         let job = Self::job_of(run)
             .ok_or_else(|| Error::Invalid(format!("run {turn_id} names no job")))?;
+        self.reachable(run)?;
         let runner = self.runner(&job.runner)?.clone();
         let provider = self
             .provider(run.placement.as_deref().unwrap_or(&self.default_cell))?
@@ -1328,6 +1616,7 @@ impl Coordinator {
         if !launch_id.is_empty() && run.record.launch_id != launch_id {
             return Ok(AnswerOutcome::WrongLaunch(run.record.launch_id.clone()));
         }
+        let _working = self.working_on(&run.record.seat);
         let fence = self.seat_fence(&run.record.seat).await?;
         let now = Utc::now();
         let answer = Answer {

@@ -127,17 +127,68 @@ impl Actor for SessionKeeper {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         let coordinator = &state.coordinator;
-        if let Err(error) = coordinator
-            .session()
-            .renew(coordinator.store.as_ref())
-            .await
-        {
+        // a lost lease loses every seat at once and opens a new session
+        if let Err(error) = coordinator.renew_session().await {
             warn!(node = %coordinator.node, %error, "session_renew_failed");
             state.errors.record("session", &error.to_string());
-            if matches!(error, boxfleet_cluster::Error::LeaseNotFound(_)) {
-                for fence in coordinator.held_seats() {
-                    coordinator.lose_seat(&fence.seat);
+        }
+        Ok(())
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// seats: placement
+
+/// The `Seats` duty (DESIGN §7): runs the placement pass on its interval, so seats follow
+/// the live nodes — acquired here when placed here and free, released gracefully when placed
+/// elsewhere. A seat it acquires has its running jobs polled at once, not at the next tick.
+#[derive(Debug)]
+pub struct Placement;
+
+#[derive(Debug, Clone)]
+pub struct PlacementArgs {
+    pub coordinator: Arc<Coordinator>,
+    pub interval: Duration,
+    pub waiter: String,
+    pub errors: Arc<Observed>,
+}
+
+#[derive(Debug)]
+pub enum PlacementMsg {
+    Pass,
+}
+
+impl Actor for Placement {
+    type Msg = PlacementMsg;
+    type State = PlacementArgs;
+    type Arguments = PlacementArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: PlacementArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let _ = myself.cast(PlacementMsg::Pass);
+        myself.send_interval(args.interval, || PlacementMsg::Pass);
+        Ok(args)
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        PlacementMsg::Pass: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match state.coordinator.rebalance().await {
+            Ok(acquired) if !acquired.is_empty() => {
+                if let Some(waiter) = ActorRef::<WaiterMsg>::where_is(state.waiter.clone()) {
+                    let _ = waiter.cast(WaiterMsg::Tick);
                 }
+            }
+            Ok(_) => {}
+            Err(error) => {
+                warn!(%error, "seat_placement_failed");
+                state.errors.record("placement", &error.to_string());
             }
         }
         Ok(())

@@ -9,6 +9,7 @@
 //! - [`inbox`], [`ledger`], [`spend`], [`events`]: the seat mailbox, the completion ledger,
 //!   the spend counters and the events outbox; [`retention`] the leases that bound them.
 //! - [`ops`]: the rebased-instant records of the 29/30-day rule; [`duty`]: the waiter's poll duty.
+//! - [`placement`]: rendezvous hashing of seats over live nodes.
 //!
 //! Nothing here does sandbox I/O: the actors decide when to call these operations.
 
@@ -19,6 +20,7 @@ pub mod inbox;
 pub mod keys;
 pub mod ledger;
 pub mod ops;
+pub mod placement;
 pub mod record;
 pub mod retention;
 pub mod runs;

@@ -280,6 +280,9 @@ pub struct RunRecord {
     pub coding_agent: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<String>,
+    /// the host a local box lives on (`direct`, `container`): only nodes on that host reach it
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox_id: Option<String>,
     /// the job handle in the box (runner-specific)
@@ -390,6 +393,7 @@ impl RunRecord {
             role: None,
             coding_agent: coding_agent.into(),
             placement: None,
+            host: None,
             sandbox_id: None,
             job: None,
             status: Status::Launching,

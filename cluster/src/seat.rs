@@ -29,6 +29,12 @@ pub struct NodeInfo {
     pub incarnation: String,
     pub started_at: DateTime<Utc>,
     pub build: String,
+    /// the host the node runs on: nodes on one host share its local boxes
+    #[serde(default)]
+    pub host: String,
+    /// a draining node is placed no seats and is releasing the ones it holds
+    #[serde(default)]
+    pub draining: bool,
 }
 
 /// The outcome of an acquire.
@@ -139,6 +145,63 @@ fn held_or_not(
         holder: current,
         epoch: kv.create_revision,
     })
+}
+
+/// One held seat, as `seats/{seat}/holder` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub seat: String,
+    pub holder: Holder,
+    pub epoch: i64,
+    pub lease: LeaseId,
+}
+
+/// Every held seat, by seat.
+pub async fn holders(
+    store: &dyn Store,
+    keys: &Keys,
+) -> Result<std::collections::BTreeMap<String, Held>, Error> {
+    let range = store.range(&keys.seats()).await?;
+    let mut held = std::collections::BTreeMap::new();
+    for kv in range.kvs.iter().filter(|kv| kv.key.ends_with("/holder")) {
+        let holder: Holder = serde_json::from_slice(&kv.value).map_err(|error| Error::Decode {
+            key: kv.key.clone(),
+            message: error.to_string(),
+        })?;
+        let seat = kv
+            .key
+            .trim_end_matches("/holder")
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        held.insert(
+            seat.clone(),
+            Held {
+                seat,
+                holder,
+                epoch: kv.create_revision,
+                lease: kv.lease,
+            },
+        );
+    }
+    Ok(held)
+}
+
+/// Every seat with mail in its inbox.
+pub async fn seats_with_mail(store: &dyn Store, keys: &Keys) -> Result<Vec<String>, Error> {
+    let range = store.range(&keys.seats()).await?;
+    let mut seats: Vec<String> = range
+        .kvs
+        .iter()
+        .filter_map(|kv| {
+            let rest = kv.key.strip_prefix(&keys.seats())?;
+            let (seat, tail) = rest.split_once('/')?;
+            tail.starts_with("inbox/").then(|| seat.to_owned())
+        })
+        .collect();
+    seats.dedup();
+    Ok(seats)
 }
 
 /// Releases the seat if `fence` still holds it; `false` when it did not.

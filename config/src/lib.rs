@@ -136,6 +136,11 @@ pub struct NodeSection {
     pub lease_ttl_seconds: Option<u64>,
     /// the completion poll's interval; default 15
     pub poll_interval_seconds: Option<u64>,
+    /// where `direct` boxes live; default `{data_dir}/boxes`. Nodes on one host that share
+    /// it share their boxes: any of them can poll, read and collect a box another started
+    pub boxes_dir: Option<std::path::PathBuf>,
+    /// the host name runs' local boxes are recorded under; default the machine's host name
+    pub host: Option<String>,
 }
 
 /// A config file: `node:` and `store:` (the company section arrives with the fleet work).
@@ -159,6 +164,8 @@ pub struct NodeConfig {
     pub data_dir: std::path::PathBuf,
     pub lease_ttl_seconds: u64,
     pub poll_interval_seconds: u64,
+    pub boxes_dir: std::path::PathBuf,
+    pub host: String,
     pub store: StoreConfig,
     pub company: company::Company,
 }
@@ -196,6 +203,8 @@ impl File {
             data_dir,
             lease_ttl_seconds,
             poll_interval_seconds,
+            boxes_dir,
+            host,
         } = node;
         let id = id.unwrap_or_else(default_node_id);
         if id.is_empty() || id.contains('/') || id.chars().any(char::is_whitespace) {
@@ -231,10 +240,15 @@ impl File {
             Some(section) => section.validate()?,
             None => StoreConfig::default(),
         };
+        let data_dir = data_dir.unwrap_or_else(|| std::path::PathBuf::from(".boxfleet"));
         Ok(NodeConfig {
             id,
             listen,
-            data_dir: data_dir.unwrap_or_else(|| std::path::PathBuf::from(".boxfleet")),
+            boxes_dir: boxes_dir.unwrap_or_else(|| data_dir.join("boxes")),
+            host: host
+                .filter(|h| !h.is_empty())
+                .unwrap_or_else(default_node_id),
+            data_dir,
             lease_ttl_seconds,
             poll_interval_seconds,
             store,

@@ -276,6 +276,10 @@ pub struct NodeArgs {
     /// [default: 15].
     #[arg(long, value_name = "SECS")]
     pub poll_interval: Option<u64>,
+    /// Where `direct` boxes live (node.boxes_dir) [default: DATA_DIR/boxes]. Nodes on one
+    /// host that share it share their boxes.
+    #[arg(long, value_name = "DIR")]
+    pub boxes_dir: Option<PathBuf>,
     /// etcd endpoints, comma-separated; naming any makes the store etcd (store.endpoints).
     #[arg(long, value_name = "URL[,URL]", value_delimiter = ',')]
     pub etcd: Vec<String>,

@@ -1894,6 +1894,9 @@ fn node_json(info: &NodeInfo) -> Value {
         "incarnation": info.incarnation,
         "started_at": info.started_at,
         "build": info.build,
+        "host": info.host,
+        "draining": info.draining,
+        "seats": info.seats,
     })
 }
 
@@ -1901,9 +1904,13 @@ fn nodes_table(nodes: &[NodeInfo]) -> String {
     let rows: Vec<Vec<String>> = nodes
         .iter()
         .map(|info| {
+            let state = if info.draining { "draining" } else { "live" };
             [
                 &info.node,
                 &info.addr,
+                &info.host,
+                state,
+                &info.seats.to_string(),
                 &info.incarnation,
                 &info.started_at,
                 &info.build,
@@ -1912,7 +1919,19 @@ fn nodes_table(nodes: &[NodeInfo]) -> String {
             .to_vec()
         })
         .collect();
-    table(&["NODE", "ADDR", "INCARNATION", "STARTED", "BUILD"], &rows)
+    table(
+        &[
+            "NODE",
+            "ADDR",
+            "HOST",
+            "STATE",
+            "SEATS",
+            "INCARNATION",
+            "STARTED",
+            "BUILD",
+        ],
+        &rows,
+    )
 }
 
 async fn seats(conn: &Conn, json: bool) -> anyhow::Result<i32> {
@@ -1970,21 +1989,32 @@ fn seats_table(seats: &[SeatInfo]) -> String {
     )
 }
 
+/// How long `boxfleet drain` waits: every seat's release settles within 60 s.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(90);
+
 async fn drain(conn: &Conn, node_id: String) -> anyhow::Result<i32> {
     let node = connect(conn).await?;
     let reply = node
         .call(
             "drain",
-            CALL_TIMEOUT,
+            // a drain waits for its seats' collections and answers to settle
+            DRAIN_TIMEOUT,
             node.ops().drain(DrainRequest {
                 node: node_id.clone(),
             }),
         )
         .await?;
     out(&format!(
-        "drained {node_id}: released {}\n",
+        "drained {node_id}: released {}; it is placed no seats until it restarts\n",
         count(reply.released as usize, "seat")
     ))?;
+    if reply.still_held > 0 {
+        out(&format!(
+            "{} still held: no other live node can take them (see `boxfleet nodes`)\n",
+            count(reply.still_held as usize, "seat")
+        ))?;
+        return Ok(1);
+    }
     Ok(0)
 }
 

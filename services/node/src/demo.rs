@@ -73,6 +73,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<i32> {
             data_dir: Some(data_dir.clone()),
             lease_ttl_seconds: Some(15),
             poll_interval_seconds: Some(1),
+            ..Default::default()
         },
         store: None,
         company: None,

@@ -21,6 +21,7 @@ use tonic::{Request, Response, Status as GrpcStatus};
 use tracing::warn;
 
 use crate::engine::Engines;
+use crate::fleet::{FleetService, OWNER_TAIL_BUDGET, Peers, Route, forwarded};
 use boxfleet_actors::board::BoardMsg;
 use boxfleet_actors::supervisor::{self, ActorTree, SupervisorMsg};
 use boxfleet_actors::tail::TailMsg;
@@ -52,6 +53,9 @@ impl From<coordinator::Error> for Error {
         match error {
             coordinator::Error::Invalid(message) => Error::Invalid(message),
             coordinator::Error::SeatHeldElsewhere { .. } => Error::Unavailable(error.to_string()),
+            coordinator::Error::Box(boxfleet_actors::ports::BoxError::Unreachable(_)) => {
+                Error::Unavailable(error.to_string())
+            }
             coordinator::Error::Store(ref store) if store.is_retryable() => {
                 Error::Unavailable(error.to_string())
             }
@@ -153,17 +157,28 @@ async fn serve(
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(boxfleet_proto::FILE_DESCRIPTOR_SET)
         .build_v1()?;
+    health_reporter
+        .set_serving::<pb::fleet_server::FleetServer<FleetService>>()
+        .await;
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let peers = Arc::new(Peers::default());
+    let runs = Arc::new(RunsService {
+        coordinator: args.coordinator.clone(),
+        peers: peers.clone(),
+    });
     tonic::transport::Server::builder()
         .add_service(health)
         .add_service(reflection)
-        .add_service(pb::runs_server::RunsServer::new(RunsService {
+        .add_service(pb::runs_server::RunsServer::from_arc(runs.clone()))
+        .add_service(pb::fleet_server::FleetServer::new(FleetService {
+            runs,
             coordinator: args.coordinator.clone(),
         }))
         .add_service(pb::engine_server::EngineServer::new(EngineService {
             engines: args.engines.clone(),
         }))
         .add_service(pb::ops_server::OpsServer::new(OpsService {
+            peers,
             coordinator: args.coordinator.clone(),
             errors: args.errors.clone(),
             root: args.root.clone(),
@@ -177,6 +192,13 @@ async fn serve(
 #[derive(Debug)]
 pub struct RunsService {
     coordinator: Arc<Coordinator>,
+    peers: Arc<Peers>,
+}
+
+impl RunsService {
+    async fn route(&self, seat: &str) -> Result<Route, GrpcStatus> {
+        crate::fleet::route(&self.coordinator, seat).await
+    }
 }
 
 fn parse_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>, GrpcStatus> {
@@ -210,13 +232,11 @@ fn event_message(stored: &events::Stored) -> pb::Event {
     }
 }
 
-#[tonic::async_trait]
-impl pb::runs_server::Runs for RunsService {
-    async fn launch(
+impl RunsService {
+    pub(crate) async fn launch_here(
         &self,
-        request: Request<pb::LaunchRequest>,
+        r: pb::LaunchRequest,
     ) -> Result<Response<pb::LaunchReply>, GrpcStatus> {
-        let r = request.into_inner();
         let launch = coordinator::LaunchRequest {
             seat: r.seat,
             turn_id: none_if_empty(r.turn_id),
@@ -262,6 +282,260 @@ impl pb::runs_server::Runs for RunsService {
         Ok(Response::new(pb::LaunchReply {
             outcome: Some(outcome),
         }))
+    }
+
+    pub(crate) async fn deliver_here(
+        &self,
+        r: pb::DeliverRequest,
+    ) -> Result<Response<pb::DeliverReply>, GrpcStatus> {
+        let delivery_id = if r.delivery_id.is_empty() {
+            format!("msg-{}", uuid::Uuid::new_v4().simple())
+        } else {
+            r.delivery_id
+        };
+        let delivery = Delivery {
+            delivery_id: delivery_id.clone(),
+            conversation_key: none_if_empty(r.conversation_key),
+            partition: none_if_empty(r.partition),
+            from: if r.from.is_empty() {
+                "operator".into()
+            } else {
+                r.from
+            },
+            text: r.text,
+            posted_at: parse_time(&r.posted_at)?,
+        };
+        let (outcome, seq) = match self
+            .coordinator
+            .deliver(&r.seat, delivery)
+            .await
+            .map_err(status)?
+        {
+            Enqueued::Queued { seq } => ("queued", seq),
+            Enqueued::Duplicate => ("duplicate", 0),
+            Enqueued::AlreadyWorked => ("already_worked", 0),
+        };
+        Ok(Response::new(pb::DeliverReply {
+            outcome: outcome.into(),
+            seq,
+            delivery_id,
+        }))
+    }
+
+    pub(crate) async fn tail_here(
+        &self,
+        r: pb::TailRequest,
+    ) -> Result<Response<pb::TailReply>, GrpcStatus> {
+        use pb::tail_reply::Outcome;
+        let reply = |outcome: Outcome, detail: String| pb::TailReply {
+            outcome: outcome as i32,
+            detail,
+            ..pb::TailReply::default()
+        };
+        let Some(run) = self
+            .coordinator
+            .runs
+            .read(&r.turn_id)
+            .await
+            .map_err(status)?
+        else {
+            return Ok(Response::new(reply(
+                Outcome::NotRunning,
+                "collected".into(),
+            )));
+        };
+        let record = run.record;
+        if !r.launch_id.is_empty() && r.launch_id != record.launch_id {
+            return Ok(Response::new(reply(
+                Outcome::NotRunning,
+                format!("replaced by job {}", record.launch_id),
+            )));
+        }
+        match record.status {
+            Status::Launching if record.job.is_none() => {
+                return Ok(Response::new(reply(Outcome::Launching, String::new())));
+            }
+            Status::Launching | Status::Running => {}
+            other => return Ok(Response::new(reply(Outcome::NotRunning, other.to_string()))),
+        }
+        self.coordinator.reachable(&record).map_err(status)?;
+        let Some(owner) =
+            ractor::ActorRef::<TailMsg>::where_is(format!("{}/tail", self.coordinator.node))
+        else {
+            return Err(GrpcStatus::unavailable(
+                "the node's tail owner is not running",
+            ));
+        };
+        let budget = std::time::Duration::from_millis(u64::from(r.budget_ms.clamp(500, 10_000)));
+        let launch_id = record.launch_id.clone();
+        let asked = owner
+            .call(
+                |reply| TailMsg::Read {
+                    record: Box::new(record),
+                    epoch: r.epoch,
+                    after: r.after,
+                    reply,
+                },
+                // an answer waits for the box at most three quarters of the asker's budget
+                Some(budget * 3 / 4),
+            )
+            .await;
+        match asked {
+            Ok(ractor::rpc::CallResult::Success(Ok(view))) => Ok(Response::new(pb::TailReply {
+                outcome: if view.reset {
+                    Outcome::Reset
+                } else {
+                    Outcome::Tail
+                } as i32,
+                text: view.text,
+                start: view.start,
+                end: view.end,
+                epoch: view.epoch,
+                digest: String::new(),
+                launch_id,
+                detail: view
+                    .stale_ms
+                    .map(|ms| format!("from a reading {ms} ms old: the box is slow"))
+                    .unwrap_or_default(),
+                held: view.held,
+                front: view.front,
+            })),
+            Ok(ractor::rpc::CallResult::Success(Err(error))) => Err(GrpcStatus::unavailable(
+                format!("the box of run {} could not be read: {error}", r.turn_id),
+            )),
+            Ok(_) | Err(_) => Err(GrpcStatus::deadline_exceeded(format!(
+                "the box of run {} did not answer inside the budget; ask again",
+                r.turn_id
+            ))),
+        }
+    }
+
+    pub(crate) async fn answer_here(
+        &self,
+        r: pb::AnswerRequest,
+    ) -> Result<Response<pb::AnswerReply>, GrpcStatus> {
+        if r.text.trim().is_empty() {
+            return Err(GrpcStatus::invalid_argument("an answer needs --text"));
+        }
+        let from = if r.as_whom.is_empty() {
+            "operator".into()
+        } else {
+            r.as_whom
+        };
+        let outcome = self
+            .coordinator
+            .answer(&r.turn_id, &r.launch_id, &r.text, &from)
+            .await
+            .map_err(status)?;
+        let detail = match &outcome {
+            AnswerOutcome::NotAwaiting(status) => {
+                format!("the run is {status}, not waiting on a question")
+            }
+            AnswerOutcome::WrongLaunch(current) => format!("the run is on job {current} now"),
+            AnswerOutcome::Gone => "no such run: it was collected or never existed".into(),
+            AnswerOutcome::AlreadyAnswered => "somebody answered first".into(),
+            AnswerOutcome::Recorded => "the answer is recorded; the run resumes with it".into(),
+        };
+        Ok(Response::new(pb::AnswerReply {
+            outcome: outcome.word().into(),
+            detail,
+        }))
+    }
+}
+
+#[tonic::async_trait]
+impl pb::runs_server::Runs for RunsService {
+    async fn launch(
+        &self,
+        request: Request<pb::LaunchRequest>,
+    ) -> Result<Response<pb::LaunchReply>, GrpcStatus> {
+        let r = request.into_inner();
+        match self.route(&r.seat).await? {
+            Route::Here => self.launch_here(r).await,
+            Route::There { node, addr } => {
+                let mut peer = self.peers.client(&node, &addr)?;
+                peer.seat_launch(r).await.map_err(|e| forwarded(&node, e))
+            }
+        }
+    }
+
+    async fn deliver(
+        &self,
+        request: Request<pb::DeliverRequest>,
+    ) -> Result<Response<pb::DeliverReply>, GrpcStatus> {
+        let r = request.into_inner();
+        match self.route(&r.seat).await? {
+            Route::Here => self.deliver_here(r).await,
+            Route::There { node, addr } => {
+                let mut peer = self.peers.client(&node, &addr)?;
+                peer.seat_deliver(r).await.map_err(|e| forwarded(&node, e))
+            }
+        }
+    }
+
+    async fn answer(
+        &self,
+        request: Request<pb::AnswerRequest>,
+    ) -> Result<Response<pb::AnswerReply>, GrpcStatus> {
+        let r = request.into_inner();
+        let Some(run) = self
+            .coordinator
+            .runs
+            .read(&r.turn_id)
+            .await
+            .map_err(status)?
+        else {
+            return self.answer_here(r).await;
+        };
+        match self.route(&run.record.seat).await? {
+            Route::Here => self.answer_here(r).await,
+            Route::There { node, addr } => {
+                let mut peer = self.peers.client(&node, &addr)?;
+                peer.seat_answer(r).await.map_err(|e| forwarded(&node, e))
+            }
+        }
+    }
+
+    async fn tail(
+        &self,
+        request: Request<pb::TailRequest>,
+    ) -> Result<Response<pb::TailReply>, GrpcStatus> {
+        let r = request.into_inner();
+        let Some(run) = self
+            .coordinator
+            .runs
+            .read(&r.turn_id)
+            .await
+            .map_err(status)?
+        else {
+            return self.tail_here(r).await;
+        };
+        let (node, addr) = match self.route(&run.record.seat).await? {
+            Route::Here => return self.tail_here(r).await,
+            Route::There { node, addr } => (node, addr),
+        };
+        // the owner answers inside the asker's budget, or the asker says it was silent
+        let mut peer = self.peers.client(&node, &addr)?;
+        let mut ask = Request::new(r);
+        ask.set_timeout(OWNER_TAIL_BUDGET);
+        match tokio::time::timeout(OWNER_TAIL_BUDGET, peer.owner_tail(ask)).await {
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(error))
+                if !matches!(
+                    error.code(),
+                    tonic::Code::Unavailable
+                        | tonic::Code::DeadlineExceeded
+                        | tonic::Code::Cancelled
+                ) =>
+            {
+                Err(error)
+            }
+            _ => Ok(Response::new(pb::TailReply {
+                outcome: pb::tail_reply::Outcome::OwnerSilent as i32,
+                detail: node,
+                ..pb::TailReply::default()
+            })),
+        }
     }
 
     async fn get(
@@ -352,45 +626,6 @@ impl pb::runs_server::Runs for RunsService {
         Ok(Response::new(pb::BoardReply { runs: entries }))
     }
 
-    async fn deliver(
-        &self,
-        request: Request<pb::DeliverRequest>,
-    ) -> Result<Response<pb::DeliverReply>, GrpcStatus> {
-        let r = request.into_inner();
-        let delivery_id = if r.delivery_id.is_empty() {
-            format!("msg-{}", uuid::Uuid::new_v4().simple())
-        } else {
-            r.delivery_id
-        };
-        let delivery = Delivery {
-            delivery_id: delivery_id.clone(),
-            conversation_key: none_if_empty(r.conversation_key),
-            partition: none_if_empty(r.partition),
-            from: if r.from.is_empty() {
-                "operator".into()
-            } else {
-                r.from
-            },
-            text: r.text,
-            posted_at: parse_time(&r.posted_at)?,
-        };
-        let (outcome, seq) = match self
-            .coordinator
-            .deliver(&r.seat, delivery)
-            .await
-            .map_err(status)?
-        {
-            Enqueued::Queued { seq } => ("queued", seq),
-            Enqueued::Duplicate => ("duplicate", 0),
-            Enqueued::AlreadyWorked => ("already_worked", 0),
-        };
-        Ok(Response::new(pb::DeliverReply {
-            outcome: outcome.into(),
-            seq,
-            delivery_id,
-        }))
-    }
-
     type EventsStream = Stream_<pb::Event>;
 
     async fn events(
@@ -428,127 +663,6 @@ impl pb::runs_server::Runs for RunsService {
             }
         });
         Ok(Response::new(Box::pin(backlog.chain(live))))
-    }
-
-    async fn tail(
-        &self,
-        request: Request<pb::TailRequest>,
-    ) -> Result<Response<pb::TailReply>, GrpcStatus> {
-        use pb::tail_reply::Outcome;
-        let r = request.into_inner();
-        let reply = |outcome: Outcome, detail: String| pb::TailReply {
-            outcome: outcome as i32,
-            detail,
-            ..pb::TailReply::default()
-        };
-        let Some(run) = self
-            .coordinator
-            .runs
-            .read(&r.turn_id)
-            .await
-            .map_err(status)?
-        else {
-            return Ok(Response::new(reply(
-                Outcome::NotRunning,
-                "collected".into(),
-            )));
-        };
-        let record = run.record;
-        if !r.launch_id.is_empty() && r.launch_id != record.launch_id {
-            return Ok(Response::new(reply(
-                Outcome::NotRunning,
-                format!("replaced by job {}", record.launch_id),
-            )));
-        }
-        match record.status {
-            Status::Launching if record.job.is_none() => {
-                return Ok(Response::new(reply(Outcome::Launching, String::new())));
-            }
-            Status::Launching | Status::Running => {}
-            other => return Ok(Response::new(reply(Outcome::NotRunning, other.to_string()))),
-        }
-        let Some(owner) =
-            ractor::ActorRef::<TailMsg>::where_is(format!("{}/tail", self.coordinator.node))
-        else {
-            return Err(GrpcStatus::unavailable(
-                "the node's tail owner is not running",
-            ));
-        };
-        let budget = std::time::Duration::from_millis(u64::from(r.budget_ms.clamp(500, 10_000)));
-        let launch_id = record.launch_id.clone();
-        let asked = owner
-            .call(
-                |reply| TailMsg::Read {
-                    record: Box::new(record),
-                    epoch: r.epoch,
-                    after: r.after,
-                    reply,
-                },
-                // an answer waits for the box at most three quarters of the asker's budget
-                Some(budget * 3 / 4),
-            )
-            .await;
-        match asked {
-            Ok(ractor::rpc::CallResult::Success(Ok(view))) => Ok(Response::new(pb::TailReply {
-                outcome: if view.reset {
-                    Outcome::Reset
-                } else {
-                    Outcome::Tail
-                } as i32,
-                text: view.text,
-                start: view.start,
-                end: view.end,
-                epoch: view.epoch,
-                digest: String::new(),
-                launch_id,
-                detail: view
-                    .stale_ms
-                    .map(|ms| format!("from a reading {ms} ms old: the box is slow"))
-                    .unwrap_or_default(),
-                held: view.held,
-                front: view.front,
-            })),
-            Ok(ractor::rpc::CallResult::Success(Err(error))) => Err(GrpcStatus::unavailable(
-                format!("the box of run {} could not be read: {error}", r.turn_id),
-            )),
-            Ok(_) | Err(_) => Err(GrpcStatus::deadline_exceeded(format!(
-                "the box of run {} did not answer inside the budget; ask again",
-                r.turn_id
-            ))),
-        }
-    }
-
-    async fn answer(
-        &self,
-        request: Request<pb::AnswerRequest>,
-    ) -> Result<Response<pb::AnswerReply>, GrpcStatus> {
-        let r = request.into_inner();
-        if r.text.trim().is_empty() {
-            return Err(GrpcStatus::invalid_argument("an answer needs --text"));
-        }
-        let from = if r.as_whom.is_empty() {
-            "operator".into()
-        } else {
-            r.as_whom
-        };
-        let outcome = self
-            .coordinator
-            .answer(&r.turn_id, &r.launch_id, &r.text, &from)
-            .await
-            .map_err(status)?;
-        let detail = match &outcome {
-            AnswerOutcome::NotAwaiting(status) => {
-                format!("the run is {status}, not waiting on a question")
-            }
-            AnswerOutcome::WrongLaunch(current) => format!("the run is on job {current} now"),
-            AnswerOutcome::Gone => "no such run: it was collected or never existed".into(),
-            AnswerOutcome::AlreadyAnswered => "somebody answered first".into(),
-            AnswerOutcome::Recorded => "the answer is recorded; the run resumes with it".into(),
-        };
-        Ok(Response::new(pb::AnswerReply {
-            outcome: outcome.word().into(),
-            detail,
-        }))
     }
 }
 
@@ -692,6 +806,7 @@ impl pb::engine_server::Engine for EngineService {
 /// The Ops service.
 #[derive(Debug)]
 pub struct OpsService {
+    peers: Arc<Peers>,
     coordinator: Arc<Coordinator>,
     errors: Arc<Observed>,
     root: String,
@@ -734,12 +849,9 @@ fn actor_info(tree: &ActorTree, errors: &Observed, node: &str) -> Vec<pb::ActorI
         .collect()
 }
 
-#[tonic::async_trait]
-impl pb::ops_server::Ops for OpsService {
-    async fn tree(
-        &self,
-        _request: Request<pb::TreeRequest>,
-    ) -> Result<Response<pb::TreeReply>, GrpcStatus> {
+impl OpsService {
+    /// This node's own supervision tree.
+    async fn own_tree(&self) -> Result<pb::TreeReply, GrpcStatus> {
         let node = self.coordinator.node.clone();
         let Some(root) = ractor::ActorRef::<SupervisorMsg>::where_is(self.root.clone()) else {
             return Err(GrpcStatus::unavailable(
@@ -748,7 +860,7 @@ impl pb::ops_server::Ops for OpsService {
         };
         let tree = supervisor::tree(&root).await;
         let children = actor_info(&tree, &self.errors, &node);
-        Ok(Response::new(pb::TreeReply {
+        Ok(pb::TreeReply {
             node: node.clone(),
             roots: vec![pb::ActorInfo {
                 name: tree.name.clone(),
@@ -763,25 +875,77 @@ impl pb::ops_server::Ops for OpsService {
                 strategy: "rest_for_one".into(),
                 ..pb::ActorInfo::default()
             }],
-        }))
+        })
     }
+}
 
+#[tonic::async_trait]
+impl pb::ops_server::Ops for OpsService {
+    async fn tree(
+        &self,
+        request: Request<pb::TreeRequest>,
+    ) -> Result<Response<pb::TreeReply>, GrpcStatus> {
+        let mut reply = self.own_tree().await?;
+        if !request.into_inner().fleet {
+            return Ok(Response::new(reply));
+        }
+        // every other live node's tree, each asked for at most the fleet read budget; a node
+        // that does not answer shows as one silent root, never as a missing one
+        let nodes = seat::nodes(self.coordinator.store.as_ref(), &self.coordinator.keys)
+            .await
+            .map_err(status)?;
+        let asks = nodes
+            .into_iter()
+            .filter(|n| n.node != self.coordinator.node)
+            .map(|n| async move {
+                let asked = match self.peers.ops(&n.node, &n.addr) {
+                    Ok(mut ops) => tokio::time::timeout(
+                        OWNER_TAIL_BUDGET,
+                        ops.tree(pb::TreeRequest::default()),
+                    )
+                    .await
+                    .map_err(|_| "did not answer inside 2 s".to_owned())
+                    .and_then(|r| r.map_err(|e| e.message().to_owned())),
+                    Err(error) => Err(error.message().to_owned()),
+                };
+                match asked {
+                    Ok(tree) => tree.into_inner().roots,
+                    Err(error) => vec![pb::ActorInfo {
+                        name: format!("node/{}", n.node),
+                        state: "silent".into(),
+                        last_error: error,
+                        ..pb::ActorInfo::default()
+                    }],
+                }
+            });
+        for roots in futures::future::join_all(asks).await {
+            reply.roots.extend(roots);
+        }
+        Ok(Response::new(reply))
+    }
     async fn nodes(
         &self,
         _request: Request<pb::NodesRequest>,
     ) -> Result<Response<pb::NodesReply>, GrpcStatus> {
-        let nodes = seat::nodes(self.coordinator.store.as_ref(), &self.coordinator.keys)
-            .await
-            .map_err(status)?;
+        let store = self.coordinator.store.as_ref();
+        let keys = &self.coordinator.keys;
+        let nodes = seat::nodes(store, keys).await.map_err(status)?;
+        let held = seat::holders(store, keys).await.map_err(status)?;
         Ok(Response::new(pb::NodesReply {
             nodes: nodes
                 .into_iter()
                 .map(|n| pb::NodeInfo {
+                    seats: held
+                        .values()
+                        .filter(|h| h.holder.incarnation == n.incarnation)
+                        .count() as u32,
                     node: n.node,
                     addr: n.addr,
                     incarnation: n.incarnation,
                     started_at: n.started_at.to_rfc3339(),
                     build: n.build,
+                    host: n.host,
+                    draining: n.draining,
                 })
                 .collect(),
         }))
@@ -843,26 +1007,46 @@ impl pb::ops_server::Ops for OpsService {
         request: Request<pb::DrainRequest>,
     ) -> Result<Response<pb::DrainReply>, GrpcStatus> {
         let node = request.into_inner().node;
-        if node != self.coordinator.node {
-            return Err(GrpcStatus::failed_precondition(format!(
-                "this is node {}; ask node {node} to drain itself",
-                self.coordinator.node
-            )));
+        let coordinator = &self.coordinator;
+        if !node.is_empty() && node != coordinator.node {
+            // asked of another node: pass it to that node
+            let nodes = seat::nodes(coordinator.store.as_ref(), &coordinator.keys)
+                .await
+                .map_err(status)?;
+            let Some(target) = nodes.into_iter().find(|n| n.node == node) else {
+                return Err(GrpcStatus::not_found(format!(
+                    "no live node {node}: `boxfleet nodes` lists the live ones"
+                )));
+            };
+            let mut ops = self.peers.ops(&target.node, &target.addr)?;
+            return ops
+                .drain(pb::DrainRequest { node })
+                .await
+                .map_err(|e| forwarded(&target.node, e));
         }
-        let mut released = 0;
-        for fence in self.coordinator.held_seats() {
-            if seat::release(
-                self.coordinator.store.as_ref(),
-                &self.coordinator.keys,
-                &fence,
-            )
-            .await
-            .map_err(status)?
-            {
-                released += 1;
+        // placed no seats from now on; every seat held here is released gracefully, in
+        // parallel, and the nodes they are placed on take them and recover their runs
+        coordinator.set_draining(true).await.map_err(status)?;
+        tracing::info!(node = %coordinator.node, "node_draining");
+        let before = coordinator.held_seats().len() as u32;
+        let releases = coordinator
+            .held_seats()
+            .into_iter()
+            .map(|fence| async move {
+                coordinator
+                    .release_seat(&fence.seat, coordinator::RELEASE_SETTLE)
+                    .await
+            });
+        for outcome in futures::future::join_all(releases).await {
+            if let Err(error) = outcome {
+                warn!(%error, "seat_release_failed");
             }
-            self.coordinator.lose_seat(&fence.seat);
         }
-        Ok(Response::new(pb::DrainReply { released }))
+        // the placement pass may have released some first: count what is gone
+        let still_held = coordinator.held_seats().len() as u32;
+        Ok(Response::new(pb::DrainReply {
+            released: before.saturating_sub(still_held),
+            still_held,
+        }))
     }
 }

@@ -4,6 +4,7 @@ mod cli;
 mod client;
 mod demo;
 mod engine;
+mod fleet;
 mod grpc;
 mod node;
 
@@ -57,6 +58,9 @@ fn node_config(args: &cli::NodeArgs) -> anyhow::Result<boxfleet_config::NodeConf
     }
     if let Some(dir) = &args.data_dir {
         file.node.data_dir = Some(dir.clone());
+    }
+    if let Some(dir) = &args.boxes_dir {
+        file.node.boxes_dir = Some(dir.clone());
     }
     if let Some(ttl) = args.lease_ttl {
         file.node.lease_ttl_seconds = Some(ttl);

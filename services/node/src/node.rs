@@ -30,7 +30,8 @@ use boxfleet_actors::supervisor::{
     ChildSpec, Restart, Strategy, Supervisor, SupervisorArgs, SupervisorMsg,
 };
 use boxfleet_actors::workers::{
-    Collectors, CollectorsArgs, Observed, SessionArgs, SessionKeeper, Waiter, WaiterArgs, WaiterMsg,
+    Collectors, CollectorsArgs, Observed, Placement, PlacementArgs, SessionArgs, SessionKeeper,
+    Waiter, WaiterArgs, WaiterMsg,
 };
 use boxfleet_cluster::seat::{NodeInfo, Session};
 use boxfleet_cluster::store::embedded::EmbeddedStore;
@@ -74,6 +75,10 @@ async fn open_store(config: &NodeConfig) -> anyhow::Result<Arc<dyn Store>> {
     })
 }
 
+/// How often the placement pass runs: a seat whose holder died is taken within the lease's
+/// TTL plus this.
+const PLACEMENT_INTERVAL: Duration = Duration::from_secs(1);
+
 impl Node {
     /// Starts a node: store, session, coordinator, the recovery pass, then the tree.
     pub async fn start(config: NodeConfig) -> anyhow::Result<Node> {
@@ -107,6 +112,8 @@ impl Node {
             incarnation: incarnation.clone(),
             started_at: chrono::Utc::now(),
             build: env!("CARGO_PKG_VERSION").to_owned(),
+            host: config.host.clone(),
+            draining: false,
         };
         let session =
             Session::open(store.as_ref(), &keys, info, config.lease_ttl_seconds as i64).await?;
@@ -114,9 +121,9 @@ impl Node {
         let mut providers: BTreeMap<String, Arc<dyn Provider>> = BTreeMap::new();
         providers.insert(
             "direct".into(),
-            // boxes live under {data_dir}/boxes/{sandbox_id}
-            Arc::new(boxfleet_sandbox::direct::DirectProvider::new(
-                config.data_dir.clone(),
+            // boxes live under {boxes_dir}/{sandbox_id}, {data_dir}/boxes unless configured
+            Arc::new(boxfleet_sandbox::direct::DirectProvider::in_boxes_dir(
+                config.boxes_dir.clone(),
             )),
         );
         let sandbox = &config.company.providers.sandbox;
@@ -206,7 +213,18 @@ impl Node {
             .with_child(ChildSpec::supervisor(
                 format!("{id}/seats"),
                 Restart::Permanent,
-                SupervisorArgs::new(Strategy::OneForOne),
+                // the placement duty first; each held seat's actor joins it
+                SupervisorArgs::new(Strategy::OneForOne).with_child({
+                    let args = PlacementArgs {
+                        coordinator: coordinator.clone(),
+                        interval: PLACEMENT_INTERVAL,
+                        waiter: format!("{id}/waiter"),
+                        errors: errors.clone(),
+                    };
+                    ChildSpec::worker(format!("{id}/placement"), Restart::Permanent, move || {
+                        (Placement, args.clone())
+                    })
+                }),
             ))
             .with_child(ChildSpec::supervisor(
                 format!("{id}/boxes"),
@@ -268,20 +286,9 @@ impl Node {
         let (root, root_join) = Supervisor::spawn(Some(format!("node/{id}")), Supervisor, args)
             .await
             .context("start the node's supervision tree")?;
-        // the recovery pass for every seat with runs; the waiter polls what it finds running
-        let mut seats: Vec<String> = coordinator
-            .runs
-            .list()
-            .await?
-            .into_iter()
-            .map(|run| run.record.seat)
-            .collect();
-        seats.sort();
-        seats.dedup();
-        for seat in &seats {
-            if let Err(error) = coordinator.seat_fence(seat).await {
-                warn!(seat, %error, "seat_recovery_failed");
-            }
+        // the recovery pass for every seat placed here; the waiter polls what it finds running
+        if let Err(error) = coordinator.rebalance().await {
+            warn!(%error, "seat_placement_failed");
         }
         // what the recovery found running is polled at once, not at the next tick
         if let Some(waiter) = ActorRef::<WaiterMsg>::where_is(format!("{id}/waiter")) {

@@ -135,9 +135,15 @@ where
 impl DirectProvider {
     /// A provider keeping its boxes under `{data_dir}/boxes/`.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        Self::in_boxes_dir(data_dir.into().join("boxes"))
+    }
+
+    /// Boxes under `{boxes}/{sandbox_id}`: nodes on one host that name the same directory
+    /// share their boxes.
+    pub fn in_boxes_dir(boxes: impl Into<PathBuf>) -> Self {
         DirectProvider {
             shared: Arc::new(Shared {
-                boxes: data_dir.into().join("boxes"),
+                boxes: boxes.into(),
                 path: DEFAULT_PATH.to_owned(),
                 locks: StdMutex::new(HashMap::new()),
             }),
