@@ -25,6 +25,7 @@
 pub mod anthropic_standin;
 pub mod claude_cli;
 pub mod e2b_standin;
+pub mod fleet;
 pub mod node;
 
 use std::fs::{self, File};

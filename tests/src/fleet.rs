@@ -1,0 +1,264 @@
+//! A fleet as a user runs one by hand: one real etcd, several `boxfleet node` processes on
+//! loopback sharing it (each under its own data dir, all sharing one `--boxes-dir`, as nodes on
+//! one host do), and the `boxfleet` CLI pointed at any of them.
+//!
+//! Jobs that spend tokens run a stand-in Claude Code CLI (a POSIX sh script that reads its
+//! brief on stdin, sleeps as the brief says, and prints stream-json with a fixed usage), so
+//! the tests can count what each seat was charged.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use boxfleet_cluster::Store as _;
+use boxfleet_proto::v1 as pb;
+
+use crate::EtcdServer;
+use crate::node::NodeProcess;
+
+/// The input and output tokens the stand-in CLI reports for every job.
+pub const JOB_TOKENS: (u64, u64) = (100, 10);
+
+/// The model the fleet's default LLM entry names and the stand-in reports.
+pub const MODEL: &str = "claude-fleet-test";
+
+/// A fleet of node processes on one etcd.
+#[derive(Debug)]
+pub struct Fleet {
+    pub dir: tempfile::TempDir,
+    pub prefix: String,
+    pub etcd_url: String,
+    pub boxes: PathBuf,
+    pub ttl_seconds: u64,
+    pub nodes: Vec<NodeProcess>,
+    config: PathBuf,
+    cli: PathBuf,
+}
+
+impl Fleet {
+    /// Starts `names` as nodes on the shared test etcd, under a prefix of their own, with a
+    /// session lease of `ttl_seconds`.
+    pub fn start(names: &[&str], ttl_seconds: u64) -> Fleet {
+        Self::start_on(&EtcdServer::shared().client_url(), names, ttl_seconds)
+    }
+
+    /// [`Fleet::start`] with the nodes pointed at `etcd_url` (say, a proxy in front of etcd).
+    pub fn start_on(etcd_url: &str, names: &[&str], ttl_seconds: u64) -> Fleet {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let boxes = dir.path().join("boxes");
+        std::fs::create_dir_all(&boxes).expect("boxes dir");
+        let cli = dir.path().join("stand-in-claude");
+        write_stand_in_cli(&cli);
+        let config = dir.path().join("fleet.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "company:\n  providers:\n    llm:\n      default: {{ provider: anthropic, model: {MODEL}, api_key: sk-ant-fleet-test }}\n    sandbox: {{ default_coding_agent: claude-code }}\n"
+            ),
+        )
+        .expect("write config");
+        let mut fleet = Fleet {
+            prefix: format!("/fleet-{}", uuid::Uuid::new_v4().simple()),
+            etcd_url: etcd_url.to_owned(),
+            boxes,
+            ttl_seconds,
+            nodes: Vec::new(),
+            config,
+            cli,
+            dir,
+        };
+        for name in names {
+            fleet.add(name);
+        }
+        fleet
+    }
+
+    /// Starts one more node.
+    pub fn add(&mut self, name: &str) -> &NodeProcess {
+        self.add_on(name, &self.etcd_url.clone())
+    }
+
+    /// Starts one more node whose store is at `etcd_url`.
+    pub fn add_on(&mut self, name: &str, etcd_url: &str) -> &NodeProcess {
+        let data_dir = self.dir.path().join(name);
+        std::fs::create_dir_all(&data_dir).expect("data dir");
+        let args = [
+            "--config",
+            self.config.to_str().expect("utf-8"),
+            "--etcd",
+            etcd_url,
+            "--prefix",
+            &self.prefix,
+            "--boxes-dir",
+            self.boxes.to_str().expect("utf-8"),
+            "--lease-ttl",
+            &self.ttl_seconds.to_string(),
+        ];
+        let node = NodeProcess::start_with_env(
+            name,
+            &data_dir,
+            &args,
+            &[("BOXFLEET_CLAUDE_CLI", self.cli.to_str().expect("utf-8"))],
+        );
+        self.nodes.push(node);
+        self.nodes.last().expect("just pushed")
+    }
+
+    /// The node named `name`.
+    pub fn node(&self, name: &str) -> &NodeProcess {
+        self.nodes
+            .iter()
+            .find(|n| n.id == name)
+            .unwrap_or_else(|| panic!("no node {name}"))
+    }
+
+    pub fn node_mut(&mut self, name: &str) -> &mut NodeProcess {
+        self.nodes
+            .iter_mut()
+            .find(|n| n.id == name)
+            .unwrap_or_else(|| panic!("no node {name}"))
+    }
+
+    /// Every node's log, for a failure message.
+    pub fn logs(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| format!("===== {} =====\n{}", n.id, n.log()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// A store client on the fleet's etcd (for what the CLI does not show: spend counters).
+    pub async fn store(&self) -> crate::EtcdStore {
+        EtcdServer::shared().store().await
+    }
+
+    /// Who holds each seat, as `Ops.Seats` on `via` says.
+    pub async fn holders(&self, via: &str) -> BTreeMap<String, String> {
+        let mut ops = pb::ops_client::OpsClient::connect(self.node(via).addr())
+            .await
+            .expect("connect");
+        ops.seats(pb::SeatsRequest {})
+            .await
+            .expect("seats")
+            .into_inner()
+            .seats
+            .into_iter()
+            .map(|s| (s.seat, s.holder_node))
+            .collect()
+    }
+
+    /// A run's record (`None` once it is settled and gone), asked of `via`.
+    pub async fn record(&self, via: &str, turn_id: &str) -> Option<serde_json::Value> {
+        let got = self.get(via, turn_id).await;
+        (!got.record_json.is_empty())
+            .then(|| serde_json::from_str(&got.record_json).expect("record JSON"))
+    }
+
+    /// `Runs.Get` of one turn, asked of `via`.
+    pub async fn get(&self, via: &str, turn_id: &str) -> pb::GetReply {
+        let mut runs = pb::runs_client::RunsClient::connect(self.node(via).addr())
+            .await
+            .expect("connect");
+        runs.get(pb::GetRequest {
+            turn_id: turn_id.to_owned(),
+        })
+        .await
+        .expect("get")
+        .into_inner()
+    }
+
+    /// Every event of one turn (phase records included), asked of `via`.
+    pub async fn events_of(&self, via: &str, turn_id: &str) -> Vec<serde_json::Value> {
+        let got = self.get(via, turn_id).await;
+        got.phase_records_json
+            .iter()
+            .chain(&got.events_json)
+            .map(|json| serde_json::from_str(json).expect("event JSON"))
+            .collect()
+    }
+
+    /// The seat's day-window spend counter: (charges, input tokens, output tokens).
+    pub async fn seat_spend(&self, seat: &str) -> (u64, u64, u64) {
+        let store = self.store().await;
+        // the store's windows are UTC days
+        let day = format!("day-{}", chrono::Utc::now().format("%Y-%m-%d"));
+        let key = format!("{}/spend/seat-{seat}/{day}", self.prefix);
+        let Some(kv) = store.get(&key).await.expect("read spend") else {
+            return (0, 0, 0);
+        };
+        let counter: serde_json::Value = serde_json::from_slice(&kv.value).expect("spend JSON");
+        let n = |k: &str| counter[k].as_u64().unwrap_or(0);
+        (n("charges"), n("input_tokens"), n("output_tokens"))
+    }
+
+    /// The boxes on the fleet's host: every directory in the shared boxes dir.
+    pub fn boxes_on_host(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(&self.boxes) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
+/// The seats among `candidates` placed on `node` when `nodes` are live.
+pub fn seats_placed_on(node: &str, nodes: &[&str], count: usize, tag: &str) -> Vec<String> {
+    (0..)
+        .map(|i| format!("{tag}-{i}"))
+        .filter(|seat| {
+            boxfleet_cluster::placement::owner(seat, nodes.iter().copied()) == Some(node)
+        })
+        .take(count)
+        .collect()
+}
+
+/// The stand-in Claude Code CLI: reads the brief on stdin (the runner's preamble, then the
+/// task); a task naming `fleet-sleep N` sleeps N seconds first; prints stream-json naming
+/// [`MODEL`] and a result with [`JOB_TOKENS`] and a `Delivered: fix/NAME` line for the task's
+/// `fleet-name NAME`.
+fn write_stand_in_cli(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let (input, output) = JOB_TOKENS;
+    std::fs::write(
+        path,
+        format!(
+            r#"#!/bin/sh
+brief=$(cat)
+n=$(printf '%s\n' "$brief" | sed -n 's/.*fleet-sleep \([0-9][0-9]*\).*/\1/p' | head -n 1)
+last=$(printf '%s\n' "$brief" | sed -n 's/.*fleet-name \([a-z0-9-]*\).*/\1/p' | head -n 1)
+if [ -n "$n" ]; then sleep "$n"; fi
+echo '{{"type":"system","subtype":"init","model":"{MODEL}"}}'
+echo '{{"type":"assistant","message":{{"model":"{MODEL}","content":[{{"type":"text","text":"working"}}]}}}}'
+printf '%s\n' '{{"type":"result","subtype":"success","is_error":false,"result":"Done.\nDelivered: fix/'"$last"'","total_cost_usd":0.001,"usage":{{"input_tokens":{input},"output_tokens":{output}}}}}'
+"#
+        ),
+    )
+    .expect("write the stand-in CLI");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// Waits `within` for `probe`, then panics with what it last saw and the fleet's logs.
+pub async fn eventually<T>(
+    fleet: &Fleet,
+    what: &str,
+    within: Duration,
+    mut probe: impl AsyncFnMut() -> Option<T>,
+) -> T {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        if std::time::Instant::now() > deadline {
+            panic!(
+                "timed out after {within:?} waiting for {what}\n{}",
+                fleet.logs()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -1,0 +1,455 @@
+//! Scenarios: the fleet on real etcd — three `boxfleet node` processes on loopback, as the
+//! README's by-hand recipe runs them (one etcd, a shared boxes dir), driven by the `boxfleet`
+//! CLI against any node.
+//!
+//! - a node SIGKILLed while its seats' runs are running, parked on a question, finishing and
+//!   holding mail: every run is recovered by the others, each completion resumed once, each
+//!   job charged once, each event announced once, and no box left without a record;
+//! - a node drained: its seats move, no inbox message is lost or worked twice.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use boxfleet_tests::fleet::{Fleet, JOB_TOKENS, eventually, seats_placed_on};
+use boxfleet_tests::node::launched_turn;
+
+const NODES: [&str; 3] = ["n1", "n2", "n3"];
+const TTL: u64 = 3;
+
+fn count(events: &[serde_json::Value], kind: &str) -> usize {
+    events.iter().filter(|e| e["type"] == kind).count()
+}
+
+/// Launches through `via`; returns (turn, the node that answered).
+fn launch(fleet: &Fleet, via: &str, args: &[&str]) -> (String, String) {
+    let mut all = vec!["launch"];
+    all.extend_from_slice(args);
+    let (code, out, err) = fleet.node(via).cli(&all);
+    assert_eq!(
+        code,
+        0,
+        "launch {args:?} via {via}: {out}{err}\n{}",
+        fleet.logs()
+    );
+    let node = out
+        .split_whitespace()
+        .skip_while(|w| *w != "on")
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
+    (launched_turn(&out), node)
+}
+
+async fn status_of(fleet: &Fleet, via: &str, turn: &str) -> Option<String> {
+    fleet
+        .record(via, turn)
+        .await
+        .map(|r| r["status"].as_str().unwrap_or_default().to_owned())
+}
+
+/// Every turn's events: each launch's phase published once, the turn resumed once, nothing
+/// failed; returns the number of phases.
+async fn assert_once_each(fleet: &Fleet, via: &str, turn: &str) -> usize {
+    let events = fleet.events_of(via, turn).await;
+    let mut phases: BTreeMap<String, usize> = BTreeMap::new();
+    for event in events
+        .iter()
+        .filter(|e| e["type"] == "agent_phase_completed")
+    {
+        *phases
+            .entry(event["launch_id"].as_str().unwrap_or_default().to_owned())
+            .or_default() += 1;
+    }
+    assert!(
+        !phases.is_empty(),
+        "{turn}: no phase published: {events:#?}"
+    );
+    for (launch, n) in &phases {
+        assert_eq!(
+            *n, 1,
+            "{turn}: launch {launch} published {n} times: {events:#?}"
+        );
+    }
+    assert_eq!(
+        count(&events, "turn_replied"),
+        1,
+        "{turn}: resumed once: {events:#?}"
+    );
+    assert_eq!(
+        count(&events, "sandbox_run_failed"),
+        0,
+        "{turn}: {events:#?}"
+    );
+    // an event's id is derived from what it announces: a repeat would be the same id
+    let ids: BTreeSet<&str> = events.iter().filter_map(|e| e["id"].as_str()).collect();
+    assert_eq!(
+        ids.len(),
+        events.len(),
+        "{turn}: an event announced twice: {events:#?}"
+    );
+    phases.len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_nodes_runs_are_recovered_by_the_others_exactly_once() {
+    let mut fleet = Fleet::start(&NODES, TTL);
+    // seats placed on n1, the node that will die, and one elsewhere that must not notice
+    let doomed = seats_placed_on("n1", &NODES, 4, "kill");
+    let bystander = seats_placed_on("n2", &NODES, 1, "kill").remove(0);
+    let (running, finishing, asking, mailed) = (&doomed[0], &doomed[1], &doomed[2], &doomed[3]);
+
+    println!("--- phase: runs launched through n2, each forwarded to the seat's node");
+    let (run_long, on) = launch(
+        &fleet,
+        "n2",
+        &[
+            "--seat",
+            running,
+            "--brief",
+            "fleet-sleep 8 fleet-name long",
+        ],
+    );
+    assert_eq!(on, "n1", "the launch was forwarded to the seat's node");
+    let (run_finish, _) = launch(
+        &fleet,
+        "n3",
+        &[
+            "--seat",
+            finishing,
+            "--brief",
+            "fleet-sleep 3 fleet-name finish",
+        ],
+    );
+    let ask = r#"if [ -z "$BOXFLEET_ANSWER" ]; then boxfleet-ask "ship it?" --to requester; else echo "Delivered: fix/answered" > "$BOXFLEET_REPORT"; fi"#;
+    let (run_ask, _) = launch(
+        &fleet,
+        "n2",
+        &["--seat", asking, "--runner", "command", "--command", ask],
+    );
+    let (run_mailed, _) = launch(
+        &fleet,
+        "n1",
+        &[
+            "--seat",
+            mailed,
+            "--brief",
+            "fleet-sleep 6 fleet-name mailed",
+        ],
+    );
+    // mail for a busy seat waits in its inbox, through the handoff
+    let (code, out, err) = fleet.node("n3").cli(&[
+        "deliver",
+        "--seat",
+        mailed,
+        "--conversation",
+        "dm-ops",
+        "--text",
+        "echo mail-worked",
+        "--from",
+        "ops",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (run_bystander, on) = launch(
+        &fleet,
+        "n1",
+        &[
+            "--seat",
+            &bystander,
+            "--brief",
+            "fleet-sleep 2 fleet-name bystander",
+        ],
+    );
+    assert_eq!(on, "n2");
+
+    eventually(
+        &fleet,
+        "the asking run to park",
+        Duration::from_secs(40),
+        async || {
+            (status_of(&fleet, "n2", &run_ask).await.as_deref() == Some("awaiting_clarification"))
+                .then_some(())
+        },
+    )
+    .await;
+    for turn in [&run_long, &run_finish, &run_mailed] {
+        assert_eq!(
+            status_of(&fleet, "n2", turn).await.as_deref(),
+            Some("running"),
+            "{turn}"
+        );
+    }
+
+    println!("--- phase: SIGKILL n1 while its seats' runs are in flight");
+    fleet.node_mut("n1").kill();
+    let killed = Instant::now();
+    let moved = eventually(
+        &fleet,
+        "n1's seats to be held by n2 and n3",
+        Duration::from_secs(30),
+        async || {
+            let holders = fleet.holders("n2").await;
+            doomed
+                .iter()
+                .all(|s| holders.get(s).is_some_and(|h| h != "n1"))
+                .then_some(holders)
+        },
+    )
+    .await;
+    println!(
+        "n1's seats held again {:.1}s after the kill (lease TTL {TTL}s): {moved:?}",
+        killed.elapsed().as_secs_f64()
+    );
+
+    println!("--- phase: the question is answered through n3, routed to its seat's new holder");
+    let launch_id = fleet.record("n3", &run_ask).await.expect("parked record")["launch_id"]
+        .as_str()
+        .expect("launch id")
+        .to_owned();
+    let (code, out, err) = fleet.node("n3").cli(&[
+        "answer",
+        &run_ask,
+        "--launch",
+        &launch_id,
+        "--text",
+        "yes, ship it",
+    ]);
+    assert_eq!(code, 0, "{out}{err}\n{}", fleet.logs());
+
+    println!("--- phase: every run completes, resumes and settles exactly once");
+    let turns = [
+        &run_long,
+        &run_finish,
+        &run_ask,
+        &run_mailed,
+        &run_bystander,
+    ];
+    eventually(
+        &fleet,
+        "every run to settle",
+        Duration::from_secs(90),
+        async || {
+            for turn in turns {
+                if fleet.record("n2", turn).await.is_some() {
+                    return None;
+                }
+            }
+            Some(())
+        },
+    )
+    .await;
+    let mut phases = BTreeMap::new();
+    for turn in turns {
+        phases.insert(turn.clone(), assert_once_each(&fleet, "n3", turn).await);
+    }
+    assert_eq!(
+        phases[&run_ask], 2,
+        "the question's job and the answered one"
+    );
+
+    println!("--- phase: the mail waited through the handoff and ran once");
+    let mail_turn = eventually(
+        &fleet,
+        "the mail to run as a turn",
+        Duration::from_secs(60),
+        async || {
+            let (_, out, _) = fleet.node("n2").cli(&["events", "--json"]);
+            let started: Vec<String> = out
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .filter(|e| e["type"] == "sandbox_run_started" && e["seat"] == mailed.as_str())
+                .filter_map(|e| e["turn_id"].as_str().map(str::to_owned))
+                .filter(|t| *t != run_mailed)
+                .collect();
+            match started.len() {
+                0 => None,
+                1 => Some(started[0].clone()),
+                n => panic!("the mail ran {n} times: {started:?}"),
+            }
+        },
+    )
+    .await;
+    eventually(
+        &fleet,
+        "the mail's run to settle",
+        Duration::from_secs(60),
+        async || fleet.record("n2", &mail_turn).await.is_none().then_some(()),
+    )
+    .await;
+    assert_once_each(&fleet, "n2", &mail_turn).await;
+
+    println!("--- phase: each job charged once");
+    let (input, output) = JOB_TOKENS;
+    // (seat, jobs charged, jobs that spent tokens): the mail ran as a command job, which
+    // spends none but is charged as a job all the same
+    for (seat, jobs, spending) in [
+        (running, 1, 1),
+        (finishing, 1, 1),
+        (mailed, 2, 1),
+        (&bystander, 1, 1),
+        (asking, 2, 0),
+    ] {
+        let (charges, i, o) = fleet.seat_spend(seat).await;
+        assert_eq!(
+            (charges, i, o),
+            (jobs, spending * input, spending * output),
+            "seat {seat}: charges, input, output"
+        );
+    }
+
+    println!("--- phase: no box left without a record");
+    let left = fleet.boxes_on_host();
+    assert!(
+        left.is_empty(),
+        "boxes nothing names: {left:?}\n{}",
+        fleet.logs()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drained_node_hands_its_seats_over_and_no_mail_is_lost_or_doubled() {
+    let fleet = Fleet::start(&NODES, TTL);
+    let seats = seats_placed_on("n1", &NODES, 3, "drain");
+
+    println!("--- phase: n1's seats each park a run and hold mail");
+    let ask = r#"if [ -z "$BOXFLEET_ANSWER" ]; then boxfleet-ask "go on?" --to requester; fi"#;
+    let mut parked = Vec::new();
+    for seat in &seats {
+        let (turn, on) = launch(
+            &fleet,
+            "n3",
+            &["--seat", seat, "--runner", "command", "--command", ask],
+        );
+        assert_eq!(on, "n1");
+        parked.push(turn);
+    }
+    for turn in &parked {
+        eventually(
+            &fleet,
+            "the run to park",
+            Duration::from_secs(40),
+            async || {
+                (status_of(&fleet, "n2", turn).await.as_deref() == Some("awaiting_clarification"))
+                    .then_some(())
+            },
+        )
+        .await;
+    }
+
+    println!("--- phase: drain n1, asked of n2 (which passes it on)");
+    let (code, out, err) = fleet.node("n2").cli(&["drain", "n1"]);
+    assert_eq!(code, 0, "{out}{err}\n{}", fleet.logs());
+    assert!(out.contains("released 3 seats"), "{out}");
+    let (code, out, _) = fleet.node("n3").cli(&["nodes", "--json"]);
+    assert_eq!(code, 0);
+    let nodes: serde_json::Value = serde_json::from_str(&out).expect("nodes --json");
+    let n1 = nodes["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .find(|n| n["node"] == "n1")
+        .expect("n1 listed")
+        .clone();
+    assert_eq!(
+        (n1["draining"].as_bool(), n1["seats"].as_u64()),
+        (Some(true), Some(0)),
+        "{nodes:#}"
+    );
+    let holders = eventually(
+        &fleet,
+        "the seats to be taken",
+        Duration::from_secs(20),
+        async || {
+            let holders = fleet.holders("n3").await;
+            seats
+                .iter()
+                .all(|s| holders.get(s).is_some_and(|h| h != "n1"))
+                .then_some(holders)
+        },
+    )
+    .await;
+    println!("after the drain: {holders:?}");
+
+    println!("--- phase: mail and answers sent to n1 are routed to the seats' new holders");
+    for (i, seat) in seats.iter().enumerate() {
+        let text = format!("echo mail-{i}");
+        let (code, out, err) = fleet.node("n1").cli(&[
+            "deliver",
+            "--seat",
+            seat,
+            "--conversation",
+            "dm-ops",
+            "--text",
+            &text,
+            "--from",
+            "ops",
+        ]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    for turn in &parked {
+        let launch_id = fleet.record("n1", turn).await.expect("record")["launch_id"]
+            .as_str()
+            .expect("launch")
+            .to_owned();
+        let (code, out, err) = fleet
+            .node("n1")
+            .cli(&["answer", turn, "--launch", &launch_id, "--text", "yes"]);
+        assert_eq!(code, 0, "{out}{err}\n{}", fleet.logs());
+    }
+
+    println!("--- phase: every answered run and every message runs exactly once");
+    let mail_turns = eventually(
+        &fleet,
+        "each message to run once",
+        Duration::from_secs(90),
+        async || {
+            let (_, out, _) = fleet.node("n2").cli(&["events", "--json"]);
+            let events: Vec<serde_json::Value> = out
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect();
+            let mut by_seat: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for e in events.iter().filter(|e| e["type"] == "sandbox_run_started") {
+                let turn = e["turn_id"].as_str().unwrap_or_default().to_owned();
+                if !parked.contains(&turn) {
+                    by_seat
+                        .entry(e["seat"].as_str().unwrap_or_default().to_owned())
+                        .or_default()
+                        .push(turn);
+                }
+            }
+            for (seat, turns) in &by_seat {
+                assert!(
+                    turns.len() <= 1,
+                    "seat {seat}'s mail ran {} times: {turns:?}",
+                    turns.len()
+                );
+            }
+            (by_seat.len() == seats.len())
+                .then(|| by_seat.into_values().flatten().collect::<Vec<_>>())
+        },
+    )
+    .await;
+    let all: Vec<&String> = parked.iter().chain(&mail_turns).collect();
+    eventually(
+        &fleet,
+        "every run to settle",
+        Duration::from_secs(90),
+        async || {
+            for turn in &all {
+                if fleet.record("n2", turn).await.is_some() {
+                    return None;
+                }
+            }
+            Some(())
+        },
+    )
+    .await;
+    for turn in all {
+        assert_once_each(&fleet, "n2", turn).await;
+    }
+    assert!(
+        fleet.boxes_on_host().is_empty(),
+        "{:?}",
+        fleet.boxes_on_host()
+    );
+}
