@@ -453,3 +453,123 @@ async fn a_drained_node_hands_its_seats_over_and_no_mail_is_lost_or_doubled() {
         fleet.boxes_on_host()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cut_off_from_etcd_stops_acting_and_none_of_its_old_writes_land() {
+    let etcd = boxfleet_tests::EtcdServer::shared();
+    let proxy =
+        boxfleet_tests::proxy::TcpProxy::start(etcd.client_url().trim_start_matches("http://"))
+            .await;
+    let mut fleet = Fleet::start(&["n2", "n3"], TTL);
+    fleet.add_on("n1", &proxy.url());
+    let seats = seats_placed_on("n1", &NODES, 2, "cut");
+    eventually(&fleet, "n1 to serve", Duration::from_secs(20), async || {
+        (fleet.node("n1").cli(&["nodes"]).0 == 0).then_some(())
+    })
+    .await;
+
+    println!("--- phase: n1's seats run a short job and park a question");
+    let (working, on) = launch(
+        &fleet,
+        "n2",
+        &[
+            "--seat",
+            &seats[0],
+            "--brief",
+            "fleet-sleep 2 fleet-name cut-off",
+        ],
+    );
+    assert_eq!(on, "n1");
+    let ask = r#"if [ -z "$BOXFLEET_ANSWER" ]; then boxfleet-ask "go?" --to requester; fi"#;
+    let (parked, _) = launch(
+        &fleet,
+        "n3",
+        &["--seat", &seats[1], "--runner", "command", "--command", ask],
+    );
+    eventually(
+        &fleet,
+        "the question to park",
+        Duration::from_secs(40),
+        async || {
+            (status_of(&fleet, "n2", &parked).await.as_deref() == Some("awaiting_clarification"))
+                .then_some(())
+        },
+    )
+    .await;
+
+    println!("--- phase: cut n1 off from etcd; its job finishes while it cannot record that");
+    proxy.cut();
+    let cut_at = Instant::now();
+    let holders = eventually(
+        &fleet,
+        "n1's seats to be taken over",
+        Duration::from_secs(30),
+        async || {
+            let holders = fleet.holders("n2").await;
+            seats
+                .iter()
+                .all(|s| holders.get(s).is_some_and(|h| h != "n1"))
+                .then_some(holders)
+        },
+    )
+    .await;
+    println!(
+        "taken over {:.1}s after the cut: {holders:?}",
+        cut_at.elapsed().as_secs_f64()
+    );
+    let launch_id = fleet.record("n2", &parked).await.expect("parked")["launch_id"]
+        .as_str()
+        .expect("launch id")
+        .to_owned();
+    let (code, out, err) = fleet
+        .node("n3")
+        .cli(&["answer", &parked, "--launch", &launch_id, "--text", "go"]);
+    assert_eq!(code, 0, "{out}{err}");
+    // n1 stays cut off well past its lease, then comes back
+    tokio::time::sleep(Duration::from_secs(3 * TTL).saturating_sub(cut_at.elapsed())).await;
+    proxy.restore();
+
+    println!("--- phase: every run settles exactly once; n1 rejoins with a new session");
+    eventually(
+        &fleet,
+        "both runs to settle",
+        Duration::from_secs(60),
+        async || {
+            for turn in [&working, &parked] {
+                if fleet.record("n2", turn).await.is_some() {
+                    return None;
+                }
+            }
+            Some(())
+        },
+    )
+    .await;
+    assert_once_each(&fleet, "n2", &working).await;
+    assert_eq!(assert_once_each(&fleet, "n2", &parked).await, 2);
+    let (input, output) = JOB_TOKENS;
+    assert_eq!(fleet.seat_spend(&seats[0]).await, (1, input, output));
+    assert_eq!(fleet.seat_spend(&seats[1]).await, (2, 0, 0));
+    eventually(
+        &fleet,
+        "n1 to open a new session",
+        Duration::from_secs(30),
+        async || {
+            fleet
+                .node("n1")
+                .log()
+                .contains("session_reopened")
+                .then_some(())
+        },
+    )
+    .await;
+    let log = fleet.node("n1").log();
+    assert!(
+        log.contains("sandbox_seat_not_held"),
+        "n1 dropped its seats:\n{log}"
+    );
+    assert!(
+        fleet.boxes_on_host().is_empty(),
+        "{:?}",
+        fleet.boxes_on_host()
+    );
+}

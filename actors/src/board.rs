@@ -57,36 +57,16 @@ impl Actor for Board {
         myself: ActorRef<Self::Msg>,
         coordinator: Arc<Coordinator>,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let from = boxfleet_cluster::StoreExt::revision(coordinator.store.as_ref()).await? + 1;
-        let mut events = coordinator
-            .store
-            .watch(&coordinator.keys.events(), from)
-            .await?;
-        let feed = myself.clone();
-        let watch = tokio::spawn(async move {
-            while let Some(event) = events.next().await {
-                match event {
-                    Ok(WatchEvent::Put(kv)) => {
-                        if let Ok(stored) = boxfleet_cluster::events::from_watch(&kv) {
-                            let _ = feed.cast(BoardMsg::Touched(stored.event.turn_id));
-                        }
-                    }
-                    Ok(WatchEvent::Delete { .. }) => {}
-                    Err(error) => {
-                        // the reconcile keeps the board right; the actor restarts the watch
-                        warn!(%error, "board_watch_broke");
-                        feed.stop(Some(format!("events watch broke: {error}")));
-                        return;
-                    }
-                }
-            }
-        });
-        let mut state = BoardState {
+        // the watch keeps itself alive: a broken watch (the store unreachable, a node cut
+        // off) is re-opened after a pause, with a reconcile for what it missed; the board
+        // never fails for the store, so a node cut off from it keeps serving what it knows
+        let watch = tokio::spawn(watch_events(coordinator.clone(), myself.clone()));
+        let state = BoardState {
             coordinator,
             runs: BTreeMap::new(),
             watch,
         };
-        state.reconcile().await?;
+        let _ = myself.cast(BoardMsg::Reconcile);
         myself.send_interval(RECONCILE, || BoardMsg::Reconcile);
         Ok(state)
     }
@@ -138,6 +118,44 @@ impl Actor for Board {
             }
         }
         Ok(())
+    }
+}
+
+/// Feeds the board the turns the events name, re-opening the watch whenever it breaks.
+async fn watch_events(coordinator: Arc<Coordinator>, feed: ActorRef<BoardMsg>) {
+    let mut pause = Duration::from_millis(250);
+    loop {
+        let opened = async {
+            let from = boxfleet_cluster::StoreExt::revision(coordinator.store.as_ref()).await? + 1;
+            coordinator
+                .store
+                .watch(&coordinator.keys.events(), from)
+                .await
+        };
+        match opened.await {
+            Ok(mut events) => {
+                // whatever happened while it was down is read whole
+                let _ = feed.cast(BoardMsg::Reconcile);
+                pause = Duration::from_millis(250);
+                while let Some(event) = events.next().await {
+                    match event {
+                        Ok(WatchEvent::Put(kv)) => {
+                            if let Ok(stored) = boxfleet_cluster::events::from_watch(&kv) {
+                                let _ = feed.cast(BoardMsg::Touched(stored.event.turn_id));
+                            }
+                        }
+                        Ok(WatchEvent::Delete { .. }) => {}
+                        Err(error) => {
+                            warn!(%error, "board_watch_broke");
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(error) => warn!(%error, "board_watch_not_opened"),
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(5));
     }
 }
 

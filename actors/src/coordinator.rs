@@ -243,6 +243,8 @@ pub struct Coordinator {
     runners: BTreeMap<String, Arc<dyn Runner>>,
     default_cell: String,
     session: RwLock<Session>,
+    /// when the session was last renewed
+    renewed_at: Mutex<tokio::time::Instant>,
     seats: Mutex<HashMap<String, Fence>>,
     /// seats this node is handing over: no new work starts on them
     releasing: Mutex<HashSet<String>>,
@@ -256,6 +258,8 @@ pub struct Coordinator {
     /// one seat's launch and inbox work at a time: this node is the seat's only writer (the
     /// fence), so serializing here makes "busy" and "dispatched" checks atomic with their writes
     seat_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// one acquire and recovery pass at a time per seat
+    acquiring: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// itself, for the seat actors it starts
     me: Mutex<Option<std::sync::Weak<Coordinator>>>,
     engine: mpsc::UnboundedSender<EngineDown>,
@@ -384,12 +388,14 @@ impl Coordinator {
             default_cell,
             host: session.info.host.clone(),
             session: RwLock::new(session),
+            renewed_at: Mutex::new(tokio::time::Instant::now()),
             seats: Mutex::new(HashMap::new()),
             releasing: Mutex::new(HashSet::new()),
             working: Arc::default(),
             work_settled: Arc::default(),
             in_flight: Mutex::new(HashMap::new()),
             seat_locks: Mutex::new(HashMap::new()),
+            acquiring: Mutex::new(HashMap::new()),
             me: Mutex::new(None),
             engine,
             box_timeout: DEFAULT_BOX_TIMEOUT,
@@ -418,7 +424,11 @@ impl Coordinator {
     pub async fn renew_session(&self) -> Result<(), Error> {
         let session = self.session();
         match session.renew(self.store.as_ref()).await {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                *self.renewed_at.lock().unwrap_or_else(|p| p.into_inner()) =
+                    tokio::time::Instant::now();
+                Ok(())
+            }
             Err(boxfleet_cluster::Error::LeaseNotFound(_)) => {
                 for fence in self.held_seats() {
                     self.lose_seat(&fence.seat);
@@ -432,7 +442,23 @@ impl Coordinator {
                 *self.session.write().unwrap_or_else(|p| p.into_inner()) = fresh;
                 Ok(())
             }
-            Err(error) => Err(error.into()),
+            Err(error) => {
+                // cut off from the store: once a whole TTL has passed with no renewal the lease
+                // may be gone and the seats another node's, so this node stops acting for them
+                // now rather than when it hears so (its writes would be refused by the fence
+                // anyway; this keeps it from starting work it cannot record)
+                let silent = self
+                    .renewed_at
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .elapsed();
+                if silent >= Duration::from_secs(session.ttl_seconds.max(1) as u64) {
+                    for fence in self.held_seats() {
+                        self.lose_seat(&fence.seat);
+                    }
+                }
+                Err(error.into())
+            }
         }
     }
 
@@ -563,6 +589,9 @@ impl Coordinator {
     /// placed elsewhere is released gracefully, in the background; a seat this node thought
     /// it held that the store says it does not is forgotten. Returns the seats acquired.
     pub async fn rebalance(self: &Arc<Self>) -> Result<Vec<String>, Error> {
+        // what this node believes, read before the store: a seat acquired after this line is
+        // in the store's answer below, never judged against an older one
+        let believed = self.held_seats();
         let nodes = self.placeable_nodes().await?;
         let names: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
         let held = seat::holders(self.store.as_ref(), &self.keys).await?;
@@ -577,7 +606,7 @@ impl Coordinator {
         seats.extend(seat::seats_with_mail(self.store.as_ref(), &self.keys).await?);
         let me = self.holder();
         // what the store no longer says is ours is not ours
-        for fence in self.held_seats() {
+        for fence in believed {
             let still = held
                 .get(&fence.seat)
                 .is_some_and(|h| h.holder == me && h.epoch == fence.epoch);
@@ -597,6 +626,13 @@ impl Coordinator {
                                 warn!(seat, %error, "seat_release_failed");
                             }
                         });
+                    } else if h.lease == self.session().lease && !self.holds(&seat) {
+                        // ours in the store but not acting for it here (a recovery pass that
+                        // failed): acquire is idempotent on our own lease, and runs the pass
+                        match self.seat_fence(&seat).await {
+                            Ok(_) => acquired.push(seat),
+                            Err(error) => warn!(seat, %error, "seat_acquire_failed"),
+                        }
                     }
                 }
                 Some(_) => {}
@@ -667,6 +703,20 @@ impl Coordinator {
                 holder: format!("{} (handing it over)", self.node),
             });
         }
+        if let Some(fence) = self.known_fence(seat) {
+            return Ok(fence);
+        }
+        // one acquire (and one recovery pass) at a time per seat: a second caller waits for
+        // the first's recovery and then finds the fence, so no recovery pass ever runs beside
+        // work that already holds the fence (it would read a launch in progress as abandoned)
+        let acquiring = self
+            .acquiring
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(seat.to_owned())
+            .or_default()
+            .clone();
+        let _acquiring = acquiring.lock().await;
         if let Some(fence) = self.known_fence(seat) {
             return Ok(fence);
         }
@@ -834,6 +884,9 @@ impl Coordinator {
 
     /// Re-runs the recovery pass of a seat this node holds (a seat actor's restart).
     pub async fn recover_held(&self, seat: &str) -> Result<(), Error> {
+        // under the seat's lock: never beside a launch in progress, which it would read as
+        // abandoned
+        let _seat = self.seat_lock(seat).await;
         match self.known_fence(seat) {
             Some(fence) => self.recover(&fence).await,
             None => Ok(()),

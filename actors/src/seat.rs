@@ -44,7 +44,14 @@ impl Actor for SeatActor {
         if args.started.swap(true, Ordering::SeqCst) {
             // a restart: the seat's truth is the store's; recover it again
             info!(seat = %args.seat, "seat_recovered_after_restart");
-            args.coordinator.recover_held(&args.seat).await?;
+            if let Err(error) = args.coordinator.recover_held(&args.seat).await {
+                // the store cannot be read now: this node stops acting for the seat until a
+                // recovery pass succeeds (the placement pass and the next pump both re-run it,
+                // re-acquiring on this node's own lease), rather than failing into a restart
+                // loop that would take the node down
+                tracing::warn!(seat = %args.seat, %error, "seat_recovery_failed");
+                args.coordinator.lose_seat(&args.seat);
+            }
         }
         let _ = myself.cast(SeatMsg::Pump);
         Ok(args)

@@ -27,6 +27,7 @@ pub mod claude_cli;
 pub mod e2b_standin;
 pub mod fleet;
 pub mod node;
+pub mod proxy;
 
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
