@@ -573,3 +573,124 @@ async fn a_node_cut_off_from_etcd_stops_acting_and_none_of_its_old_writes_land()
         fleet.boxes_on_host()
     );
 }
+
+/// One CLI call against the node at `addr`: (exit code, stdout, stderr).
+fn cli_at(addr: &str, args: &[&str]) -> (i32, String, String) {
+    let output = std::process::Command::new(boxfleet_tests::node::boxfleet_bin())
+        .args(args)
+        .env("BOXFLEET_ADDR", addr)
+        .output()
+        .expect("run the boxfleet CLI");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_restart_under_continuous_launches_loses_nothing() {
+    let mut fleet = Fleet::start(&NODES, TTL);
+    let addrs: Vec<String> = fleet.nodes.iter().map(|n| n.addr()).collect();
+    let seats: Vec<String> = (0..6).map(|i| format!("roll-{i}")).collect();
+
+    println!("--- phase: a launcher sends a job every ~300 ms through whichever node answers");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let launcher = {
+        let (stop, addrs, seats) = (stop.clone(), addrs.clone(), seats.clone());
+        std::thread::spawn(move || {
+            // (turn, accepted): every turn tried, and whether its launch said "launched"
+            let mut tried: Vec<(String, bool)> = Vec::new();
+            let mut i = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let seat = &seats[i % seats.len()];
+                let addr = &addrs[i % addrs.len()];
+                let turn = format!("turn-roll-{i}");
+                let job =
+                    format!("sleep 1; echo \"Delivered: fix/roll-{i}\" > \"$BOXFLEET_REPORT\"");
+                let (code, out, err) = cli_at(
+                    addr,
+                    &[
+                        "launch",
+                        "--seat",
+                        seat,
+                        "--turn",
+                        &turn,
+                        "--runner",
+                        "command",
+                        "--command",
+                        &job,
+                    ],
+                );
+                let accepted = code == 0 && out.contains("launched");
+                if !accepted && !(out.contains("busy") || err.contains("busy")) {
+                    println!("launch {turn} via {addr}: {}{}", out.trim(), err.trim());
+                }
+                tried.push((turn, accepted));
+                i += 1;
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            tried
+        })
+    };
+
+    println!("--- phase: restart n1, n2, n3 in turn (SIGTERM, then start again)");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for name in NODES {
+        let node = fleet.node_mut(name);
+        node.terminate();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        node.start_again();
+        tokio::time::sleep(Duration::from_secs(4)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let tried = launcher.join().expect("launcher");
+    let accepted: Vec<&String> = tried.iter().filter(|(_, a)| *a).map(|(t, _)| t).collect();
+    println!(
+        "{} launches tried, {} accepted",
+        tried.len(),
+        accepted.len()
+    );
+    assert!(
+        accepted.len() >= 10,
+        "too few launches got through: {tried:?}\n{}",
+        fleet.logs()
+    );
+
+    println!("--- phase: every accepted run settles exactly once; no other run is left behind");
+    eventually(
+        &fleet,
+        "every run to settle",
+        Duration::from_secs(120),
+        async || {
+            for (turn, _) in &tried {
+                if fleet.record("n2", turn).await.is_some() {
+                    return None;
+                }
+            }
+            Some(())
+        },
+    )
+    .await;
+    for turn in &accepted {
+        assert_once_each(&fleet, "n2", turn).await;
+    }
+    for (turn, _) in tried.iter().filter(|(_, a)| !*a) {
+        // a launch cut off by a restart may have written its row: then it was ended once
+        let events = fleet.events_of("n2", turn).await;
+        let ids: BTreeSet<&str> = events.iter().filter_map(|e| e["id"].as_str()).collect();
+        assert_eq!(ids.len(), events.len(), "{turn}: {events:#?}");
+        assert!(
+            count(&events, "agent_phase_completed") <= 1,
+            "{turn}: {events:#?}"
+        );
+    }
+    eventually(
+        &fleet,
+        "no box left without a record",
+        Duration::from_secs(30),
+        async || fleet.boxes_on_host().is_empty().then_some(()),
+    )
+    .await;
+}

@@ -1002,6 +1002,9 @@ impl Coordinator {
             return Err(Error::Invalid("the command runner needs --command".into()));
         }
         let provider = self.provider(&plan.cell)?.clone();
+        // a launch is work in progress on its seat until it returns: a graceful release
+        // waits for it past the seat lock, which it lets go once its row is open
+        let _working = self.working_on(&request.seat);
         let fence = self.seat_fence(&request.seat).await?;
         let seat_guard = self.seat_lock(&request.seat).await;
         if let Some(busy) = self.runs.list_active(&request.seat).await?.first() {
@@ -1148,73 +1151,87 @@ impl Coordinator {
             }
         };
         let sandbox_id = sandbox.id().to_owned();
-        let mut env = plan.env.clone();
-        env.insert("BOXFLEET_AGENT_HANDLE".to_owned(), request.seat.clone());
-        env.insert("BOXFLEET_TURN_ID".to_owned(), turn_id.to_owned());
-        if let Some(url) = plan.base_url.as_ref().filter(|_| plan.runner == "opencode") {
-            // OpenCode takes its endpoint in its own config file, which the runner writes from
-            // these two (and removes them from the box's env)
-            env.insert("BOXFLEET_OPENCODE_BASE_URL".to_owned(), url.clone());
-            let wire = match plan.wire {
-                Some(boxfleet_config::providers::Wire::Anthropic) => "anthropic",
-                _ => "openai",
+        let fresh = reuse.is_none();
+        let started: Result<(), Error> = async {
+            let mut env = plan.env.clone();
+            env.insert("BOXFLEET_AGENT_HANDLE".to_owned(), request.seat.clone());
+            env.insert("BOXFLEET_TURN_ID".to_owned(), turn_id.to_owned());
+            if let Some(url) = plan.base_url.as_ref().filter(|_| plan.runner == "opencode") {
+                // OpenCode takes its endpoint in its own config file, which the runner writes from
+                // these two (and removes them from the box's env)
+                env.insert("BOXFLEET_OPENCODE_BASE_URL".to_owned(), url.clone());
+                let wire = match plan.wire {
+                    Some(boxfleet_config::providers::Wire::Anthropic) => "anthropic",
+                    _ => "openai",
+                };
+                env.insert("BOXFLEET_OPENCODE_WIRE".to_owned(), wire.to_owned());
+            }
+            // a reused box skips the steps: its provisioning survives with its disk
+            if reuse.is_none()
+                && let Err(text) = apply_setup(sandbox.as_ref(), &plan.setup, &env).await
+            {
+                warn!(turn_id, sandbox_id, %text, "sandbox_setup_failed");
+                // a half-provisioned box never receives a brief (it is killed below)
+                return Err(Error::Setup(text));
+            }
+            runner.install(sandbox.as_ref()).await?;
+            // a cli-agent entry's login, seeded from the shared directory on every launch (a
+            // reused box gets the newest); written back by compare-and-swap at collection
+            let credentials = match &plan.login_dir {
+                Some(dir) => {
+                    crate::credentials::seed(
+                        sandbox.as_ref(),
+                        dir,
+                        &crate::credentials::CLAUDE_CODE_FILES,
+                        crate::credentials::CLAUDE_CODE_BOX_DIR,
+                    )
+                    .await?
+                }
+                None => Vec::new(),
             };
-            env.insert("BOXFLEET_OPENCODE_WIRE".to_owned(), wire.to_owned());
+            let spec = LaunchSpec {
+                turn_id: turn_id.to_owned(),
+                launch_id: launch_id.to_owned(),
+                seat: request.seat.clone(),
+                brief: with_setup_briefs(&request.brief, &plan.setup),
+                command: request.command.clone(),
+                timeout_seconds: request.timeout_seconds,
+                model: plan.model.clone(),
+                max_turns: plan.max_turns,
+                env,
+            };
+            let handle = runner.start(sandbox.as_ref(), &spec).await?;
+            let job = StoredJob {
+                runner: runner.name().to_owned(),
+                handle,
+                command: request.command.clone(),
+                timeout_seconds: request.timeout_seconds,
+                model: plan.model.clone(),
+                started_at: Some(Utc::now()),
+                credentials,
+            };
+            let attach = Transition::AttachBox {
+                launch_id: launch_id.to_owned(),
+                sandbox_id: sandbox_id.clone(),
+                placement: provider.cell().to_owned(),
+                job: Some(serde_json::to_string(&job).unwrap_or_default()),
+            };
+            self.runs.apply(fence, turn_id, attach).await?;
+            Ok(())
         }
-        // a reused box skips the steps: its provisioning survives with its disk
-        if reuse.is_none()
-            && let Err(text) = apply_setup(sandbox.as_ref(), &plan.setup, &env).await
-        {
-            warn!(turn_id, sandbox_id, %text, "sandbox_setup_failed");
-            // a half-provisioned box never receives a brief
-            if let Err(error) = provider.kill(&sandbox_id).await {
-                warn!(turn_id, sandbox_id, %error, "sandbox_kill_failed");
+        .await;
+        if let Err(error) = started {
+            // a box this launch made and could not hand to its record is named by nothing:
+            // it goes now, or it would run (and bill) until the orphan reaper finds it. A
+            // reused box stays: its record names it, and whoever settles the run kills it.
+            if fresh {
+                match provider.kill(&sandbox_id).await {
+                    Ok(()) => info!(turn_id, sandbox_id, "sandbox_launch_box_killed"),
+                    Err(kill) => warn!(turn_id, sandbox_id, error = %kill, "sandbox_kill_failed"),
+                }
             }
-            return Err(Error::Setup(text));
+            return Err(error);
         }
-        runner.install(sandbox.as_ref()).await?;
-        // a cli-agent entry's login, seeded from the shared directory on every launch (a
-        // reused box gets the newest); written back by compare-and-swap at collection
-        let credentials = match &plan.login_dir {
-            Some(dir) => {
-                crate::credentials::seed(
-                    sandbox.as_ref(),
-                    dir,
-                    &crate::credentials::CLAUDE_CODE_FILES,
-                    crate::credentials::CLAUDE_CODE_BOX_DIR,
-                )
-                .await?
-            }
-            None => Vec::new(),
-        };
-        let spec = LaunchSpec {
-            turn_id: turn_id.to_owned(),
-            launch_id: launch_id.to_owned(),
-            seat: request.seat.clone(),
-            brief: with_setup_briefs(&request.brief, &plan.setup),
-            command: request.command.clone(),
-            timeout_seconds: request.timeout_seconds,
-            model: plan.model.clone(),
-            max_turns: plan.max_turns,
-            env,
-        };
-        let handle = runner.start(sandbox.as_ref(), &spec).await?;
-        let job = StoredJob {
-            runner: runner.name().to_owned(),
-            handle,
-            command: request.command.clone(),
-            timeout_seconds: request.timeout_seconds,
-            model: plan.model.clone(),
-            started_at: Some(Utc::now()),
-            credentials,
-        };
-        let attach = Transition::AttachBox {
-            launch_id: launch_id.to_owned(),
-            sandbox_id: sandbox_id.clone(),
-            placement: provider.cell().to_owned(),
-            job: Some(serde_json::to_string(&job).unwrap_or_default()),
-        };
-        self.runs.apply(fence, turn_id, attach).await?;
         Ok(sandbox_id)
     }
 

@@ -148,6 +148,33 @@ impl NodeProcess {
         }
     }
 
+    /// SIGTERM: the node stops its tree and closes its session (its seats are free at once),
+    /// then exits; waits at most 20 s for it, then SIGKILLs it.
+    pub fn terminate(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        #[allow(unsafe_code)]
+        // SAFETY: signalling our own child by the pid we spawned it with
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// Starts a terminated or killed node again on the same data directory and port.
+    pub fn start_again(&mut self) {
+        self.spawn();
+    }
+
     /// Starts the node again on the same data directory and port.
     pub fn restart(&mut self) {
         self.kill();
