@@ -106,7 +106,7 @@ async fn a_killed_nodes_runs_are_recovered_by_the_others_exactly_once() {
             "--seat",
             running,
             "--brief",
-            "fleet-sleep 8 fleet-name long",
+            "fleet-wait go-long fleet-name long",
         ],
     );
     assert_eq!(on, "n1", "the launch was forwarded to the seat's node");
@@ -117,7 +117,7 @@ async fn a_killed_nodes_runs_are_recovered_by_the_others_exactly_once() {
             "--seat",
             finishing,
             "--brief",
-            "fleet-sleep 3 fleet-name finish",
+            "fleet-wait go-finish fleet-name finish",
         ],
     );
     let ask = r#"if [ -z "$BOXFLEET_ANSWER" ]; then boxfleet-ask "ship it?" --to requester; else echo "Delivered: fix/answered" > "$BOXFLEET_REPORT"; fi"#;
@@ -133,7 +133,7 @@ async fn a_killed_nodes_runs_are_recovered_by_the_others_exactly_once() {
             "--seat",
             mailed,
             "--brief",
-            "fleet-sleep 6 fleet-name mailed",
+            "fleet-wait go-mailed fleet-name mailed",
         ],
     );
     // mail for a busy seat waits in its inbox, through the handoff
@@ -182,6 +182,8 @@ async fn a_killed_nodes_runs_are_recovered_by_the_others_exactly_once() {
     println!("--- phase: SIGKILL n1 while its seats' runs are in flight");
     fleet.node_mut("n1").kill();
     let killed = Instant::now();
+    // one job finishes while nobody holds its seat; the others after the handoff
+    fleet.signal("go-finish");
     let moved = eventually(
         &fleet,
         "n1's seats to be held by n2 and n3",
@@ -200,6 +202,8 @@ async fn a_killed_nodes_runs_are_recovered_by_the_others_exactly_once() {
         killed.elapsed().as_secs_f64()
     );
 
+    fleet.signal("go-long");
+    fleet.signal("go-mailed");
     println!("--- phase: the question is answered through n3, routed to its seat's new holder");
     let launch_id = fleet.record("n3", &run_ask).await.expect("parked record")["launch_id"]
         .as_str()
@@ -476,7 +480,7 @@ async fn a_node_cut_off_from_etcd_stops_acting_and_none_of_its_old_writes_land()
             "--seat",
             &seats[0],
             "--brief",
-            "fleet-sleep 2 fleet-name cut-off",
+            "fleet-wait go-cut fleet-name cut-off",
         ],
     );
     assert_eq!(on, "n1");
@@ -498,8 +502,14 @@ async fn a_node_cut_off_from_etcd_stops_acting_and_none_of_its_old_writes_land()
     .await;
 
     println!("--- phase: cut n1 off from etcd; its job finishes while it cannot record that");
+    assert_eq!(
+        status_of(&fleet, "n2", &working).await.as_deref(),
+        Some("running")
+    );
     proxy.cut();
     let cut_at = Instant::now();
+    // the job ends while its node cannot record that
+    fleet.signal("go-cut");
     let holders = eventually(
         &fleet,
         "n1's seats to be taken over",

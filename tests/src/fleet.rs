@@ -48,7 +48,9 @@ impl Fleet {
         let boxes = dir.path().join("boxes");
         std::fs::create_dir_all(&boxes).expect("boxes dir");
         let cli = dir.path().join("stand-in-claude");
-        write_stand_in_cli(&cli);
+        let signals = dir.path().join("signals");
+        std::fs::create_dir_all(&signals).expect("signals dir");
+        write_stand_in_cli(&cli, &signals);
         let config = dir.path().join("fleet.yaml");
         std::fs::write(
             &config,
@@ -117,6 +119,11 @@ impl Fleet {
             .iter_mut()
             .find(|n| n.id == name)
             .unwrap_or_else(|| panic!("no node {name}"))
+    }
+
+    /// Lets every job waiting on `fleet-wait NAME` go on.
+    pub fn signal(&self, name: &str) {
+        std::fs::write(self.dir.path().join("signals").join(name), b"go").expect("signal");
     }
 
     /// Every node's log, for a failure message.
@@ -217,10 +224,12 @@ pub fn seats_placed_on(node: &str, nodes: &[&str], count: usize, tag: &str) -> V
 }
 
 /// The stand-in Claude Code CLI: reads the brief on stdin (the runner's preamble, then the
-/// task); a task naming `fleet-sleep N` sleeps N seconds first; prints stream-json naming
+/// task); a task naming `fleet-sleep N` sleeps N seconds first, and one naming
+/// `fleet-wait NAME` waits until the test calls [`Fleet::signal`] with NAME; prints stream-json naming
 /// [`MODEL`] and a result with [`JOB_TOKENS`] and a `Delivered: fix/NAME` line for the task's
 /// `fleet-name NAME`.
-fn write_stand_in_cli(path: &Path) {
+fn write_stand_in_cli(path: &Path, signals: &Path) {
+    let signals = signals.display();
     use std::os::unix::fs::PermissionsExt;
     let (input, output) = JOB_TOKENS;
     std::fs::write(
@@ -230,7 +239,9 @@ fn write_stand_in_cli(path: &Path) {
 brief=$(cat)
 n=$(printf '%s\n' "$brief" | sed -n 's/.*fleet-sleep \([0-9][0-9]*\).*/\1/p' | head -n 1)
 last=$(printf '%s\n' "$brief" | sed -n 's/.*fleet-name \([a-z0-9-]*\).*/\1/p' | head -n 1)
+wait=$(printf '%s\n' "$brief" | sed -n 's/.*fleet-wait \([a-z0-9-]*\).*/\1/p' | head -n 1)
 if [ -n "$n" ]; then sleep "$n"; fi
+if [ -n "$wait" ]; then while [ ! -e "{signals}/$wait" ]; do sleep 0.2; done; fi
 echo '{{"type":"system","subtype":"init","model":"{MODEL}"}}'
 echo '{{"type":"assistant","message":{{"model":"{MODEL}","content":[{{"type":"text","text":"working"}}]}}}}'
 printf '%s\n' '{{"type":"result","subtype":"success","is_error":false,"result":"Done.\nDelivered: fix/'"$last"'","total_cost_usd":0.001,"usage":{{"input_tokens":{input},"output_tokens":{output}}}}}'
