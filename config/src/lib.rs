@@ -141,6 +141,9 @@ pub struct NodeSection {
     pub boxes_dir: Option<std::path::PathBuf>,
     /// the host name runs' local boxes are recorded under; default the machine's host name
     pub host: Option<String>,
+    /// the address other nodes reach this one at (`host:port`); default the listener's, or
+    /// `{host}:{port}` when it listens on every interface
+    pub advertise: Option<String>,
 }
 
 /// A config file: `node:` and `store:` (the company section arrives with the fleet work).
@@ -166,6 +169,8 @@ pub struct NodeConfig {
     pub poll_interval_seconds: u64,
     pub boxes_dir: std::path::PathBuf,
     pub host: String,
+    /// `None`: the listener's address (or `{host}:{port}` on an unspecified IP)
+    pub advertise: Option<String>,
     pub store: StoreConfig,
     pub company: company::Company,
 }
@@ -205,6 +210,7 @@ impl File {
             poll_interval_seconds,
             boxes_dir,
             host,
+            advertise,
         } = node;
         let id = id.unwrap_or_else(default_node_id);
         if id.is_empty() || id.contains('/') || id.chars().any(char::is_whitespace) {
@@ -241,6 +247,17 @@ impl File {
             None => StoreConfig::default(),
         };
         let data_dir = data_dir.unwrap_or_else(|| std::path::PathBuf::from(".boxfleet"));
+        let advertise = advertise.filter(|a| !a.is_empty());
+        if let Some(addr) = &advertise {
+            let port = addr.rsplit_once(':').map(|(_, port)| port.parse::<u16>());
+            if !matches!(port, Some(Ok(_))) || addr.contains("://") {
+                return Err(Error::Invalid {
+                    field: "node.advertise",
+                    problem: format!("{addr:?} is not HOST:PORT"),
+                    remedy: "write the address other nodes dial, e.g. n1.internal:7400",
+                });
+            }
+        }
         Ok(NodeConfig {
             id,
             listen,
@@ -248,6 +265,7 @@ impl File {
             host: host
                 .filter(|h| !h.is_empty())
                 .unwrap_or_else(default_node_id),
+            advertise,
             data_dir,
             lease_ttl_seconds,
             poll_interval_seconds,

@@ -15,24 +15,35 @@ pub fn boxfleet_bin() -> &'static Path {
     BIN.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
-        let status = Command::new(cargo)
-            .args([
-                "build",
-                "-q",
-                "-p",
-                "boxfleet-node",
-                "--bin",
-                "boxfleet",
-                "--manifest-path",
-            ])
-            .arg(&manifest)
+        // the test binary lives in target/{profile}/deps; the boxfleet binary is built in the
+        // same profile (a benchmark runs release), into target/{profile}
+        let exe = std::env::current_exe().expect("current exe");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target/{profile}");
+        let release = profile_dir
+            .file_name()
+            .is_some_and(|name| name == "release");
+        let mut build = Command::new(cargo);
+        build.args([
+            "build",
+            "-q",
+            "-p",
+            "boxfleet-node",
+            "--bin",
+            "boxfleet",
+            "--manifest-path",
+        ]);
+        build.arg(&manifest);
+        if release {
+            build.arg("--release");
+        }
+        let status = build
             .status()
             .expect("run cargo build for the boxfleet binary");
         assert!(status.success(), "cargo build -p boxfleet-node failed");
-        // the test binary lives in target/debug/deps; the boxfleet binary in target/debug
-        let exe = std::env::current_exe().expect("current exe");
-        let debug_dir = exe.parent().and_then(Path::parent).expect("target/debug");
-        let bin = debug_dir.join("boxfleet");
+        let bin = profile_dir.join("boxfleet");
         assert!(bin.exists(), "no boxfleet binary at {}", bin.display());
         bin
     })

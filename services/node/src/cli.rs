@@ -276,6 +276,14 @@ pub struct NodeArgs {
     /// [default: 15].
     #[arg(long, value_name = "SECS")]
     pub poll_interval: Option<u64>,
+    /// The address other nodes reach this one at, HOST:PORT (node.advertise) [default: the
+    /// listen address; on 0.0.0.0, the host name with the listen port].
+    #[arg(long, value_name = "ADDR")]
+    pub advertise: Option<String>,
+    /// The host name local boxes are recorded under (node.host) [default: the machine's].
+    /// Nodes that share a boxes dir and a process namespace give the same one.
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
     /// Where `direct` boxes live (node.boxes_dir) [default: DATA_DIR/boxes]. Nodes on one
     /// host that share it share their boxes.
     #[arg(long, value_name = "DIR")]

@@ -59,6 +59,12 @@ fn node_config(args: &cli::NodeArgs) -> anyhow::Result<boxfleet_config::NodeConf
     if let Some(dir) = &args.data_dir {
         file.node.data_dir = Some(dir.clone());
     }
+    if let Some(advertise) = &args.advertise {
+        file.node.advertise = Some(advertise.clone());
+    }
+    if let Some(host) = &args.host {
+        file.node.host = Some(host.clone());
+    }
     if let Some(dir) = &args.boxes_dir {
         file.node.boxes_dir = Some(dir.clone());
     }

@@ -79,6 +79,10 @@ async fn open_store(config: &NodeConfig) -> anyhow::Result<Arc<dyn Store>> {
 /// TTL plus this.
 const PLACEMENT_INTERVAL: Duration = Duration::from_secs(1);
 
+/// How long a stopping node waits for each seat's work in progress before it lets go anyway
+/// (the next holder's recovery pass settles what is left).
+const STOP_SETTLE: Duration = Duration::from_secs(20);
+
 impl Node {
     /// Starts a node: store, session, coordinator, the recovery pass, then the tree.
     pub async fn start(config: NodeConfig) -> anyhow::Result<Node> {
@@ -108,7 +112,13 @@ impl Node {
         let addr = listener.local_addr()?;
         let info = NodeInfo {
             node: id.clone(),
-            addr: addr.to_string(),
+            addr: config.advertise.clone().unwrap_or_else(|| {
+                if addr.ip().is_unspecified() {
+                    format!("{}:{}", config.host, addr.port())
+                } else {
+                    addr.to_string()
+                }
+            }),
             incarnation: incarnation.clone(),
             started_at: chrono::Utc::now(),
             build: env!("CARGO_PKG_VERSION").to_owned(),
@@ -307,6 +317,22 @@ impl Node {
     /// Stops the node: the tree in reverse order, then the session (its seats go with it, so
     /// another node can take them at once).
     pub async fn stop(self) {
+        // a graceful stop hands the seats over first: placed no more seats, each held one is
+        // released once its launch, collections and answers settle, so a rolling restart
+        // reaps nothing
+        let coordinator = &self.coordinator;
+        if let Err(error) = coordinator.set_draining(true).await {
+            warn!(%error, "node_drain_failed");
+        }
+        let releases = coordinator
+            .held_seats()
+            .into_iter()
+            .map(|fence| async move { coordinator.release_seat(&fence.seat, STOP_SETTLE).await });
+        for outcome in futures::future::join_all(releases).await {
+            if let Err(error) = outcome {
+                warn!(%error, "seat_release_failed");
+            }
+        }
         self.root.stop(Some("node stopping".into()));
         let _ = tokio::time::timeout(Duration::from_secs(10), self.root_join).await;
         let _ = self
