@@ -10,11 +10,27 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use boxfleet_proto::v1 as pb;
 use boxfleet_tests::fleet::{Fleet, JOB_TOKENS, eventually, seats_placed_on};
 use boxfleet_tests::node::launched_turn;
 
 const NODES: [&str; 3] = ["n1", "n2", "n3"];
 const TTL: u64 = 3;
+
+/// `Runs.Tail` of a turn, asked of `via`.
+async fn tail_via(fleet: &Fleet, via: &str, turn: &str) -> pb::TailReply {
+    let mut runs = pb::runs_client::RunsClient::connect(fleet.node(via).addr())
+        .await
+        .expect("connect");
+    runs.tail(pb::TailRequest {
+        turn_id: turn.to_owned(),
+        budget_ms: 2000,
+        ..pb::TailRequest::default()
+    })
+    .await
+    .expect("tail")
+    .into_inner()
+}
 
 fn count(events: &[serde_json::Value], kind: &str) -> usize {
     events.iter().filter(|e| e["type"] == kind).count()
@@ -179,8 +195,29 @@ async fn a_killed_nodes_runs_are_recovered_by_the_others_exactly_once() {
         );
     }
 
+    println!("--- phase: a tail asked of n3 is read by the run's owner, n1");
+    let tail = tail_via(&fleet, "n3", &run_ask).await;
+    assert_eq!(
+        tail.outcome,
+        pb::tail_reply::Outcome::NotRunning as i32,
+        "a parked run is not running: {tail:?}"
+    );
+    let tail = tail_via(&fleet, "n3", &run_long).await;
+    assert_eq!(
+        tail.outcome,
+        pb::tail_reply::Outcome::Tail as i32,
+        "{tail:?}"
+    );
+
     println!("--- phase: SIGKILL n1 while its seats' runs are in flight");
     fleet.node_mut("n1").kill();
+    // until its lease lapses n1 still holds the seat: the owner is silent, and says who
+    let tail = tail_via(&fleet, "n3", &run_long).await;
+    assert_eq!(
+        (tail.outcome, tail.detail.as_str()),
+        (pb::tail_reply::Outcome::OwnerSilent as i32, "n1"),
+        "{tail:?}"
+    );
     let killed = Instant::now();
     // one job finishes while nobody holds its seat; the others after the handoff
     fleet.signal("go-finish");
@@ -703,4 +740,87 @@ async fn a_rolling_restart_under_continuous_launches_loses_nothing() {
         async || fleet.boxes_on_host().is_empty().then_some(()),
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_box_is_polled_by_the_duty_holder_and_collected_by_the_seat_holder() {
+    use boxfleet_tests::e2b_standin::{API_KEY, E2bStandIn};
+    let standin = E2bStandIn::start().await;
+    let sandbox = format!(
+        "default_run_in: e2b, e2b: {{ api_key: {API_KEY}, template: boxfleet-standin, api_url: \"{}\", envd_url: \"{}\" }}",
+        standin.api_url(),
+        standin.envd_url()
+    );
+    let fleet = Fleet::start_configured(
+        &boxfleet_tests::EtcdServer::shared().client_url(),
+        &NODES,
+        TTL,
+        &sandbox,
+    );
+    let duty = eventually(
+        &fleet,
+        "a node to take the poll duty",
+        Duration::from_secs(20),
+        async || fleet.duty_holder().await,
+    )
+    .await;
+    // a seat held by a node without the duty: only a forwarded completion can finish its run
+    let holder = NODES.iter().find(|n| **n != duty).expect("another node");
+    let seat = seats_placed_on(holder, &NODES, 1, "remote").remove(0);
+    println!("--- phase: duty on {duty}; seat {seat} on {holder}; a job in an e2b box");
+    let job = r#"sleep 3; echo "Delivered: fix/remote" > "$BOXFLEET_REPORT""#;
+    let (turn, on) = launch(
+        &fleet,
+        &duty,
+        &["--seat", &seat, "--runner", "command", "--command", job],
+    );
+    assert_eq!(on, *holder);
+    let record = fleet.record(holder, &turn).await.expect("record");
+    assert_eq!(record["placement"], "e2b", "{record:#}");
+    assert!(
+        record.get("host").is_none(),
+        "a remote box names no host: {record:#}"
+    );
+
+    println!("--- phase: the duty holder finds it done; the seat's holder collects it once");
+    eventually(
+        &fleet,
+        "the run to settle",
+        Duration::from_secs(60),
+        async || fleet.record(holder, &turn).await.is_none().then_some(()),
+    )
+    .await;
+    assert_once_each(&fleet, holder, &turn).await;
+    let found = |node: &str| {
+        fleet
+            .node(node)
+            .log()
+            .lines()
+            .any(|l| l.contains("sandbox_run_completed") && l.contains(turn.as_str()))
+    };
+    assert!(
+        found(&duty),
+        "the duty holder found the job done\n{}",
+        fleet.logs()
+    );
+    // the duty holder told the seat's holder (which may also have seen it on its first poll
+    // after acquiring the seat: the claim makes it one collection either way)
+    assert!(
+        !fleet
+            .node(&duty)
+            .log()
+            .contains("sandbox_completion_not_forwarded"),
+        "{}",
+        fleet.logs()
+    );
+    let phase = fleet.events_of(holder, &turn).await;
+    let phase = phase
+        .iter()
+        .find(|e| e["type"] == "agent_phase_completed")
+        .expect("phase");
+    assert_eq!(
+        phase["body"]["record"]["delivered_refs"],
+        serde_json::json!(["fix/remote"]),
+        "{phase:#}"
+    );
 }

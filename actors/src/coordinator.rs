@@ -253,6 +253,11 @@ pub struct Coordinator {
     work_settled: Arc<tokio::sync::Notify>,
     /// the host this node runs on (nodes on one host share its local boxes)
     pub host: String,
+    /// the rest of the fleet (the node sets it once its gRPC clients exist)
+    fleet: RwLock<Option<Arc<dyn crate::ports::FleetLink>>>,
+    /// seats acquired since the waiter last looked: their remote runs are polled at once by
+    /// this node, duty or not
+    fresh: Mutex<HashSet<String>>,
     /// seats with a turn out at the engine (dispatched, not yet acked)
     in_flight: Mutex<HashMap<String, Message>>,
     /// one seat's launch and inbox work at a time: this node is the seat's only writer (the
@@ -387,6 +392,8 @@ impl Coordinator {
             runners,
             default_cell,
             host: session.info.host.clone(),
+            fleet: RwLock::new(None),
+            fresh: Mutex::new(HashSet::new()),
             session: RwLock::new(session),
             renewed_at: Mutex::new(tokio::time::Instant::now()),
             seats: Mutex::new(HashMap::new()),
@@ -460,6 +467,37 @@ impl Coordinator {
                 Err(error.into())
             }
         }
+    }
+
+    /// Sets how this node reaches the rest of the fleet.
+    pub fn set_fleet_link(&self, link: Arc<dyn crate::ports::FleetLink>) {
+        *self.fleet.write().unwrap_or_else(|p| p.into_inner()) = Some(link);
+    }
+
+    /// Tells `seat`'s holder that a remote box's job is done (the poll duty found it).
+    pub async fn completed_elsewhere(
+        &self,
+        seat: &str,
+        turn_id: &str,
+        launch_id: &str,
+    ) -> Result<(), String> {
+        let link = self
+            .fleet
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or_else(|| "this node has no link to the fleet".to_owned())?;
+        link.completed(seat, turn_id, launch_id).await
+    }
+
+    /// The seats acquired since the last call (and forgets them).
+    pub fn take_fresh(&self) -> HashSet<String> {
+        std::mem::take(&mut *self.fresh.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Whether a run's box is remote (reachable from every node: polled by the duty holder).
+    pub fn is_remote(&self, run: &RunRecord) -> bool {
+        run.placement.as_deref() == Some("e2b")
     }
 
     /// Marks this node draining (placed no seats) or not, on its registration.
@@ -741,6 +779,10 @@ impl Coordinator {
         {
             Acquire::Held(fence) => {
                 info!(seat, epoch = fence.epoch, node = %self.node, "seat_acquired");
+                self.fresh
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(seat.to_owned());
                 self.seats
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())

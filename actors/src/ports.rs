@@ -236,3 +236,11 @@ pub trait Runner: Send + Sync + fmt::Debug {
         from: u64,
     ) -> Result<Followed, BoxError>;
 }
+
+/// What a node's actors ask of the rest of the fleet (the node implements it over gRPC).
+#[async_trait]
+pub trait FleetLink: Send + Sync + std::fmt::Debug {
+    /// The poll duty found the job of `turn_id`'s `launch_id` done in a remote box, and this
+    /// node does not hold `seat`: the seat's holder is told, and collects it.
+    async fn completed(&self, seat: &str, turn_id: &str, launch_id: &str) -> Result<(), String>;
+}

@@ -303,12 +303,25 @@ impl Actor for Waiter {
             let last = state.last_polled.lock().unwrap_or_else(|p| p.into_inner());
             runs.sort_by_key(|run| last.get(&run.record.turn_id).copied());
         }
+        let fresh = coordinator.take_fresh();
+        let duty = state.duty.is_some();
         for run in runs {
             let record = run.record;
-            if !held.contains(&record.seat) {
+            let held_here = held.contains(&record.seat);
+            // a remote box is reachable from every node: the duty holder polls it for the
+            // fleet (and the seat's holder once, right after it acquires the seat); a local
+            // box is polled by the node on its host that holds the seat
+            let remote = coordinator.is_remote(&record);
+            let polls = if remote {
+                duty || (held_here && fresh.contains(&record.seat))
+            } else {
+                held_here
+            };
+            if !held_here && !polls {
                 continue;
             }
-            if record.paused_at.is_some()
+            if held_here
+                && record.paused_at.is_some()
                 && matches!(
                     record.status,
                     Status::AwaitingClarification | Status::Answered
@@ -321,7 +334,7 @@ impl Actor for Waiter {
                 }
                 continue;
             }
-            if record.status != Status::Running {
+            if record.status != Status::Running || !polls {
                 continue;
             }
             if !state
@@ -342,6 +355,17 @@ impl Actor for Waiter {
                 let turn_id = record.turn_id.clone();
                 if let Ok(_slot) = slots.acquire().await {
                     match tokio::time::timeout(POLL_BOUND, coordinator.poll(&record)).await {
+                        Ok(Ok(Some(_))) if !held_here => {
+                            // the duty found it; the seat's holder collects it
+                            info!(turn_id, launch_id = %record.launch_id, "sandbox_run_completed");
+                            if let Err(error) = coordinator
+                                .completed_elsewhere(&record.seat, &turn_id, &record.launch_id)
+                                .await
+                            {
+                                warn!(turn_id, %error, "sandbox_completion_not_forwarded");
+                                errors.record("waiter", &error);
+                            }
+                        }
                         Ok(Ok(Some(_))) => {
                             info!(turn_id, launch_id = %record.launch_id, "sandbox_run_completed");
                             match ActorRef::<CollectMsg>::where_is(collectors) {

@@ -129,6 +129,13 @@ pub struct E2bSection {
     /// empty: the prebuilt template for the coding agent
     #[serde(default)]
     pub template: Option<String>,
+    /// the control plane's URL; empty: `https://api.{domain}` (a self-hosted cluster or a
+    /// stand-in server may put it elsewhere)
+    #[serde(default)]
+    pub api_url: Option<String>,
+    /// envd's URL with `{sandbox_id}` for the box; empty: `https://49983-{sandbox_id}.{domain}`
+    #[serde(default)]
+    pub envd_url: Option<String>,
 }
 
 /// `providers.sandbox.local`.

@@ -5,7 +5,8 @@
 //! of JSON envelopes, `process.Process/SendSignal`, `GET`/`POST /files`). The backend reaches
 //! envd there through `E2bConfig::envd_url` ([`E2bStandIn::config`] sets it).
 //!
-//! Each box is a directory standing for `/home/user`, and commands are real local `sh`
+//! Each box is a directory standing for `/home/user` (in argv, env, a process's cwd and an
+//! uploaded shell script, `/home/user` is rewritten to it), and commands are real local `sh`
 //! processes, so a contract job really runs. Paths: the stand-in rewrites every `/home/user`
 //! in a command's arguments, environment values and working directory, and in a file call's
 //! path, to the box's directory, and runs commands with `HOME` set to it. Each process carries
@@ -788,6 +789,14 @@ async fn upload(
                 {
                     return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
                 }
+                // a script a runner uploads names in-box paths (`/home/user/…`) that only
+                // the box's own filesystem has: a shell script is mapped like argv and env
+                let bytes = match std::str::from_utf8(&bytes) {
+                    Ok(text) if text.starts_with("#!") || shown.ends_with(".sh") => {
+                        Bytes::from(rewrite(text, &state.dir))
+                    }
+                    _ => bytes,
+                };
                 if let Err(e) = tokio::fs::write(&path, &bytes).await {
                     return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
                 }

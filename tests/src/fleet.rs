@@ -44,6 +44,16 @@ impl Fleet {
 
     /// [`Fleet::start`] with the nodes pointed at `etcd_url` (say, a proxy in front of etcd).
     pub fn start_on(etcd_url: &str, names: &[&str], ttl_seconds: u64) -> Fleet {
+        Self::start_configured(etcd_url, names, ttl_seconds, "")
+    }
+
+    /// [`Fleet::start`] with more of `providers.sandbox` (`key: value, …`, flow style).
+    pub fn start_configured(
+        etcd_url: &str,
+        names: &[&str],
+        ttl_seconds: u64,
+        sandbox: &str,
+    ) -> Fleet {
         let dir = tempfile::tempdir().expect("tempdir");
         let boxes = dir.path().join("boxes");
         std::fs::create_dir_all(&boxes).expect("boxes dir");
@@ -55,7 +65,12 @@ impl Fleet {
         std::fs::write(
             &config,
             format!(
-                "company:\n  providers:\n    llm:\n      default: {{ provider: anthropic, model: {MODEL}, api_key: sk-ant-fleet-test }}\n    sandbox: {{ default_coding_agent: claude-code }}\n"
+                "company:\n  providers:\n    llm:\n      default: {{ provider: anthropic, model: {MODEL}, api_key: sk-ant-fleet-test }}\n    sandbox: {{ default_coding_agent: claude-code{} }}\n",
+                if sandbox.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {sandbox}")
+                }
             ),
         )
         .expect("write config");
@@ -100,7 +115,14 @@ impl Fleet {
             name,
             &data_dir,
             &args,
-            &[("BOXFLEET_CLAUDE_CLI", self.cli.to_str().expect("utf-8"))],
+            &[
+                ("BOXFLEET_CLAUDE_CLI", self.cli.to_str().expect("utf-8")),
+                // FLEET_LOG=debug for a closer look at a failing scenario
+                (
+                    "BOXFLEET_LOG",
+                    &std::env::var("FLEET_LOG").unwrap_or_else(|_| "info".into()),
+                ),
+            ],
         );
         self.nodes.push(node);
         self.nodes.last().expect("just pushed")
@@ -183,6 +205,17 @@ impl Fleet {
             .chain(&got.events_json)
             .map(|json| serde_json::from_str(json).expect("event JSON"))
             .collect()
+    }
+
+    /// The node holding the poll duty (`duty/waiter`), once one does.
+    pub async fn duty_holder(&self) -> Option<String> {
+        let store = self.store().await;
+        let kv = store
+            .get(&format!("{}/duty/waiter", self.prefix))
+            .await
+            .ok()??;
+        let holder: serde_json::Value = serde_json::from_slice(&kv.value).ok()?;
+        holder["node"].as_str().map(str::to_owned)
     }
 
     /// The seat's day-window spend counter: (charges, input tokens, output tokens).

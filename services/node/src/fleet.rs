@@ -123,6 +123,56 @@ impl Peers {
     }
 }
 
+/// Has this node's collectors collect a run whose job is done.
+fn collect_here(coordinator: &Coordinator, turn_id: &str, launch_id: &str) -> Result<(), String> {
+    use boxfleet_actors::workers::CollectMsg;
+    let name = format!("{}/collectors", coordinator.node);
+    let collectors = ractor::ActorRef::<CollectMsg>::where_is(name)
+        .ok_or_else(|| format!("node {}'s collectors are not running", coordinator.node))?;
+    collectors
+        .cast(CollectMsg::Collect {
+            turn_id: turn_id.to_owned(),
+            launch_id: launch_id.to_owned(),
+        })
+        .map_err(|e| format!("node {}'s collectors refused: {e}", coordinator.node))
+}
+
+/// How a node's actors reach the rest of the fleet.
+#[derive(Debug)]
+pub struct Link {
+    pub coordinator: std::sync::Weak<Coordinator>,
+    pub peers: Arc<Peers>,
+}
+
+#[tonic::async_trait]
+impl boxfleet_actors::ports::FleetLink for Link {
+    async fn completed(&self, seat: &str, turn_id: &str, launch_id: &str) -> Result<(), String> {
+        let coordinator = self
+            .coordinator
+            .upgrade()
+            .ok_or_else(|| "the node is stopping".to_owned())?;
+        match route(&coordinator, seat)
+            .await
+            .map_err(|e| e.message().to_owned())?
+        {
+            Route::Here => collect_here(&coordinator, turn_id, launch_id),
+            Route::There { node, addr } => {
+                let mut peer = self
+                    .peers
+                    .client(&node, &addr)
+                    .map_err(|e| e.message().to_owned())?;
+                peer.seat_complete(pb::CompleteRequest {
+                    turn_id: turn_id.to_owned(),
+                    launch_id: launch_id.to_owned(),
+                })
+                .await
+                .map(drop)
+                .map_err(|e| format!("node {node} was not told: {}", e.message()))
+            }
+        }
+    }
+}
+
 /// The Fleet service: calls another node forwarded here, answered here.
 #[derive(Debug)]
 pub struct FleetService {
@@ -169,5 +219,17 @@ impl pb::fleet_server::Fleet for FleetService {
         request: Request<pb::TailRequest>,
     ) -> Result<Response<pb::TailReply>, GrpcStatus> {
         self.runs.tail_here(request.into_inner()).await
+    }
+
+    async fn seat_complete(
+        &self,
+        request: Request<pb::CompleteRequest>,
+    ) -> Result<Response<pb::CompleteReply>, GrpcStatus> {
+        let r = request.into_inner();
+        // the claim decides: a completion told twice, or one this node found itself, is
+        // collected once
+        collect_here(&self.coordinator, &r.turn_id, &r.launch_id)
+            .map_err(GrpcStatus::unavailable)?;
+        Ok(Response::new(pb::CompleteReply {}))
     }
 }

@@ -162,6 +162,11 @@ async fn serve(
         .await;
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
     let peers = Arc::new(Peers::default());
+    args.coordinator
+        .set_fleet_link(Arc::new(crate::fleet::Link {
+            coordinator: Arc::downgrade(&args.coordinator),
+            peers: peers.clone(),
+        }));
     let runs = Arc::new(RunsService {
         coordinator: args.coordinator.clone(),
         peers: peers.clone(),

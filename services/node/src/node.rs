@@ -154,6 +154,8 @@ impl Node {
             if let Some(domain) = e2b.domain.as_deref().filter(|d| !d.is_empty()) {
                 cell.domain = domain.to_owned();
             }
+            cell.api_url = e2b.api_url.clone().filter(|u| !u.is_empty());
+            cell.envd_url = e2b.envd_url.clone().filter(|u| !u.is_empty());
             let provider = boxfleet_sandbox::e2b::E2bProvider::new(cell)
                 .map_err(|error| anyhow::anyhow!("company.providers.sandbox.e2b: {error}"))?;
             providers.insert("e2b".into(), Arc::new(provider));
