@@ -398,7 +398,7 @@ async fn i6_a_decided_ending_takes_no_other_write(store: Arc<dyn Store>, prefix:
             detail: String::new(),
             guard: EndingGuard::Any,
         },
-        Transition::FenceRun,
+        Transition::FenceRun { owner: None },
     ];
     for write in writes {
         let name = write.name();

@@ -621,8 +621,12 @@ impl Harness {
     /// A seat holder's recovery fence, in the model.
     fn model_fence(&mut self, epoch: i64) {
         for run in self.model.values_mut() {
-            if let Some(Some(next)) = model::predict(Some(run), &Transition::FenceRun, epoch, true)
-            {
+            if let Some(Some(next)) = model::predict(
+                Some(run),
+                &Transition::FenceRun { owner: None },
+                epoch,
+                true,
+            ) {
                 *run = next;
             }
         }
@@ -998,7 +1002,7 @@ mod model {
                     ..next
                 };
             }
-            Transition::FenceRun if run.epoch != epoch => next.epoch = epoch,
+            Transition::FenceRun { .. } if run.epoch != epoch => next.epoch = epoch,
             _ => return None,
         }
         Some(Some(next))

@@ -41,7 +41,12 @@ pub struct BoardState {
     coordinator: Arc<Coordinator>,
     runs: BTreeMap<String, RunRecord>,
     watch: tokio::task::JoinHandle<()>,
+    /// when the record was last read whole
+    reconciled: tokio::time::Instant,
 }
+
+/// How old a whole read may be when the board is asked for.
+const FRESH_FOR: Duration = Duration::from_secs(1);
 
 fn listed(record: &RunRecord) -> bool {
     !matches!(record.status, Status::Resumed | Status::Ending)
@@ -65,6 +70,11 @@ impl Actor for Board {
             coordinator,
             runs: BTreeMap::new(),
             watch,
+            // never read yet: the first ask reads it whole
+            reconciled: {
+                let now = tokio::time::Instant::now();
+                now.checked_sub(FRESH_FOR * 2).unwrap_or(now)
+            },
         };
         let _ = myself.cast(BoardMsg::Reconcile);
         myself.send_interval(RECONCILE, || BoardMsg::Reconcile);
@@ -88,6 +98,13 @@ impl Actor for Board {
     ) -> Result<(), ActorProcessingErr> {
         match message {
             BoardMsg::List { audience, reply } => {
+                // a run's record changes without an event (its box attached, its fence moved to
+                // a new holder): a board asked for is read whole when its last read is stale
+                if state.reconciled.elapsed() > FRESH_FOR
+                    && let Err(error) = state.reconcile().await
+                {
+                    warn!(%error, "board_reconcile_failed");
+                }
                 let rows = state
                     .runs
                     .values()
@@ -169,6 +186,7 @@ impl BoardState {
             .filter(listed)
             .map(|record| (record.turn_id.clone(), record))
             .collect();
+        self.reconciled = tokio::time::Instant::now();
         Ok(())
     }
 }

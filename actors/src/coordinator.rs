@@ -2126,7 +2126,10 @@ impl Coordinator {
     /// The recovery pass on acquiring a seat (boot included): fence every run to this lease
     /// first, then take each over as its status says.
     pub async fn recover(&self, fence: &Fence) -> Result<(), Error> {
-        let runs = self.runs.fence_seat_runs(fence).await?;
+        let runs = self
+            .runs
+            .fence_seat_runs_for(fence, Some(&self.incarnation))
+            .await?;
         for run in runs {
             let record = &run.record;
             let turn_id = record.turn_id.as_str();

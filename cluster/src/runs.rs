@@ -233,6 +233,15 @@ impl Runs {
     /// so a node that lost the seat can neither take nor claim anything on it. Returns the
     /// seat's runs as they stand after the fence.
     pub async fn fence_seat_runs(&self, fence: &Fence) -> Result<Vec<Versioned>, RunError> {
+        self.fence_seat_runs_for(fence, None).await
+    }
+
+    /// [`Runs::fence_seat_runs`], naming `owner` (the new holder's incarnation) on each run.
+    pub async fn fence_seat_runs_for(
+        &self,
+        fence: &Fence,
+        owner: Option<&str>,
+    ) -> Result<Vec<Versioned>, RunError> {
         if !crate::seat::holds(self.store.as_ref(), &self.keys, fence).await? {
             return Err(RunError::SeatNotHeld {
                 seat: fence.seat.clone(),
@@ -242,7 +251,10 @@ impl Runs {
         let mut fenced = Vec::new();
         for run in self.list_by_seat(&fence.seat).await? {
             let turn_id = run.record.turn_id.clone();
-            match self.apply(fence, &turn_id, Transition::FenceRun).await {
+            let stamp = Transition::FenceRun {
+                owner: owner.map(str::to_owned),
+            };
+            match self.apply(fence, &turn_id, stamp).await {
                 Ok(Outcome::Written(run)) => fenced.push(*run),
                 Ok(Outcome::Deleted) => {}
                 Err(RunError::Refused(Refusal::AlreadyDone | Refusal::EndingDecided(_))) => {

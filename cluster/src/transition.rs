@@ -121,8 +121,9 @@ pub enum Transition {
         new_launch_id: String,
         brief: String,
     },
-    /// A seat's new holder stamps its lease on the run (the reap's fence).
-    FenceRun,
+    /// A seat's new holder stamps its lease on the run (the reap's fence), and itself as the
+    /// run's owner when it names one.
+    FenceRun { owner: Option<String> },
     /// Appends a tool-bridge call to the bounded log.
     AppendBridgeCall { line: String },
 }
@@ -151,7 +152,7 @@ impl Transition {
             Transition::ExpirePause { .. } => "expire_pause",
             Transition::MarkPaused { .. } => "mark_paused",
             Transition::Relaunch { .. } => "relaunch",
-            Transition::FenceRun => "fence_run",
+            Transition::FenceRun { .. } => "fence_run",
             Transition::AppendBridgeCall { .. } => "append_bridge_call",
         }
     }
@@ -808,11 +809,14 @@ pub fn decide(
             effects.push(started_event(&next, now));
         }
 
-        Transition::FenceRun => {
+        Transition::FenceRun { owner } => {
             if current.epoch == fence.epoch {
                 return Err(Refusal::AlreadyDone);
             }
             next.epoch = fence.epoch;
+            if let Some(owner) = owner {
+                next.owner = Some(owner.clone());
+            }
         }
 
         Transition::AppendBridgeCall { line } => {
