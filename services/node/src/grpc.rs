@@ -204,6 +204,15 @@ impl RunsService {
     async fn route(&self, seat: &str) -> Result<Route, GrpcStatus> {
         crate::fleet::route(&self.coordinator, seat).await
     }
+
+    /// Where calls about a run go: its seat's route; here when there is no record (this node
+    /// answers that the run is gone).
+    async fn route_turn(&self, turn_id: &str) -> Result<Route, GrpcStatus> {
+        match self.coordinator.runs.read(turn_id).await.map_err(status)? {
+            Some(run) => self.route(&run.record.seat).await,
+            None => Ok(Route::Here),
+        }
+    }
 }
 
 fn parse_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>, GrpcStatus> {
@@ -483,16 +492,7 @@ impl pb::runs_server::Runs for RunsService {
         request: Request<pb::AnswerRequest>,
     ) -> Result<Response<pb::AnswerReply>, GrpcStatus> {
         let r = request.into_inner();
-        let Some(run) = self
-            .coordinator
-            .runs
-            .read(&r.turn_id)
-            .await
-            .map_err(status)?
-        else {
-            return self.answer_here(r).await;
-        };
-        match self.route(&run.record.seat).await? {
+        match self.route_turn(&r.turn_id).await? {
             Route::Here => self.answer_here(r).await,
             Route::There { node, addr } => {
                 let mut peer = self.peers.client(&node, &addr)?;
@@ -506,16 +506,7 @@ impl pb::runs_server::Runs for RunsService {
         request: Request<pb::TailRequest>,
     ) -> Result<Response<pb::TailReply>, GrpcStatus> {
         let r = request.into_inner();
-        let Some(run) = self
-            .coordinator
-            .runs
-            .read(&r.turn_id)
-            .await
-            .map_err(status)?
-        else {
-            return self.tail_here(r).await;
-        };
-        let (node, addr) = match self.route(&run.record.seat).await? {
+        let (node, addr) = match self.route_turn(&r.turn_id).await? {
             Route::Here => return self.tail_here(r).await,
             Route::There { node, addr } => (node, addr),
         };
@@ -961,6 +952,10 @@ impl pb::ops_server::Ops for OpsService {
         _request: Request<pb::SeatsRequest>,
     ) -> Result<Response<pb::SeatsReply>, GrpcStatus> {
         let coordinator = &self.coordinator;
+        let held = seat::holders(coordinator.store.as_ref(), &coordinator.keys)
+            .await
+            .map_err(status)?;
+        // the same prefix again, for the mail each seat holds
         let range = coordinator
             .store
             .range(&coordinator.keys.seats())
@@ -968,17 +963,7 @@ impl pb::ops_server::Ops for OpsService {
             .map_err(status)?;
         let runs = coordinator.runs.list().await.map_err(status)?;
         let mut seats = Vec::new();
-        for kv in range.kvs.iter().filter(|kv| kv.key.ends_with("/holder")) {
-            let Ok(holder) = serde_json::from_slice::<seat::Holder>(&kv.value) else {
-                continue;
-            };
-            let name = kv
-                .key
-                .trim_end_matches("/holder")
-                .rsplit('/')
-                .next()
-                .unwrap_or_default()
-                .to_owned();
+        for (name, held) in held {
             let inbox = range
                 .kvs
                 .iter()
@@ -996,9 +981,9 @@ impl pb::ops_server::Ops for OpsService {
             });
             seats.push(pb::SeatInfo {
                 seat: name,
-                holder_node: holder.node,
-                incarnation: holder.incarnation,
-                epoch: kv.create_revision,
+                holder_node: held.holder.node,
+                incarnation: held.holder.incarnation,
+                epoch: held.epoch,
                 active_runs: active,
                 awaiting,
                 inbox,
