@@ -569,9 +569,9 @@ impl Coordinator {
             .unwrap_or(0)
     }
 
-    /// Hands a seat over gracefully: no new work starts on it, the launch or inbox work
-    /// holding its lock finishes, the collections and answers in progress settle (at most
-    /// `settle`), then the holder key is deleted under the fence and the seat's actor stops.
+    /// Hands a seat over gracefully: no new work starts on it, the launches, collections and
+    /// answers in progress settle (at most `settle`), the inbox work holding its lock
+    /// finishes, then the holder key is deleted under the fence and the seat's actor stops.
     /// The node the seat is placed on acquires it and runs its recovery pass. `false` when
     /// this node did not hold it.
     pub async fn release_seat(&self, seat: &str, settle: Duration) -> Result<bool, Error> {
@@ -586,7 +586,9 @@ impl Coordinator {
         {
             return Ok(false);
         }
-        let _lock = self.seat_lock(seat).await;
+        // the work in progress first (new work is refused from here on: `seat_fence` says the
+        // seat is being handed over), then the lock, which inbox work holds; waiting for the
+        // work while holding the lock would stall a launch queued on it until `settle` ran out
         let deadline = tokio::time::Instant::now() + settle;
         loop {
             let settled = self.work_settled.notified();
@@ -598,6 +600,7 @@ impl Coordinator {
                 break;
             }
         }
+        let _lock = self.seat_lock(seat).await;
         let released = seat::release(self.store.as_ref(), &self.keys, &fence).await;
         self.seats
             .lock()
