@@ -312,17 +312,7 @@ impl Runner for ClaudeCodeRunner {
                 STDERR_TRANSCRIPT_LINES,
             );
         }
-        // a CLI that exited 0 on a failed result (or on none) did not succeed: said on stderr
-        if let (Some(0), Some(failure)) = (collected.exit_code, &failure) {
-            collected.exit_code = Some(1);
-            collected.stderr_tail = format!(
-                "[boxfleet] the CLI exited 0, but the run did not succeed ({failure}); read as exit 1\n{}",
-                collected.stderr_tail
-            );
-        }
-        common::read_question(sandbox, &mut collected, &mut errors).await;
-        collected.read_errors = errors.0;
-        Ok(collected)
+        Ok(common::finish_cli_collect(sandbox, collected, errors, failure.as_deref()).await)
     }
 
     async fn follow(

@@ -233,6 +233,27 @@ pub(crate) async fn read_stderr(
 }
 
 /// The question the ask shim recorded.
+/// The end of a coding CLI's collection: a CLI that exited 0 on a failed result (or on none)
+/// did not succeed, which is said on stderr and read as exit 1; then the question, and the
+/// read errors gathered along the way.
+pub(crate) async fn finish_cli_collect(
+    sandbox: &dyn Sandbox,
+    mut collected: Collected,
+    mut errors: ReadErrors,
+    failure: Option<&str>,
+) -> Collected {
+    if let (Some(0), Some(failure)) = (collected.exit_code, failure) {
+        collected.exit_code = Some(1);
+        collected.stderr_tail = format!(
+            "[boxfleet] the CLI exited 0, but the run did not succeed ({failure}); read as exit 1\n{}",
+            collected.stderr_tail
+        );
+    }
+    read_question(sandbox, &mut collected, &mut errors).await;
+    collected.read_errors = errors.0;
+    collected
+}
+
 pub(crate) async fn read_question(
     sandbox: &dyn Sandbox,
     collected: &mut Collected,

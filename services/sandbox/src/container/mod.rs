@@ -670,29 +670,10 @@ impl Provider for ContainerProvider {
             jobs: Vec::new(),
             alive_at_pause: Vec::new(),
         };
-        let (root, home, records, boxes) = (
-            sandbox.paths.root.clone(),
-            sandbox.paths.home.clone(),
-            sandbox.paths.records(),
-            self.shared.boxes.clone(),
-        );
-        blocking("create box", move || {
-            fs::create_dir_all(&boxes).map_err(|e| io_failed("create the boxes directory", &e))?;
-            fs::create_dir(&root).map_err(|e| io_failed("create the box directory", &e))?;
-            for dir in [&home, &records] {
-                fs::create_dir(dir).map_err(|e| io_failed("create the box directory", &e))?;
-                fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
-                    .map_err(|e| io_failed("set the box directory's mode", &e))?;
-            }
-            for sub in [".tmp", ".cache", ".config", ".local/share", ".local/state"] {
-                fs::create_dir_all(home.join(sub))
-                    .map_err(|e| io_failed("create the box's home", &e))?;
-            }
-            files::write_atomic(&records.join("env"), &env_bytes, 0o600)
-                .map_err(|e| io_failed("write the box's env file", &e))?;
-            Ok(())
-        })
-        .await?;
+        sandbox
+            .paths
+            .lay_out(self.shared.boxes.clone(), "env", env_bytes)
+            .await?;
         sandbox.write_record(&record).await?;
 
         let home_str = sandbox.paths.home.to_str().ok_or_else(|| {

@@ -5,7 +5,7 @@ use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
@@ -162,6 +162,34 @@ impl BoxPaths {
     /// `{root}/records`: the engine's side of the box.
     pub fn records(&self) -> PathBuf {
         self.root.join("records")
+    }
+
+    /// Makes a new box's directories under `boxes` — the box, its `home/` and `records/`
+    /// (both 0700) and the home's usual dot-directories — and writes the box's environment
+    /// to `records/{env_file}` (0600). A box directory already there is an error.
+    pub async fn lay_out(
+        &self,
+        boxes: PathBuf,
+        env_file: &'static str,
+        env: Vec<u8>,
+    ) -> Result<(), BoxError> {
+        let (root, home, records) = (self.root.clone(), self.home.clone(), self.records());
+        blocking("create box", move || {
+            fs::create_dir_all(&boxes).map_err(|e| io_failed("create the boxes directory", &e))?;
+            fs::create_dir(&root).map_err(|e| io_failed("create the box directory", &e))?;
+            for dir in [&home, &records] {
+                fs::create_dir(dir).map_err(|e| io_failed("create the box directory", &e))?;
+                fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+                    .map_err(|e| io_failed("set the box directory's mode", &e))?;
+            }
+            for sub in [".tmp", ".cache", ".config", ".local/share", ".local/state"] {
+                fs::create_dir_all(home.join(sub))
+                    .map_err(|e| io_failed("create the box's home", &e))?;
+            }
+            write_atomic(&records.join(env_file), &env, 0o600)
+                .map_err(|e| io_failed(&format!("write the box's records/{env_file}"), &e))
+        })
+        .await
     }
 
     pub async fn present(&self) -> Result<bool, BoxError> {

@@ -22,7 +22,7 @@ mod sys;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -267,29 +267,10 @@ impl Provider for DirectProvider {
         };
         let env_json =
             serde_json::to_vec_pretty(&spec.env).map_err(|e| BoxError::Failed(e.to_string()))?;
-        let (root, home, records, boxes) = (
-            sandbox.paths.root.clone(),
-            sandbox.paths.home.clone(),
-            sandbox.paths.records(),
-            self.shared.boxes.clone(),
-        );
-        blocking("create box", move || {
-            fs::create_dir_all(&boxes).map_err(|e| io_failed("create the boxes directory", &e))?;
-            fs::create_dir(&root).map_err(|e| io_failed("create the box directory", &e))?;
-            for dir in [&home, &records] {
-                fs::create_dir(dir).map_err(|e| io_failed("create the box directory", &e))?;
-                fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
-                    .map_err(|e| io_failed("set the box directory's mode", &e))?;
-            }
-            for sub in [".tmp", ".cache", ".config", ".local/share", ".local/state"] {
-                fs::create_dir_all(home.join(sub))
-                    .map_err(|e| io_failed("create the box's home", &e))?;
-            }
-            files::write_atomic(&records.join("env.json"), &env_json, 0o600)
-                .map_err(|e| io_failed("write the box's env record", &e))?;
-            Ok(())
-        })
-        .await?;
+        sandbox
+            .paths
+            .lay_out(self.shared.boxes.clone(), "env.json", env_json)
+            .await?;
         sandbox.write_record(&record).await?;
         debug!(sandbox_id = %sandbox_id, "local_sandbox_created");
         Ok(Arc::new(sandbox))
