@@ -349,6 +349,20 @@ fn with_setup_briefs(brief: &str, steps: &[boxfleet_config::providers::SetupStep
     )
 }
 
+/// Locks the per-seat lock `seat` names in `locks`, making it on first use.
+async fn keyed_lock(
+    locks: &Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    seat: &str,
+) -> tokio::sync::OwnedMutexGuard<()> {
+    let lock = locks
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(seat.to_owned())
+        .or_default()
+        .clone();
+    lock.lock_owned().await
+}
+
 fn new_id(prefix: &str) -> String {
     format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
 }
@@ -624,6 +638,21 @@ impl Coordinator {
         Ok(released)
     }
 
+    /// Releases every seat this node holds, gracefully and in parallel (see
+    /// [`Coordinator::release_seat`]); returns how many it still holds after.
+    pub async fn release_all(&self, settle: Duration) -> usize {
+        let releases = self
+            .held_seats()
+            .into_iter()
+            .map(|fence| async move { self.release_seat(&fence.seat, settle).await });
+        for outcome in futures::future::join_all(releases).await {
+            if let Err(error) = outcome {
+                warn!(%error, "seat_release_failed");
+            }
+        }
+        self.held_seats().len()
+    }
+
     /// The placement pass (the `Seats` duty, DESIGN §7): every seat with runs, mail or a
     /// holder is placed by rendezvous hashing over the live, non-draining nodes. A seat
     /// placed here that nobody holds is acquired (and recovered); a seat held here that is
@@ -750,14 +779,7 @@ impl Coordinator {
         // one acquire (and one recovery pass) at a time per seat: a second caller waits for
         // the first's recovery and then finds the fence, so no recovery pass ever runs beside
         // work that already holds the fence (it would read a launch in progress as abandoned)
-        let acquiring = self
-            .acquiring
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(seat.to_owned())
-            .or_default()
-            .clone();
-        let _acquiring = acquiring.lock().await;
+        let _acquiring = keyed_lock(&self.acquiring, seat).await;
         if let Some(fence) = self.known_fence(seat) {
             return Ok(fence);
         }
@@ -964,14 +986,7 @@ impl Coordinator {
 
     /// Serializes one seat's launches and inbox work on this node.
     async fn seat_lock(&self, seat: &str) -> tokio::sync::OwnedMutexGuard<()> {
-        let lock = self
-            .seat_locks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(seat.to_owned())
-            .or_default()
-            .clone();
-        lock.lock_owned().await
+        keyed_lock(&self.seat_locks, seat).await
     }
 
     /// Forgets a seat this node found it no longer holds.

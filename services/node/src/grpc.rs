@@ -1019,21 +1019,8 @@ impl pb::ops_server::Ops for OpsService {
         coordinator.set_draining(true).await.map_err(status)?;
         tracing::info!(node = %coordinator.node, "node_draining");
         let before = coordinator.held_seats().len() as u32;
-        let releases = coordinator
-            .held_seats()
-            .into_iter()
-            .map(|fence| async move {
-                coordinator
-                    .release_seat(&fence.seat, coordinator::RELEASE_SETTLE)
-                    .await
-            });
-        for outcome in futures::future::join_all(releases).await {
-            if let Err(error) = outcome {
-                warn!(%error, "seat_release_failed");
-            }
-        }
-        // the placement pass may have released some first: count what is gone
-        let still_held = coordinator.held_seats().len() as u32;
+        // the placement pass may release some first: count what is gone
+        let still_held = coordinator.release_all(coordinator::RELEASE_SETTLE).await as u32;
         Ok(Response::new(pb::DrainReply {
             released: before.saturating_sub(still_held),
             still_held,

@@ -326,15 +326,7 @@ impl Node {
         if let Err(error) = coordinator.set_draining(true).await {
             warn!(%error, "node_drain_failed");
         }
-        let releases = coordinator
-            .held_seats()
-            .into_iter()
-            .map(|fence| async move { coordinator.release_seat(&fence.seat, STOP_SETTLE).await });
-        for outcome in futures::future::join_all(releases).await {
-            if let Err(error) = outcome {
-                warn!(%error, "seat_release_failed");
-            }
-        }
+        coordinator.release_all(STOP_SETTLE).await;
         self.root.stop(Some("node stopping".into()));
         let _ = tokio::time::timeout(Duration::from_secs(10), self.root_join).await;
         let _ = self
