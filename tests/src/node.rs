@@ -8,43 +8,28 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// The `boxfleet` binary, built once per test process (`cargo build -p boxfleet-node`), so a
-/// scenario runs exactly what a user runs.
+/// The `boxfleet` program under test: this package's `boxfleet-under-test` binary, whose entry
+/// point is the `boxfleet` binary's own (`boxfleet_node::main`), so a scenario runs exactly what
+/// a user runs. Cargo builds a package's binaries before its integration tests and benchmarks, in
+/// the same profile, into `target/{profile}` (the test binary itself is in `target/{profile}/deps`).
 pub fn boxfleet_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
-        // the test binary lives in target/{profile}/deps; the boxfleet binary is built in the
-        // same profile (a benchmark runs release), into target/{profile}
         let exe = std::env::current_exe().expect("current exe");
         let profile_dir = exe
             .parent()
             .and_then(Path::parent)
             .expect("target/{profile}");
-        let release = profile_dir
-            .file_name()
-            .is_some_and(|name| name == "release");
-        let mut build = Command::new(cargo);
-        build.args([
-            "build",
-            "-q",
-            "-p",
-            "boxfleet-node",
-            "--bin",
-            "boxfleet",
-            "--manifest-path",
-        ]);
-        build.arg(&manifest);
-        if release {
-            build.arg("--release");
-        }
-        let status = build
-            .status()
-            .expect("run cargo build for the boxfleet binary");
-        assert!(status.success(), "cargo build -p boxfleet-node failed");
-        let bin = profile_dir.join("boxfleet");
-        assert!(bin.exists(), "no boxfleet binary at {}", bin.display());
+        let bin = profile_dir.join(format!(
+            "boxfleet-under-test{}",
+            std::env::consts::EXE_SUFFIX
+        ));
+        assert!(
+            bin.exists(),
+            "no boxfleet binary at {}: run the scenarios through `cargo test -p boxfleet-tests` \
+             (or `cargo bench`), which builds it first",
+            bin.display()
+        );
         bin
     })
 }

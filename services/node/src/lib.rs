@@ -1,0 +1,139 @@
+//! The `boxfleet` program (DESIGN §16): a node, the demo, and the client CLI. The binary
+//! (`src/main.rs`) only calls [`main`]; the scenario tests build the same entry point into
+//! their own binary, so `cargo test` compiles it once, with the features the tests resolve.
+
+mod cli;
+mod client;
+mod demo;
+mod engine;
+mod fleet;
+mod grpc;
+mod node;
+
+use clap::Parser as _;
+
+/// Parses the command line, runs the command and exits with its status.
+pub fn main() -> ! {
+    let cli = cli::Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("BOXFLEET_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("boxfleet: cannot start the async runtime: {error}");
+            std::process::exit(1);
+        }
+    };
+    let code = runtime.block_on(run(cli.command));
+    std::process::exit(code);
+}
+
+async fn run(command: cli::Command) -> i32 {
+    let result = match command {
+        cli::Command::Node(args) => run_node(args).await,
+        cli::Command::Validate { file } => validate(&file),
+        cli::Command::Demo(args) => demo(args).await,
+        other => client::run(other).await,
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("boxfleet: {error:#}");
+            1
+        }
+    }
+}
+
+fn node_config(args: &cli::NodeArgs) -> anyhow::Result<boxfleet_config::NodeConfig> {
+    let mut file = match &args.config {
+        Some(path) => boxfleet_config::File::load(path)?,
+        None => boxfleet_config::File::default(),
+    };
+    if let Some(id) = &args.id {
+        file.node.id = Some(id.clone());
+    }
+    if let Some(listen) = &args.listen {
+        file.node.listen = Some(listen.clone());
+    }
+    if let Some(dir) = &args.data_dir {
+        file.node.data_dir = Some(dir.clone());
+    }
+    if let Some(advertise) = &args.advertise {
+        file.node.advertise = Some(advertise.clone());
+    }
+    if let Some(host) = &args.host {
+        file.node.host = Some(host.clone());
+    }
+    if let Some(dir) = &args.boxes_dir {
+        file.node.boxes_dir = Some(dir.clone());
+    }
+    if let Some(ttl) = args.lease_ttl {
+        file.node.lease_ttl_seconds = Some(ttl);
+    }
+    if let Some(interval) = args.poll_interval {
+        file.node.poll_interval_seconds = Some(interval);
+    }
+    if !args.etcd.is_empty() || args.prefix.is_some() {
+        let mut store = file.store.take().unwrap_or(boxfleet_config::StoreSection {
+            kind: boxfleet_config::StoreKind::Embedded,
+            endpoints: Vec::new(),
+            prefix: None,
+        });
+        if !args.etcd.is_empty() {
+            store.kind = boxfleet_config::StoreKind::Etcd;
+            store.endpoints = args.etcd.clone();
+        }
+        if let Some(prefix) = &args.prefix {
+            store.prefix = Some(prefix.clone());
+        }
+        file.store = Some(store);
+    }
+    Ok(file.validate()?)
+}
+
+async fn run_node(args: cli::NodeArgs) -> anyhow::Result<i32> {
+    let config = node_config(&args)?;
+    let node = node::Node::start(config).await?;
+    eprintln!(
+        "boxfleet node {} listening on {} (data in {}); Ctrl-C stops it",
+        node.config.id,
+        node.addr,
+        node.config.data_dir.display()
+    );
+    node.run_until_signal().await?;
+    Ok(0)
+}
+
+fn validate(file: &std::path::Path) -> anyhow::Result<i32> {
+    match boxfleet_config::File::load(file).and_then(boxfleet_config::File::validate) {
+        Ok(config) => {
+            println!(
+                "{}: valid (node {}, store {:?}, {} seats, {} units)",
+                file.display(),
+                config.id,
+                config.store.kind,
+                config.company.seats.len(),
+                config.company.units.len()
+            );
+            Ok(0)
+        }
+        Err(boxfleet_config::Error::Many(problems)) => {
+            for problem in problems {
+                eprintln!("{}: {problem}", file.display());
+            }
+            Ok(1)
+        }
+        Err(error) => {
+            eprintln!("{}: {error}", file.display());
+            Ok(1)
+        }
+    }
+}
+
+async fn demo(args: cli::DemoArgs) -> anyhow::Result<i32> {
+    demo::run(args).await
+}
