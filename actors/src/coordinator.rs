@@ -192,9 +192,6 @@ struct StoredJob {
     /// when the job started: the engine-side backstop counts from here
     #[serde(default)]
     started_at: Option<chrono::DateTime<Utc>>,
-    /// a CLI login seeded into the box: each file's seed, for the write-back at collection
-    #[serde(default)]
-    credentials: Vec<crate::credentials::Seeded>,
 }
 
 /// How long past a check's in-box deadline (and its kill grace) the engine waits before its
@@ -1236,19 +1233,17 @@ impl Coordinator {
             }
             runner.install(sandbox.as_ref()).await?;
             // a cli-agent entry's login, seeded from the shared directory on every launch (a
-            // reused box gets the newest); written back by compare-and-swap at collection
-            let credentials = match &plan.login_dir {
-                Some(dir) => {
-                    crate::credentials::seed(
-                        sandbox.as_ref(),
-                        dir,
-                        &crate::credentials::CLAUDE_CODE_FILES,
-                        crate::credentials::CLAUDE_CODE_BOX_DIR,
-                    )
-                    .await?
-                }
-                None => Vec::new(),
-            };
+            // reused box gets the newest) and recorded in the box's records; written back by
+            // compare-and-swap at collection and at any teardown
+            if let Some(dir) = &plan.login_dir {
+                crate::credentials::seed(
+                    sandbox.as_ref(),
+                    dir,
+                    &crate::credentials::CLAUDE_CODE_FILES,
+                    crate::credentials::CLAUDE_CODE_BOX_DIR,
+                )
+                .await?;
+            }
             let spec = LaunchSpec {
                 turn_id: turn_id.to_owned(),
                 launch_id: launch_id.to_owned(),
@@ -1268,7 +1263,6 @@ impl Coordinator {
                 timeout_seconds: request.timeout_seconds,
                 model: plan.model.clone(),
                 started_at: Some(Utc::now()),
-                credentials,
             };
             let attach = Transition::AttachBox {
                 launch_id: launch_id.to_owned(),
@@ -1576,10 +1570,10 @@ impl Coordinator {
             Ok(_) | Err(RunError::Refused(Refusal::AlreadyDone)) => {}
             Err(error) => return Err(error.into()),
         }
-        // a login the run refreshed goes back before the box is paused
+        // a login the run refreshed goes back before the box is paused (a kill of the box, by
+        // whoever settles the run or by the orphan reaper, gives back what it refreshed later)
         if let Some(sandbox) = &sandbox {
-            self.write_back_credentials(turn_id, sandbox.as_ref(), &job.credentials)
-                .await;
+            crate::credentials::give_back(sandbox.as_ref()).await;
         }
         // evidence is read; now the box may be paused
         if sandbox.is_some() {
@@ -1639,45 +1633,6 @@ impl Coordinator {
         };
         self.dispatch(EngineDown::Resume(Box::new(resume)));
         Ok(())
-    }
-
-    /// Gives back what the run refreshed of a seeded login (compare-and-swap under the shared
-    /// directory's lock), logging each file by its path, never its value.
-    async fn write_back_credentials(
-        &self,
-        turn_id: &str,
-        sandbox: &dyn Sandbox,
-        seeded: &[crate::credentials::Seeded],
-    ) {
-        use crate::credentials::{LOCK_WAIT, WriteBack, lock_beside, write_back};
-        let Some(dir) = seeded.first().and_then(|s| s.shared.parent()) else {
-            return;
-        };
-        let lock = lock_beside(dir);
-        for (seed, outcome) in write_back(sandbox, seeded, &lock, LOCK_WAIT).await {
-            let file = seed.shared.display().to_string();
-            match outcome {
-                Ok(WriteBack::Written) => {
-                    info!(turn_id, file, "local_sandbox_credential_written_back")
-                }
-                Ok(WriteBack::SharedChanged) => info!(
-                    turn_id,
-                    file,
-                    shared = "changed",
-                    "local_sandbox_credential_superseded"
-                ),
-                Ok(WriteBack::SharedRemoved) => info!(
-                    turn_id,
-                    file,
-                    shared = "removed",
-                    "local_sandbox_credential_superseded"
-                ),
-                Ok(WriteBack::Idle | WriteBack::Missing) => {}
-                Err(error) => {
-                    warn!(turn_id, file, %error, "local_sandbox_credential_write_back_failed")
-                }
-            }
-        }
     }
 
     fn dispatch(&self, work: EngineDown) {

@@ -122,6 +122,11 @@ pub async fn seed(
             sha256: sha256(&bytes),
         });
     }
+    if !seeded.is_empty() {
+        let record = serde_json::to_vec_pretty(&seeded)
+            .map_err(|e| BoxError::Failed(format!("recording the seeded login: {e}")))?;
+        sandbox.keep_login_record(&record).await?;
+    }
     Ok(seeded)
 }
 
@@ -192,8 +197,9 @@ fn swap(seed: &Seeded, refreshed: &[u8], lock: &Path, wait: Duration) -> io::Res
 }
 
 /// Gives back what the run refreshed, file by file, under `lock` (waiting at most `wait` for
-/// another writer). Each outcome is returned with its file; a file whose write-back failed is
-/// an error naming it, never a value.
+/// another writer). Each outcome is returned with its file — a file written back with its seed
+/// moved to what was written, which the box and the shared login now both hold; a file whose
+/// write-back failed is an error naming it, never a value.
 pub async fn write_back(
     sandbox: &dyn Sandbox,
     seeded: &[Seeded],
@@ -210,17 +216,93 @@ pub async fn write_back(
             Ok(None) => Ok(WriteBack::Missing),
             Ok(Some(bytes)) if sha256(&bytes) == seed.sha256 => Ok(WriteBack::Idle),
             Ok(Some(bytes)) => {
-                let (seed, lock) = (seed.clone(), lock.to_owned());
+                let written = sha256(&bytes);
+                let (swapped, lock) = (seed.clone(), lock.to_owned());
                 let shown = seed.shared.display().to_string();
-                tokio::task::spawn_blocking(move || swap(&seed, &bytes, &lock, wait))
-                    .await
-                    .map_err(|e| e.to_string())
-                    .and_then(|r| r.map_err(|e| format!("writing back {shown}: {e}")))
+                let outcome =
+                    tokio::task::spawn_blocking(move || swap(&swapped, &bytes, &lock, wait))
+                        .await
+                        .map_err(|e| e.to_string())
+                        .and_then(|r| r.map_err(|e| format!("writing back {shown}: {e}")));
+                if outcome == Ok(WriteBack::Written) {
+                    outcomes.push((
+                        Seeded {
+                            sha256: written,
+                            ..seed.clone()
+                        },
+                        outcome,
+                    ));
+                    continue;
+                }
+                outcome
             }
         };
         outcomes.push((seed.clone(), outcome));
     }
     outcomes
+}
+
+/// Gives back what a run refreshed of the login seeded into `sandbox`, as its login record
+/// says ([`Sandbox::login_record`]): every teardown calls it — a collection before the box is
+/// paused, a kill, the orphan reaper — so a login refreshed by a run that was abandoned still
+/// goes back. Each file is logged by its path, never its value. A file written back becomes the
+/// record's new seed, so a later teardown of the same box finds it idle rather than
+/// superseded. An unusable record is logged (`local_sandbox_credential_map_unreadable`) and
+/// costs only this write-back.
+pub async fn give_back(sandbox: &dyn Sandbox) {
+    let sandbox_id = sandbox.id();
+    let seeded: Vec<Seeded> = match sandbox.login_record().await {
+        Ok(None) => return,
+        Ok(Some(bytes)) => match serde_json::from_slice(&bytes) {
+            Ok(seeded) => seeded,
+            Err(error) => {
+                tracing::warn!(sandbox_id, %error, "local_sandbox_credential_map_unreadable");
+                return;
+            }
+        },
+        Err(error) => {
+            tracing::warn!(sandbox_id, %error, "local_sandbox_credential_map_unreadable");
+            return;
+        }
+    };
+    let Some(dir) = seeded.first().and_then(|s| s.shared.parent()) else {
+        return;
+    };
+    let lock = lock_beside(dir);
+    let mut kept = Vec::with_capacity(seeded.len());
+    let mut moved = false;
+    for (seed, outcome) in write_back(sandbox, &seeded, &lock, LOCK_WAIT).await {
+        let file = seed.shared.display().to_string();
+        match outcome {
+            Ok(WriteBack::Written) => {
+                moved = true;
+                tracing::info!(sandbox_id, file, "local_sandbox_credential_written_back")
+            }
+            Ok(WriteBack::SharedChanged) => tracing::info!(
+                sandbox_id,
+                file,
+                shared = "changed",
+                "local_sandbox_credential_superseded"
+            ),
+            Ok(WriteBack::SharedRemoved) => tracing::info!(
+                sandbox_id,
+                file,
+                shared = "removed",
+                "local_sandbox_credential_superseded"
+            ),
+            Ok(WriteBack::Idle | WriteBack::Missing) => {}
+            Err(error) => {
+                tracing::warn!(sandbox_id, file, %error, "local_sandbox_credential_write_back_failed")
+            }
+        }
+        kept.push(seed);
+    }
+    if moved {
+        let record = serde_json::to_vec_pretty(&kept).unwrap_or_default();
+        if let Err(error) = sandbox.keep_login_record(&record).await {
+            tracing::warn!(sandbox_id, %error, "local_sandbox_credential_map_unwritable");
+        }
+    }
 }
 
 /// Claude Code's credential files in its login directory, and where a box keeps them.

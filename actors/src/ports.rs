@@ -125,6 +125,22 @@ pub trait Sandbox: Send + Sync + fmt::Debug {
     async fn set_timeout(&self, timeout: Duration) -> Result<(), BoxError>;
     /// Pauses the box (its jobs stop; its files stay).
     async fn pause(&self) -> Result<(), BoxError>;
+    /// Keeps the record of the logins seeded into the box (each file's shared path, its path
+    /// in the box and the digest of its seed) on the engine's side of the box, beside its home
+    /// and never in it, so whoever tears the box down — a collection, a kill, the orphan
+    /// reaper, on any node of its host — knows what to write back, where, and against what.
+    /// Only a local box is seeded with a login; a backend that keeps no records refuses.
+    async fn keep_login_record(&self, _record: &[u8]) -> Result<(), BoxError> {
+        Err(BoxError::Failed(format!(
+            "box {} keeps no login record: a CLI login is seeded only into a local box \
+             (run_in: direct or container)",
+            self.id()
+        )))
+    }
+    /// The record [`Sandbox::keep_login_record`] kept, `None` when the box was seeded with none.
+    async fn login_record(&self) -> Result<Option<Vec<u8>>, BoxError> {
+        Ok(None)
+    }
 }
 
 /// What a launch asks the runner to start.

@@ -135,6 +135,8 @@ struct FakeBox {
     stamps: u64,
     jobs: BTreeMap<String, FakeJob>,
     exec_log: Vec<String>,
+    /// the record of the logins seeded into the box (kept beside its files, as a local box does)
+    logins: Option<Vec<u8>>,
 }
 
 #[derive(Debug, Default)]
@@ -417,6 +419,7 @@ impl Provider for FakeProvider {
                     stamps: 0,
                     jobs: BTreeMap::new(),
                     exec_log: Vec::new(),
+                    logins: None,
                 },
             );
             id
@@ -457,6 +460,14 @@ impl Provider for FakeProvider {
     }
 
     async fn kill(&self, sandbox_id: &str) -> Result<(), BoxError> {
+        // a login the run refreshed goes back before the box goes, as on a local box
+        let seeded = lock(&self.state)
+            .boxes
+            .get(sandbox_id)
+            .is_some_and(|fake| fake.logins.is_some());
+        if seeded {
+            boxfleet_actors::credentials::give_back(self.handle(sandbox_id).as_ref()).await;
+        }
         let mut state = lock(&self.state);
         state.counters.kills += 1;
         if state.boxes.remove(sandbox_id).is_none() {
@@ -693,6 +704,17 @@ impl Sandbox for FakeSandbox {
             counters.pauses += 1;
             Ok(())
         })
+    }
+
+    async fn keep_login_record(&self, record: &[u8]) -> Result<(), BoxError> {
+        self.with_box(|fake, _| {
+            fake.logins = Some(record.to_vec());
+            Ok(())
+        })
+    }
+
+    async fn login_record(&self) -> Result<Option<Vec<u8>>, BoxError> {
+        self.with_box(|fake, _| Ok(fake.logins.clone()))
     }
 }
 

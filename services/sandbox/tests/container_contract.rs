@@ -556,3 +556,46 @@ async fn only_a_box_whose_container_is_gone_and_untouched_is_reaped() {
     );
     h.provider.kill(living.id()).await.expect("kill");
 }
+
+#[tokio::test]
+async fn a_killed_container_box_gives_back_the_login_its_run_refreshed() {
+    let h = ContainerHarness::standin(&[]);
+    let login = h.dir.path().join("login");
+    std::fs::create_dir_all(&login).expect("mkdir");
+    std::fs::write(login.join(".credentials.json"), "v1").expect("write");
+    let sandbox = h.provider.create(&spec()).await.expect("create");
+    let id = sandbox.id().to_owned();
+    boxfleet_actors::credentials::seed(
+        sandbox.as_ref(),
+        &login,
+        &[".credentials.json"],
+        "~/.claude",
+    )
+    .await
+    .expect("seed");
+    // the run refreshes its login inside the container, through the bind-mounted home
+    let out = sandbox
+        .exec(
+            "printf v2-in-the-box > ~/.claude/.credentials.json",
+            &BTreeMap::new(),
+            Duration::from_secs(10),
+        )
+        .await
+        .expect("exec");
+    assert_eq!(out.exit_code, 0, "{out:?}");
+    assert!(
+        h.provider
+            .box_dir(&id)
+            .join("records/logins.json")
+            .is_file(),
+        "the seeds are kept in the box's records, outside the mount"
+    );
+    h.provider.kill(&id).await.expect("kill");
+    assert!(!h.provider.box_dir(&id).exists());
+    assert_eq!(
+        std::fs::read_to_string(login.join(".credentials.json"))
+            .ok()
+            .as_deref(),
+        Some("v2-in-the-box")
+    );
+}

@@ -1,12 +1,14 @@
 //! A CLI's login seeded into a local box and written back by compare-and-swap: only a refresh
 //! goes back, only over the seed it replaced; a shared login that moved or was removed since
 //! seeding wins; a credential the shared directory never held is never created from a box.
+//! The seeds are recorded in the box's records, so every teardown — a collection, a kill, the
+//! orphan reaper — gives back what the run refreshed, and none gives it back twice.
 
 use std::path::Path;
 use std::time::Duration;
 
-use boxfleet_actors::credentials::{LOCK_WAIT, WriteBack, seed, write_back};
-use boxfleet_actors::ports::{Provider, Sandbox};
+use boxfleet_actors::credentials::{LOCK_WAIT, Seeded, WriteBack, give_back, seed, write_back};
+use boxfleet_actors::ports::{BoxSpec, Provider, Sandbox};
 use boxfleet_sandbox::DirectProvider;
 use boxfleet_sandbox::contract::spec;
 
@@ -14,6 +16,7 @@ const LOGIN: &str = ".credentials.json";
 
 struct Setup {
     dir: tempfile::TempDir,
+    provider: DirectProvider,
     sandbox: std::sync::Arc<dyn Sandbox>,
 }
 
@@ -24,9 +27,40 @@ impl Setup {
         if let Some(body) = shared {
             std::fs::write(dir.path().join("login").join(LOGIN), body).expect("write");
         }
+        Setup::with_timeout(dir, 900).await
+    }
+
+    async fn with_timeout(dir: tempfile::TempDir, timeout_seconds: u64) -> Setup {
         let provider = DirectProvider::new(dir.path().join("data"));
-        let sandbox = provider.create(&spec()).await.expect("create");
-        Setup { dir, sandbox }
+        let sandbox = provider
+            .create(&BoxSpec {
+                timeout_seconds,
+                ..spec()
+            })
+            .await
+            .expect("create");
+        Setup {
+            dir,
+            provider,
+            sandbox,
+        }
+    }
+
+    async fn seeded(&self) -> Vec<Seeded> {
+        seed(self.sandbox.as_ref(), &self.login(), &[LOGIN], "~/.claude")
+            .await
+            .expect("seed")
+    }
+
+    async fn refresh(&self, body: &str) {
+        self.sandbox
+            .write_file("~/.claude/.credentials.json", body.as_bytes())
+            .await
+            .expect("the run refreshes its login");
+    }
+
+    fn box_gone(&self) -> bool {
+        !self.provider.box_dir(self.sandbox.id()).exists()
     }
 
     fn login(&self) -> std::path::PathBuf {
@@ -143,4 +177,129 @@ async fn a_write_back_waits_for_the_lock_and_gives_up_naming_it() {
     assert_eq!(s.shared().as_deref(), Some("v1"));
     held.unlock().expect("unlock");
     assert_eq!(s.back(&seeded).await, vec![WriteBack::Written]);
+}
+
+#[tokio::test]
+async fn the_seeds_are_recorded_beside_the_home_never_in_it() {
+    let s = Setup::new(Some("v1")).await;
+    let seeded = s.seeded().await;
+    let record = s
+        .sandbox
+        .login_record()
+        .await
+        .expect("read")
+        .expect("a record of the seeds");
+    let kept: Vec<Seeded> = serde_json::from_slice(&record).expect("json");
+    assert_eq!(kept, seeded);
+    let records = s.provider.box_dir(s.sandbox.id()).join("records");
+    assert!(records.join("logins.json").is_file());
+    let home = Path::new(s.sandbox.home());
+    assert!(!home.starts_with(&records) && !records.starts_with(home));
+    let text = String::from_utf8(record).expect("utf-8");
+    assert!(
+        !text.contains("v1"),
+        "the record holds digests, never a value"
+    );
+}
+
+#[tokio::test]
+async fn a_killed_box_gives_back_the_login_its_run_refreshed() {
+    let s = Setup::new(Some("v1")).await;
+    s.seeded().await;
+    s.refresh("v2-refreshed-then-abandoned").await;
+    s.provider.kill(s.sandbox.id()).await.expect("kill");
+    assert!(s.box_gone());
+    assert_eq!(s.shared().as_deref(), Some("v2-refreshed-then-abandoned"));
+}
+
+#[tokio::test]
+async fn an_orphan_the_reaper_removes_gives_back_its_login() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("login")).expect("mkdir");
+    std::fs::write(dir.path().join("login").join(LOGIN), "v1").expect("write");
+    // a box nothing touches for its (zero-second) timeout and where nothing runs is an orphan
+    let s = Setup::with_timeout(dir, 0).await;
+    s.seeded().await;
+    s.refresh("v2-refreshed-before-the-crash").await;
+    let reaped = s.provider.reap_orphans().await;
+    assert_eq!(reaped, vec![s.sandbox.id().to_owned()]);
+    assert!(s.box_gone());
+    assert_eq!(s.shared().as_deref(), Some("v2-refreshed-before-the-crash"));
+}
+
+#[tokio::test]
+async fn a_collected_box_killed_later_gives_back_only_what_it_refreshed_since() {
+    let s = Setup::new(Some("v1")).await;
+    s.seeded().await;
+    s.refresh("v2").await;
+    // the collection gives v2 back; the record's seed moves to v2 with it
+    give_back(s.sandbox.as_ref()).await;
+    assert_eq!(s.shared().as_deref(), Some("v2"));
+    let kept: Vec<Seeded> = serde_json::from_slice(
+        &s.sandbox
+            .login_record()
+            .await
+            .expect("read")
+            .expect("record"),
+    )
+    .expect("json");
+    assert_eq!(kept.len(), 1);
+    // an answered run refreshes again before its box is killed: v3 goes back over v2 (against
+    // the old seed it would read as another writer's refresh and be dropped)
+    s.refresh("v3").await;
+    s.provider.kill(s.sandbox.id()).await.expect("kill");
+    assert_eq!(s.shared().as_deref(), Some("v3"));
+}
+
+#[tokio::test]
+async fn a_teardown_after_the_host_refreshed_keeps_the_hosts_login() {
+    let s = Setup::new(Some("v1")).await;
+    s.seeded().await;
+    s.refresh("box-refresh").await;
+    std::fs::write(s.login().join(LOGIN), "host-refresh").expect("another seat refreshed");
+    s.provider.kill(s.sandbox.id()).await.expect("kill");
+    assert!(s.box_gone());
+    assert_eq!(s.shared().as_deref(), Some("host-refresh"));
+}
+
+#[tokio::test]
+async fn an_unusable_login_record_costs_only_the_write_back() {
+    let s = Setup::new(Some("v1")).await;
+    s.seeded().await;
+    s.refresh("v2").await;
+    // the record is made a link: it is refused where it lies, never followed
+    let records = s.provider.box_dir(s.sandbox.id()).join("records");
+    let outside = s.dir.path().join("outside.json");
+    std::fs::write(&outside, "[]").expect("write");
+    std::fs::remove_file(records.join("logins.json")).expect("rm");
+    std::os::unix::fs::symlink(&outside, records.join("logins.json")).expect("link");
+    assert!(s.sandbox.login_record().await.is_err());
+    s.provider
+        .kill(s.sandbox.id())
+        .await
+        .expect("the kill goes on");
+    assert!(s.box_gone());
+    assert_eq!(s.shared().as_deref(), Some("v1"));
+}
+
+#[tokio::test]
+async fn a_fake_box_gives_back_on_kill_as_a_local_box_does() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let login = dir.path().join("login");
+    std::fs::create_dir_all(&login).expect("mkdir");
+    std::fs::write(login.join(LOGIN), "v1").expect("write");
+    let provider = boxfleet_sandbox::FakeProvider::default();
+    let sandbox = provider.create(&spec()).await.expect("create");
+    seed(sandbox.as_ref(), &login, &[LOGIN], "~/.claude")
+        .await
+        .expect("seed");
+    sandbox
+        .write_file("~/.claude/.credentials.json", b"v2")
+        .await
+        .expect("refresh");
+    provider.kill(sandbox.id()).await.expect("kill");
+    assert_eq!(
+        std::fs::read_to_string(login.join(LOGIN)).ok().as_deref(),
+        Some("v2")
+    );
 }

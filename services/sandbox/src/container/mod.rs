@@ -769,6 +769,10 @@ impl Provider for ContainerProvider {
         let lock = self.shared.lock_of(sandbox_id);
         let guard = lock.lock().await;
         self.remove_container(&sandbox.container).await?;
+        // nothing runs in the box now: a login the run refreshed goes back before the home goes
+        if sandbox.paths.present().await? {
+            boxfleet_actors::credentials::give_back(&sandbox).await;
+        }
         self.remove_box_dir(sandbox.paths.root.clone()).await?;
         drop(guard);
         self.shared
@@ -1234,6 +1238,18 @@ impl Sandbox for ContainerSandbox {
         self.write_record(&record).await?;
         debug!(sandbox_id = %self.id, "container_sandbox_paused");
         Ok(())
+    }
+
+    async fn keep_login_record(&self, record: &[u8]) -> Result<(), BoxError> {
+        self.paths
+            .write_records_file(crate::direct::LOGINS_RECORD, record.to_vec())
+            .await
+    }
+
+    async fn login_record(&self) -> Result<Option<Vec<u8>>, BoxError> {
+        self.paths
+            .read_records_file(&self.id, crate::direct::LOGINS_RECORD)
+            .await
     }
 }
 

@@ -220,15 +220,7 @@ impl BoxPaths {
         &self,
         id: &str,
     ) -> Result<R, BoxError> {
-        self.ensure_present(id).await?;
-        let path = self.records().join("box.json");
-        let shown = path.display().to_string();
-        let records = self.records();
-        let bytes = blocking("read box record", move || {
-            read_whole(&records, &path, &shown)
-        })
-        .await?;
-        let Some(bytes) = bytes else {
+        let Some(bytes) = self.read_records_file(id, "box.json").await? else {
             return Err(BoxError::Failed(format!(
                 "box {id} has no records/box.json"
             )));
@@ -241,9 +233,36 @@ impl BoxPaths {
     pub async fn write_record<R: serde::Serialize>(&self, record: &R) -> Result<(), BoxError> {
         let bytes =
             serde_json::to_vec_pretty(record).map_err(|e| BoxError::Failed(e.to_string()))?;
-        let path = self.records().join("box.json");
-        blocking("write box record", move || {
-            write_atomic(&path, &bytes, 0o600).map_err(|e| io_failed("write records/box.json", &e))
+        self.write_records_file("box.json", bytes).await
+    }
+
+    /// A file of the box's records (`records/{name}`), read only if it is a regular file where
+    /// it lies; `None` when there is none.
+    pub async fn read_records_file(
+        &self,
+        id: &str,
+        name: &'static str,
+    ) -> Result<Option<Vec<u8>>, BoxError> {
+        self.ensure_present(id).await?;
+        let records = self.records();
+        let path = records.join(name);
+        let shown = path.display().to_string();
+        blocking("read box records", move || {
+            read_whole(&records, &path, &shown)
+        })
+        .await
+    }
+
+    /// Replaces a file of the box's records atomically (mode 0600).
+    pub async fn write_records_file(
+        &self,
+        name: &'static str,
+        bytes: Vec<u8>,
+    ) -> Result<(), BoxError> {
+        let path = self.records().join(name);
+        blocking("write box records", move || {
+            write_atomic(&path, &bytes, 0o600)
+                .map_err(|e| io_failed(&format!("write records/{name}"), &e))
         })
         .await
     }

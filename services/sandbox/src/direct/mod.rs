@@ -2,7 +2,8 @@
 //! "Local sandboxes"). Each box lives under `{data_dir}/boxes/{sandbox_id}/`: `home/` is the
 //! agent's (its `HOME`, `TMPDIR` and XDG directories point inside it), `records/` the
 //! engine's (`box.json`: created_at, timeout, keepalive stamp, pause state, the job list;
-//! `env.json`: the box's run environment, mode 0600).
+//! `env.json`: the box's run environment; `logins.json`: the logins seeded into it and the
+//! digest of each, so any teardown writes back what a run refreshed; all mode 0600).
 //!
 //! A background job is `sh -c COMMAND` started as the leader of a new session (so of a new
 //! process group), stdin null, its own stdout and stderr to `{job dir}/wrapper.log`. It is
@@ -46,6 +47,9 @@ pub use proc::{JobIdentity, Liveness, ProcStat};
 pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 /// The locale a box gets.
 pub const DEFAULT_LOCALE: &str = "C.UTF-8";
+/// The box's record of the logins seeded into it (`records/logins.json`), which every
+/// teardown reads to write back what the run refreshed.
+pub(crate) const LOGINS_RECORD: &str = "logins.json";
 /// How long a file operation on the host may take before it is answered as unreachable.
 const FILE_OP_BOUND: Duration = Duration::from_secs(60);
 /// The largest output `exec` keeps of each stream (the rest is read and dropped).
@@ -302,6 +306,8 @@ impl Provider for DirectProvider {
             }
             Err(error) => warn!(sandbox_id, %error, "local_sandbox_records_unreadable"),
         }
+        // the jobs are dead: a login the run refreshed goes back before the home goes
+        boxfleet_actors::credentials::give_back(&sandbox).await;
         let root = sandbox.paths.root.clone();
         blocking("remove box", move || match fs::remove_dir_all(&root) {
             Ok(()) => Ok(()),
@@ -726,5 +732,15 @@ impl Sandbox for DirectSandbox {
         self.write_record(&record).await?;
         debug!(sandbox_id = %self.id, "local_sandbox_paused");
         Ok(())
+    }
+
+    async fn keep_login_record(&self, record: &[u8]) -> Result<(), BoxError> {
+        self.paths
+            .write_records_file(LOGINS_RECORD, record.to_vec())
+            .await
+    }
+
+    async fn login_record(&self) -> Result<Option<Vec<u8>>, BoxError> {
+        self.paths.read_records_file(&self.id, LOGINS_RECORD).await
     }
 }
