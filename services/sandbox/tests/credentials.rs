@@ -59,6 +59,17 @@ impl Setup {
             .expect("the run refreshes its login");
     }
 
+    /// The seeds the box's records keep.
+    async fn kept(&self) -> Vec<Seeded> {
+        let record = self
+            .sandbox
+            .login_record()
+            .await
+            .expect("read the login record")
+            .expect("a login record");
+        serde_json::from_slice(&record).expect("the login record is json")
+    }
+
     fn box_gone(&self) -> bool {
         !self.provider.box_dir(self.sandbox.id()).exists()
     }
@@ -183,19 +194,12 @@ async fn a_write_back_waits_for_the_lock_and_gives_up_naming_it() {
 async fn the_seeds_are_recorded_beside_the_home_never_in_it() {
     let s = Setup::new(Some("v1")).await;
     let seeded = s.seeded().await;
-    let record = s
-        .sandbox
-        .login_record()
-        .await
-        .expect("read")
-        .expect("a record of the seeds");
-    let kept: Vec<Seeded> = serde_json::from_slice(&record).expect("json");
-    assert_eq!(kept, seeded);
+    assert_eq!(s.kept().await, seeded);
     let records = s.provider.box_dir(s.sandbox.id()).join("records");
     assert!(records.join("logins.json").is_file());
     let home = Path::new(s.sandbox.home());
     assert!(!home.starts_with(&records) && !records.starts_with(home));
-    let text = String::from_utf8(record).expect("utf-8");
+    let text = std::fs::read_to_string(records.join("logins.json")).expect("read");
     assert!(
         !text.contains("v1"),
         "the record holds digests, never a value"
@@ -230,20 +234,15 @@ async fn an_orphan_the_reaper_removes_gives_back_its_login() {
 #[tokio::test]
 async fn a_collected_box_killed_later_gives_back_only_what_it_refreshed_since() {
     let s = Setup::new(Some("v1")).await;
-    s.seeded().await;
+    let seeded = s.seeded().await;
     s.refresh("v2").await;
     // the collection gives v2 back; the record's seed moves to v2 with it
     give_back(s.sandbox.as_ref()).await;
     assert_eq!(s.shared().as_deref(), Some("v2"));
-    let kept: Vec<Seeded> = serde_json::from_slice(
-        &s.sandbox
-            .login_record()
-            .await
-            .expect("read")
-            .expect("record"),
-    )
-    .expect("json");
+    let kept = s.kept().await;
     assert_eq!(kept.len(), 1);
+    assert_ne!(kept[0].sha256, seeded[0].sha256, "the seed moved to v2");
+    assert_eq!(kept[0].in_box, seeded[0].in_box);
     // an answered run refreshes again before its box is killed: v3 goes back over v2 (against
     // the old seed it would read as another writer's refresh and be dropped)
     s.refresh("v3").await;
