@@ -495,6 +495,63 @@ async fn a_drained_node_hands_its_seats_over_and_no_mail_is_lost_or_doubled() {
     );
 }
 
+/// A graceful handoff settles what is in flight: a completion collected and resumed to the
+/// engine, which has not taken it yet when the seat is drained, is taken and settled by the
+/// old holder (the release waits for it), never reaped by the new holder as abandoned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_in_flight_when_its_seat_is_drained_settles_once_not_abandoned() {
+    let names = ["n1", "n2"];
+    // each node's first resume waits 4 s before the engine takes it
+    let fleet = Fleet::start_armed(&names, TTL, "engine-resume-slow");
+    let seat = seats_placed_on("n1", &names, 1, "inflight").remove(0);
+    let (turn, on) = launch(
+        &fleet,
+        "n2",
+        &[
+            "--seat",
+            &seat,
+            "--runner",
+            "command",
+            "--command",
+            r#"echo "Delivered: fix/in-flight" > "$BOXFLEET_REPORT""#,
+        ],
+    );
+    assert_eq!(on, "n1");
+
+    println!("--- phase: the job is done and its resume sits with n1's engine, untaken");
+    eventually(
+        &fleet,
+        "the run to be resumed",
+        Duration::from_secs(30),
+        async || (status_of(&fleet, "n2", &turn).await.as_deref() == Some("resumed")).then_some(()),
+    )
+    .await;
+
+    println!("--- phase: drain n1 while the resume is in flight");
+    let (code, out, err) = fleet.node("n2").cli(&["drain", "n1"]);
+    assert_eq!(code, 0, "{out}{err}\n{}", fleet.logs());
+    assert!(out.contains("released 1 seat"), "{out}");
+
+    eventually(
+        &fleet,
+        "the run to settle",
+        Duration::from_secs(60),
+        async || fleet.record("n2", &turn).await.is_none().then_some(()),
+    )
+    .await;
+    assert_once_each(&fleet, "n2", &turn).await;
+    let n1 = fleet.node("n1").log();
+    assert!(
+        !n1.contains("seat_released_unsettled") && !n1.contains("builtin_engine_resume_failed"),
+        "{n1}"
+    );
+    assert!(
+        fleet.boxes_on_host().is_empty(),
+        "{:?}",
+        fleet.boxes_on_host()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_cut_off_from_etcd_stops_acting_and_none_of_its_old_writes_land() {
     let etcd = boxfleet_tests::EtcdServer::shared();

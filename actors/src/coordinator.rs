@@ -611,6 +611,25 @@ impl Coordinator {
                 break;
             }
         }
+        // a resume dispatched to the engine is in flight until the engine settles it (its run
+        // stays `resumed` till then, and the engine's take and settle still act under this
+        // fence, see `in_flight_fence`): handed over before that, the new holder's recovery
+        // pass would reap it as an abandoned claim
+        loop {
+            match self.runs.list_by_seat(seat).await {
+                Ok(runs) if runs.iter().all(|r| r.record.status != Status::Resumed) => break,
+                Ok(_) => {}
+                Err(error) => {
+                    warn!(seat, %error, "seat_release_unchecked");
+                    break;
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                warn!(seat, "seat_released_unsettled");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         let _lock = self.seat_lock(seat).await;
         let released = seat::release(self.store.as_ref(), &self.keys, &fence).await;
         self.seats
@@ -753,6 +772,17 @@ impl Coordinator {
     fn known_fence(&self, seat: &str) -> Option<Fence> {
         let seats = self.seats.lock().unwrap_or_else(|p| p.into_inner());
         seats.get(seat).cloned()
+    }
+
+    /// The fence for finishing work already in flight on `seat` — an engine's take and settle
+    /// of a resume this node dispatched: the fence this node holds, even while it hands the
+    /// seat over (the release waits for such work), else [`Coordinator::seat_fence`]. New work
+    /// asks `seat_fence`, which a seat being handed over refuses.
+    async fn in_flight_fence(&self, seat: &str) -> Result<Fence, Error> {
+        match self.known_fence(seat) {
+            Some(fence) => Ok(fence),
+            None => self.seat_fence(seat).await,
+        }
     }
 
     /// The fence this node holds `seat` under, acquiring it (and running its recovery
@@ -1832,7 +1862,7 @@ impl Coordinator {
         let Some(run) = self.runs.read(turn_id).await? else {
             return Err(Error::Invalid(format!("run {turn_id} is gone")));
         };
-        let fence = self.seat_fence(&run.record.seat).await?;
+        let fence = self.in_flight_fence(&run.record.seat).await?;
         if run
             .record
             .claim
@@ -1857,7 +1887,7 @@ impl Coordinator {
         let Some(run) = self.runs.read(turn_id).await? else {
             return Err(Error::Invalid(format!("run {turn_id} is gone")));
         };
-        let fence = self.seat_fence(&run.record.seat).await?;
+        let fence = self.in_flight_fence(&run.record.seat).await?;
         let guard = EndingGuard::Claim {
             launch_id: launch_id.to_owned(),
         };

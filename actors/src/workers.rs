@@ -70,7 +70,7 @@ impl Observed {
 }
 
 /// A test failpoint named in `BOXFLEET_FAILPOINTS` (comma-separated) fires once per process.
-fn failpoint_once(name: &str) -> bool {
+pub fn failpoint_once(name: &str) -> bool {
     static FIRED: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let armed = std::env::var("BOXFLEET_FAILPOINTS")
         .map(|list| list.split(',').any(|point| point.trim() == name))

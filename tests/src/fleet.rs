@@ -31,6 +31,8 @@ pub struct Fleet {
     pub boxes: PathBuf,
     pub ttl_seconds: u64,
     pub nodes: Vec<NodeProcess>,
+    /// test failpoints every node started from here on arms (`BOXFLEET_FAILPOINTS`)
+    pub failpoints: String,
     config: PathBuf,
     cli: PathBuf,
 }
@@ -80,10 +82,22 @@ impl Fleet {
             boxes,
             ttl_seconds,
             nodes: Vec::new(),
+            failpoints: String::new(),
             config,
             cli,
             dir,
         };
+        for name in names {
+            fleet.add(name);
+        }
+        fleet
+    }
+
+    /// [`Fleet::start`] with every node arming `failpoints` (comma-separated).
+    pub fn start_armed(names: &[&str], ttl_seconds: u64, failpoints: &str) -> Fleet {
+        let mut fleet =
+            Self::start_configured(&EtcdServer::shared().client_url(), &[], ttl_seconds, "");
+        fleet.failpoints = failpoints.to_owned();
         for name in names {
             fleet.add(name);
         }
@@ -122,6 +136,7 @@ impl Fleet {
                     "BOXFLEET_LOG",
                     &std::env::var("FLEET_LOG").unwrap_or_else(|_| "info".into()),
                 ),
+                ("BOXFLEET_FAILPOINTS", &self.failpoints),
             ],
         );
         self.nodes.push(node);

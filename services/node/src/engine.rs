@@ -182,6 +182,11 @@ impl Engines {
             branch,
             ..
         } = resume;
+        // a test failpoint: the first resume of this process is slow to be taken, as an
+        // engine's can be, so a scenario can hand the seat over while the resume is in flight
+        if boxfleet_actors::workers::failpoint_once("engine-resume-slow") {
+            tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+        }
         self.coordinator.take(&turn_id, &launch_id).await?;
         match kind {
             ResumeKind::Findings => {
