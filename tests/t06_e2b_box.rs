@@ -515,3 +515,77 @@ async fn a_silent_command_is_killed_at_the_silence_bound() {
     ));
     h.provider.kill(sandbox.id()).await.expect("kill");
 }
+
+/// E2B kills a running box once its timeout passes with no keepalive: a box kept alive
+/// (`set_timeout`, what `Sandbox.SetTimeout` means) lives on past its first timeout, one left
+/// alone is gone — its job dead, every act on it `Gone`, its kill a success — and a paused box
+/// does not time out while paused.
+#[tokio::test]
+async fn a_box_left_past_its_timeout_is_gone_and_a_kept_alive_one_lives() {
+    let h = E2bHarness::new().await;
+    let timed = |timeout_seconds| boxfleet_actors::ports::BoxSpec {
+        timeout_seconds,
+        ..spec()
+    };
+    let started = Instant::now();
+    let kept = h.provider.create(&timed(3)).await.expect("create kept");
+    kept.set_timeout(Duration::from_secs(120))
+        .await
+        .expect("keepalive");
+    let parked = h.provider.create(&timed(3)).await.expect("create parked");
+    parked.pause().await.expect("pause");
+    let left = h.provider.create(&timed(1)).await.expect("create left");
+    let job = left
+        .start_background("sleep 120", NO_ENV, ".boxfleet/jobs/left")
+        .await
+        .expect("start");
+    let (pid, _) = identity(&job);
+    // the box left alone goes at its timeout; the others' first timeouts pass too
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h.standin.expired() == 0 || started.elapsed() < Duration::from_secs(4) {
+        assert!(
+            Instant::now() < deadline,
+            "the box left alone never expired"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(matches!(
+        h.provider.attach(left.id()).await,
+        Err(BoxError::Gone(_))
+    ));
+    assert!(matches!(
+        left.job_running(&job).await,
+        Err(BoxError::Gone(_))
+    ));
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "the expired box's job is dead"
+    );
+    h.provider
+        .kill(left.id())
+        .await
+        .expect("killing an expired box is success");
+
+    let alive = h.provider.attach(kept.id()).await.expect("attach kept");
+    let out = alive
+        .exec("echo still-here", NO_ENV, Duration::from_secs(5))
+        .await
+        .expect("exec");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "still-here");
+
+    // paused past its timeout, it is still there; a connect resumes it with a new timeout
+    let resumed = h
+        .provider
+        .connect(parked.id())
+        .await
+        .expect("connect parked");
+    assert_eq!(h.standin.resumes(), 1);
+    resumed
+        .exec("true", NO_ENV, Duration::from_secs(5))
+        .await
+        .expect("the resumed box answers");
+    assert_eq!(h.standin.expired(), 1, "only the box left alone expired");
+    for sandbox in [&kept, &parked] {
+        h.provider.kill(sandbox.id()).await.expect("kill");
+    }
+}

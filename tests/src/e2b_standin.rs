@@ -16,8 +16,10 @@
 //!
 //! Like E2B it checks `X-API-Key` (401 otherwise), refuses a create without `secure: true`,
 //! checks each envd call's `X-Access-Token` against the box's (401 otherwise), and answers an
-//! envd call for a paused or unknown box with the edge's 502. It does not expire boxes at
-//! their timeout; it records the timeout and counts keepalives.
+//! envd call for a paused or unknown box with the edge's 502. Like E2B it kills a running box
+//! once its timeout (from its create, its last `timeout` call or its last connect) passes with
+//! no keepalive — its processes killed, its directory and record gone, so every later call
+//! answers 404 — and never times out a paused one; it counts keepalives and expiries.
 //!
 //! Faults through the handle: [`E2bStandIn::fail_next`] (the next N requests answer 503),
 //! [`E2bStandIn::delay`] (every request waits first), [`E2bStandIn::vanish`] (a box disappears
@@ -60,8 +62,19 @@ struct BoxState {
     template: String,
     env: BTreeMap<String, String>,
     timeout: u64,
+    /// when a running box is killed unless a keepalive moves it
+    deadline: std::time::Instant,
     keepalives: u64,
     paused: bool,
+}
+
+impl BoxState {
+    /// A keepalive: the box lives `timeout` seconds from now.
+    fn keep_alive(&mut self, timeout: u64) {
+        self.timeout = timeout;
+        self.deadline = std::time::Instant::now() + Duration::from_secs(timeout);
+        self.keepalives += 1;
+    }
 }
 
 #[derive(Debug)]
@@ -71,6 +84,7 @@ struct Inner {
     fail_next: AtomicU32,
     delay_ms: AtomicU64,
     resumes: AtomicU64,
+    expired: AtomicU64,
     envd_version: Mutex<String>,
 }
 
@@ -81,6 +95,26 @@ impl Inner {
     fn get(&self, id: &str) -> Option<BoxState> {
         self.boxes().get(id).cloned()
     }
+
+    /// Kills every running box whose timeout passed with no keepalive (a paused box waits).
+    fn expire(&self) {
+        let now = std::time::Instant::now();
+        let expired: Vec<(String, BoxState)> = {
+            let mut boxes = self.boxes();
+            let ids: Vec<String> = boxes
+                .iter()
+                .filter(|(_, b)| !b.paused && b.deadline <= now)
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| boxes.remove(&id).map(|b| (id, b)))
+                .collect()
+        };
+        for (id, state) in expired {
+            self.expired.fetch_add(1, Ordering::SeqCst);
+            kill_box(&id, &state.dir);
+        }
+    }
 }
 
 /// A running stand-in; dropping it stops the server and kills every box's processes.
@@ -89,6 +123,7 @@ pub struct E2bStandIn {
     inner: Arc<Inner>,
     addr: SocketAddr,
     server: tokio::task::JoinHandle<()>,
+    reaper: tokio::task::JoinHandle<()>,
     _root: tempfile::TempDir,
 }
 
@@ -102,6 +137,7 @@ impl E2bStandIn {
             fail_next: AtomicU32::new(0),
             delay_ms: AtomicU64::new(0),
             resumes: AtomicU64::new(0),
+            expired: AtomicU64::new(0),
             envd_version: Mutex::new("0.2.4".into()),
         });
         std::fs::create_dir_all(&inner.root).expect("the boxes directory");
@@ -125,10 +161,22 @@ impl E2bStandIn {
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
+        // the timeouts run whether or not anyone calls (every call checks them too)
+        let reaper = {
+            let inner = inner.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    let inner = inner.clone();
+                    let _ = tokio::task::spawn_blocking(move || inner.expire()).await;
+                }
+            })
+        };
         E2bStandIn {
             inner,
             addr,
             server,
+            reaper,
             _root: root,
         }
     }
@@ -213,6 +261,11 @@ impl E2bStandIn {
         }
     }
 
+    /// How many boxes were killed at their timeout.
+    pub fn expired(&self) -> u64 {
+        self.inner.expired.load(Ordering::SeqCst)
+    }
+
     /// How many connects resumed a paused box.
     pub fn resumes(&self) -> u64 {
         self.inner.resumes.load(Ordering::SeqCst)
@@ -231,6 +284,7 @@ impl E2bStandIn {
 impl Drop for E2bStandIn {
     fn drop(&mut self) {
         self.server.abort();
+        self.reaper.abort();
         let boxes: Vec<(String, PathBuf)> = self
             .inner
             .boxes()
@@ -311,6 +365,10 @@ fn error(status: StatusCode, message: &str) -> Response {
 }
 
 async fn faults(State(inner): Shared, request: Request, next: Next) -> Response {
+    {
+        let inner = inner.clone();
+        let _ = tokio::task::spawn_blocking(move || inner.expire()).await;
+    }
     let delay = inner.delay_ms.load(Ordering::SeqCst);
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;
@@ -384,6 +442,8 @@ async fn create(State(inner): Shared, headers: HeaderMap, body: Bytes) -> Respon
         template: template.to_owned(),
         env,
         timeout: body["timeout"].as_u64().unwrap_or(300),
+        deadline: std::time::Instant::now()
+            + Duration::from_secs(body["timeout"].as_u64().unwrap_or(300)),
         keepalives: 1,
         paused: false,
     };
@@ -457,8 +517,7 @@ async fn connect(
         state.paused = false;
         inner.resumes.fetch_add(1, Ordering::SeqCst);
     }
-    state.timeout = timeout;
-    state.keepalives += 1;
+    state.keep_alive(timeout);
     let answer = info(&id, state, &version(&inner));
     let status = if resumed {
         StatusCode::CREATED
@@ -487,8 +546,7 @@ async fn set_timeout(
     let Some(state) = boxes.get_mut(&id) else {
         return not_found(&id);
     };
-    state.timeout = timeout;
-    state.keepalives += 1;
+    state.keep_alive(timeout);
     StatusCode::NO_CONTENT.into_response()
 }
 
