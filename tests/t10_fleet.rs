@@ -67,6 +67,26 @@ async fn status_of(fleet: &Fleet, via: &str, turn: &str) -> Option<String> {
 /// failed; returns the number of phases.
 async fn assert_once_each(fleet: &Fleet, via: &str, turn: &str) -> usize {
     let events = fleet.events_of(via, turn).await;
+    let seat = events
+        .first()
+        .and_then(|e| e["seat"].as_str())
+        .unwrap_or(turn)
+        .to_owned();
+    let failed =
+        |events: &[serde_json::Value]| events.iter().any(|e| e["type"] == "sandbox_run_failed");
+    if failed(&events) || !events.iter().any(|e| e["type"] == "agent_phase_completed") {
+        // what each node said about the turn and its seat, for the failure below
+        println!("----- the nodes on {turn} and seat {seat}:");
+        for node in &fleet.nodes {
+            for line in node.log().lines().filter(|l| {
+                l.contains(turn)
+                    || l.contains(&format!("seat={seat}"))
+                    || l.contains(&format!("\"{seat}\""))
+            }) {
+                println!("[{}] {line}", node.id);
+            }
+        }
+    }
     let mut phases: BTreeMap<String, usize> = BTreeMap::new();
     for event in events
         .iter()
