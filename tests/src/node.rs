@@ -163,7 +163,10 @@ impl NodeProcess {
             std::thread::sleep(Duration::from_millis(50));
         }
         // a graceful stop that did not end in time: said, since what it left is then reaped
-        println!("node {} did not stop within 20 s of SIGTERM: killed", self.id);
+        println!(
+            "node {} did not stop within 20 s of SIGTERM: killed",
+            self.id
+        );
         let _ = child.kill();
         let _ = child.wait();
     }
