@@ -3,6 +3,7 @@
 //! documented beside its field.
 
 pub mod company;
+pub mod paths;
 pub mod providers;
 
 use serde::Deserialize;
@@ -159,14 +160,16 @@ pub struct File {
     pub company: Option<company::Company>,
 }
 
-/// A validated node configuration.
+/// A validated node configuration. Every path in it is absolute ([`paths`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeConfig {
     pub id: String,
     pub listen: std::net::SocketAddr,
+    /// absolute
     pub data_dir: std::path::PathBuf,
     pub lease_ttl_seconds: u64,
     pub poll_interval_seconds: u64,
+    /// absolute
     pub boxes_dir: std::path::PathBuf,
     pub host: String,
     /// `None`: the listener's address (or `{host}:{port}` on an unspecified IP)
@@ -177,6 +180,9 @@ pub struct NodeConfig {
 
 /// The listener when none is configured.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7400";
+
+/// The data dir when none is configured, under the node's working directory.
+pub const DEFAULT_DATA_DIR: &str = ".boxfleet";
 
 impl File {
     /// Reads a config file; a missing or malformed file is an error naming the path.
@@ -189,8 +195,15 @@ impl File {
         Ok(serde_yaml::from_str(&text)?)
     }
 
-    /// Checks the file and fills every default.
+    /// Checks the file and fills every default; relative paths are resolved against the
+    /// process's working directory and `$HOME` ([`paths`]).
     pub fn validate(self) -> Result<NodeConfig, Error> {
+        self.validate_in(&paths::Base::of_process())
+    }
+
+    /// [`File::validate`], resolving relative paths against `base`: every path in the
+    /// [`NodeConfig`] is absolute.
+    pub fn validate_in(self, base: &paths::Base) -> Result<NodeConfig, Error> {
         let File {
             node,
             store,
@@ -199,6 +212,7 @@ impl File {
         let mut company = company.unwrap_or_default();
         let mut problems = company.expand_env(&|name| std::env::var(name).ok());
         problems.extend(company.problems());
+        problems.extend(paths::resolve_company_paths(&mut company, base));
         if !problems.is_empty() {
             return Err(Error::Many(problems));
         }
@@ -246,7 +260,14 @@ impl File {
             Some(section) => section.validate()?,
             None => StoreConfig::default(),
         };
-        let data_dir = data_dir.unwrap_or_else(|| std::path::PathBuf::from(".boxfleet"));
+        let data_dir = base.absolute(
+            "node.data_dir",
+            &data_dir.unwrap_or_else(|| std::path::PathBuf::from(DEFAULT_DATA_DIR)),
+        )?;
+        let boxes_dir = match boxes_dir {
+            Some(dir) => base.absolute("node.boxes_dir", &dir)?,
+            None => data_dir.join("boxes"),
+        };
         let advertise = advertise.filter(|a| !a.is_empty());
         if let Some(addr) = &advertise {
             let port = addr.rsplit_once(':').map(|(_, port)| port.parse::<u16>());
@@ -261,7 +282,7 @@ impl File {
         Ok(NodeConfig {
             id,
             listen,
-            boxes_dir: boxes_dir.unwrap_or_else(|| data_dir.join("boxes")),
+            boxes_dir,
             host: host
                 .filter(|h| !h.is_empty())
                 .unwrap_or_else(default_node_id),
@@ -314,6 +335,74 @@ mod file_tests {
         assert_eq!(config.listen.to_string(), DEFAULT_LISTEN);
         assert_eq!(config.store.kind, StoreKind::Embedded);
         assert_eq!(config.poll_interval_seconds, 15);
+    }
+
+    fn started_in(cwd: &str) -> paths::Base {
+        paths::Base {
+            cwd: Some(std::path::PathBuf::from(cwd)),
+            home: Some(std::path::PathBuf::from("/home/ada")),
+        }
+    }
+
+    #[test]
+    fn with_no_paths_given_the_data_and_boxes_dirs_are_absolute_under_the_start_directory() {
+        let config = File::default()
+            .validate_in(&started_in("/work/my-project"))
+            .expect("defaults are valid");
+        assert_eq!(
+            config.data_dir,
+            std::path::PathBuf::from("/work/my-project/.boxfleet")
+        );
+        assert_eq!(
+            config.boxes_dir,
+            std::path::PathBuf::from("/work/my-project/.boxfleet/boxes")
+        );
+    }
+
+    #[test]
+    fn every_relative_path_in_the_file_is_resolved_once_against_the_start_directory() {
+        let file: File = serde_yaml::from_str(
+            "node:\n  data_dir: reldata\n  boxes_dir: ./shared/boxes\n\
+             company:\n  providers:\n    llm:\n      default: { provider: claude-code, model: sonnet, login_dir: logins/claude }\n      \
+             home: { provider: claude-code, model: sonnet, login_dir: ~/.claude }\n    \
+             sandbox:\n      local: { state_dir: containers, image: busybox }\n",
+        )
+        .expect("parses");
+        let config = file.validate_in(&started_in("/srv/bf")).expect("valid");
+        assert_eq!(config.data_dir, std::path::PathBuf::from("/srv/bf/reldata"));
+        assert_eq!(
+            config.boxes_dir,
+            std::path::PathBuf::from("/srv/bf/shared/boxes")
+        );
+        let llm = &config.company.providers.llm;
+        assert_eq!(
+            llm["default"].login_dir.as_deref(),
+            Some("/srv/bf/logins/claude")
+        );
+        assert_eq!(llm["home"].login_dir.as_deref(), Some("/home/ada/.claude"));
+        let local = config
+            .company
+            .providers
+            .sandbox
+            .local
+            .as_ref()
+            .expect("local");
+        assert_eq!(local.state_dir.as_deref(), Some("/srv/bf/containers"));
+    }
+
+    #[test]
+    fn an_absolute_path_is_kept_as_written() {
+        let file: File =
+            serde_yaml::from_str("node:\n  data_dir: /var/lib/boxfleet\n").expect("parses");
+        let config = file.validate_in(&started_in("/elsewhere")).expect("valid");
+        assert_eq!(
+            config.data_dir,
+            std::path::PathBuf::from("/var/lib/boxfleet")
+        );
+        assert_eq!(
+            config.boxes_dir,
+            std::path::PathBuf::from("/var/lib/boxfleet/boxes")
+        );
     }
 
     #[test]

@@ -248,3 +248,87 @@ impl NodeProcess {
         }
     }
 }
+
+/// A `boxfleet node` started exactly as a user types it: in `cwd`, with `args` and nothing
+/// else (no `--data-dir`, no `--listen` unless `args` names them). Its log goes to `log`, which
+/// the caller keeps outside `cwd` so the project directory holds only what the node made.
+#[derive(Debug)]
+pub struct UserNode {
+    pub cwd: PathBuf,
+    pub port: u16,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+impl UserNode {
+    /// Starts the node and waits until `port` (the one `args` make it listen on, 7400 when
+    /// they name none) serves.
+    pub fn start(cwd: &Path, args: &[&str], port: u16, log: &Path) -> UserNode {
+        let stderr = std::fs::File::create(log).expect("create node log");
+        let child = Command::new(boxfleet_bin())
+            .arg("node")
+            .args(args)
+            .current_dir(cwd)
+            .env("BOXFLEET_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn boxfleet node");
+        let mut node = UserNode {
+            cwd: cwd.to_owned(),
+            port,
+            log: log.to_owned(),
+            child: Some(child),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        // the listener is bound before the banner is printed: wait for both
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
+            || !node.log().contains("listening on")
+        {
+            if let Some(Ok(Some(status))) = node.child.as_mut().map(Child::try_wait) {
+                panic!(
+                    "boxfleet node exited with {status}; its log:\n{}",
+                    node.log()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the node did not listen on {port}; log:\n{}",
+                node.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        node
+    }
+
+    /// What the node wrote to stderr so far (its banner first).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Runs the CLI against this node from the node's directory, as the same user would;
+    /// returns (exit code, stdout, stderr).
+    pub fn cli(&self, args: &[&str]) -> (i32, String, String) {
+        let output = Command::new(boxfleet_bin())
+            .args(args)
+            .current_dir(&self.cwd)
+            .env("BOXFLEET_ADDR", format!("http://127.0.0.1:{}", self.port))
+            .output()
+            .expect("run the boxfleet CLI");
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+}
+
+impl Drop for UserNode {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

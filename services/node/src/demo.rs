@@ -82,12 +82,13 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<i32> {
     let addr = format!("http://{}", node.addr);
     println!(
         "boxfleet demo: node 'demo' on {addr}, embedded store and boxes in {}",
-        data_dir.display()
+        node.config.data_dir.display()
     );
     let outcome = walk(&addr).await;
     let tree = tree_text(&addr).await;
     node.stop().await;
-    if args.keep {
+    // a data dir the caller named is never removed; only the temporary one needs keeping
+    if args.keep && args.data_dir.is_none() {
         let kept = temp.keep();
         println!("kept the data dir at {}", kept.display());
     }

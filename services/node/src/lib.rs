@@ -98,11 +98,22 @@ fn node_config(args: &cli::NodeArgs) -> anyhow::Result<boxfleet_config::NodeConf
 async fn run_node(args: cli::NodeArgs) -> anyhow::Result<i32> {
     let config = node_config(&args)?;
     let node = node::Node::start(config).await?;
+    // every path absolute, as the node uses it (a relative one was resolved at start)
+    let config_file = match &args.config {
+        Some(path) => format!(
+            ", config {}",
+            std::path::absolute(path)
+                .unwrap_or_else(|_| path.clone())
+                .display()
+        ),
+        None => String::new(),
+    };
     eprintln!(
-        "boxfleet node {} listening on {} (data in {}); Ctrl-C stops it",
+        "boxfleet node {} listening on {} (data in {}, direct boxes in {}{config_file}); Ctrl-C stops it",
         node.config.id,
         node.addr,
-        node.config.data_dir.display()
+        node.config.data_dir.display(),
+        node.config.boxes_dir.display()
     );
     node.run_until_signal().await?;
     Ok(0)

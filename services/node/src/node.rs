@@ -168,12 +168,12 @@ impl Node {
         // the coding CLIs are found on the box's PATH (`claude`, `opencode`), or where
         // BOXFLEET_CLAUDE_CLI / BOXFLEET_OPENCODE_CLI name them
         let mut claude = boxfleet_agents::ClaudeCodeRunner::new();
-        if let Ok(cli) = std::env::var("BOXFLEET_CLAUDE_CLI") {
+        if let Some(cli) = cli_override("BOXFLEET_CLAUDE_CLI")? {
             claude = claude.with_cli(cli);
         }
         runners.insert("claude-code".into(), Arc::new(claude));
         let mut opencode = boxfleet_agents::OpenCodeRunner::new();
-        if let Ok(cli) = std::env::var("BOXFLEET_OPENCODE_CLI") {
+        if let Some(cli) = cli_override("BOXFLEET_OPENCODE_CLI")? {
             opencode = opencode.with_cli(cli);
         }
         runners.insert("opencode".into(), Arc::new(opencode));
@@ -364,6 +364,20 @@ async fn wait_stopped(cell: ractor::ActorCell) {
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// A coding CLI named by `var`: a bare name is looked up on the box's `PATH`; a path with a
+/// `/` in it, if relative, is resolved now against the node's working directory (a job runs
+/// in its box's home, where the relative path would name nothing).
+fn cli_override(var: &str) -> anyhow::Result<Option<String>> {
+    let Ok(cli) = std::env::var(var) else {
+        return Ok(None);
+    };
+    if cli.is_empty() || !cli.contains('/') {
+        return Ok(Some(cli).filter(|cli| !cli.is_empty()));
+    }
+    let resolved = boxfleet_config::paths::Base::of_process().absolute_text(var, &cli)?;
+    Ok(Some(resolved))
 }
 
 /// The `container` cell from `providers.sandbox.local` (boxes under `{state_dir}` or

@@ -637,3 +637,34 @@ async fn direct_refuses_a_link_deep_in_a_path_and_makes_nothing_beyond_it() {
     ));
     h.direct.kill(sandbox.id()).await.expect("kill");
 }
+
+/// A boxes dir named with `.` and `..` in it (`/srv/project/../boxes`): the box's home is the
+/// directory it means, so the files a runner installs in it are not refused as lying outside
+/// it, and a job started there runs with that home, absolute.
+#[tokio::test]
+async fn a_boxes_dir_named_through_dot_dot_holds_working_boxes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("project")).expect("project dir");
+    let direct = DirectProvider::in_boxes_dir(dir.path().join("project/./../boxes"));
+    let sandbox = direct.create(&spec()).await.expect("create");
+    assert!(
+        !sandbox.home().contains("/.."),
+        "the home is normal: {}",
+        sandbox.home()
+    );
+    sandbox
+        .write_file(".boxfleet/bin/tool", b"#!/bin/sh\n")
+        .await
+        .expect("a file in the home is the home's");
+    let out = sandbox
+        .exec(r#"printf '%s' "$HOME""#, NO_ENV, Duration::from_secs(10))
+        .await
+        .expect("exec");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), sandbox.home());
+    assert!(
+        PathBuf::from(sandbox.home()).starts_with(dir.path().join("boxes")),
+        "{}",
+        sandbox.home()
+    );
+    direct.kill(sandbox.id()).await.expect("kill");
+}

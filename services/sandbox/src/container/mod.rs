@@ -276,11 +276,17 @@ enum State {
 }
 
 impl ContainerProvider {
+    /// A relative `state_dir` is made absolute against the working directory now: the
+    /// runtime reads a relative `-v` source as a volume's name, not a directory.
     pub fn new(config: ContainerConfig) -> Self {
         let cli_env = runtime_environment(&config.runtime_env);
+        let state_dir = std::path::absolute(&config.state_dir)
+            .ok()
+            .and_then(|absolute| files::normalise(&absolute))
+            .unwrap_or_else(|| config.state_dir.clone());
         ContainerProvider {
             shared: Arc::new(Shared {
-                boxes: config.state_dir.join("boxes"),
+                boxes: state_dir.join("boxes"),
                 config,
                 cli_env,
                 probe: Mutex::new(None),

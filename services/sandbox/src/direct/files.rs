@@ -41,7 +41,7 @@ fn failed(what: &str, path: &str, error: &io::Error) -> BoxError {
 }
 
 /// Lexically normalises `path` (no `.`, no `..`), refusing one that climbs above `/`.
-fn normalise(path: &Path) -> Option<PathBuf> {
+pub(crate) fn normalise(path: &Path) -> Option<PathBuf> {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {

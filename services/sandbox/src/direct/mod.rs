@@ -143,11 +143,20 @@ impl DirectProvider {
     }
 
     /// Boxes under `{boxes}/{sandbox_id}`: nodes on one host that name the same directory
-    /// share their boxes.
+    /// share their boxes. A relative `boxes` is made absolute against the working directory
+    /// now, and `..` taken out: a job runs in its box's home, so a relative home handed to it
+    /// as `HOME` would name a directory inside itself, and a box's file checks compare
+    /// lexically normal paths. (The node hands over a path already resolved; this keeps any
+    /// other caller from the same trap.)
     pub fn in_boxes_dir(boxes: impl Into<PathBuf>) -> Self {
+        let boxes = boxes.into();
+        let boxes = std::path::absolute(&boxes)
+            .ok()
+            .and_then(|absolute| files::normalise(&absolute))
+            .unwrap_or(boxes);
         DirectProvider {
             shared: Arc::new(Shared {
-                boxes: boxes.into(),
+                boxes,
                 path: DEFAULT_PATH.to_owned(),
                 locks: StdMutex::new(HashMap::new()),
             }),
