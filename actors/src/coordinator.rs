@@ -13,6 +13,7 @@ use std::time::Duration;
 use boxfleet_cluster::events::{self, Event};
 use boxfleet_cluster::inbox::{Delivery, Enqueued, Inbox, Message};
 use boxfleet_cluster::keys::check_id;
+use boxfleet_cluster::phase::{FailureReason, PhaseRecord};
 use boxfleet_cluster::record::{
     Answer, ClaimKind, EndingReason, Question, RunRecord, Status, Usage,
 };
@@ -1519,7 +1520,7 @@ impl Coordinator {
             }
             _ => None,
         };
-        let receipt = crate::receipt::ModelReceipt::new(
+        let receipt = boxfleet_cluster::phase::ModelReceipt::new(
             job.model.as_deref(),
             collected.effective_model.as_deref(),
             collected.model_source.as_deref(),
@@ -1534,11 +1535,11 @@ impl Coordinator {
         let failed = (!collected.succeeded() || mismatch_fails) && collected.question.is_none();
         let failed = failed || backstop.is_some();
         let reason = if backstop.is_some() {
-            Some("backstop")
+            Some(FailureReason::Backstop)
         } else if mismatch_fails {
-            Some("model_mismatch")
+            Some(FailureReason::ModelMismatch)
         } else if !collected.read_errors.is_empty() {
-            Some("collect_incomplete")
+            Some(FailureReason::CollectIncomplete)
         } else {
             None
         };
@@ -1566,35 +1567,35 @@ impl Coordinator {
         } else {
             String::new()
         };
-        let phase = serde_json::json!({
-            "turn_id": turn_id,
-            "iteration": run.iteration,
-            "launch_id": launch_id,
-            "started_at": run.created_at.to_rfc3339(),
-            "duration_ms": (Utc::now() - run.created_at).num_milliseconds().max(0),
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "total_tokens": usage.input_tokens + usage.output_tokens,
-            "cache_read_tokens": usage.cache_read_tokens,
-            "cache_write_tokens": usage.cache_write_tokens,
-            "cost_usd": usage.cost_micros as f64 / 1e6,
-            "model": receipt,
-            "coding_agent": run.coding_agent,
-            "sandbox_id": sandbox_id,
-            "response": cut(&collected.report, MAX_REPORT_BYTES),
-            "delivered_refs": collected.delivered_refs,
-            "activity_transcript": collected.transcript,
-            "failed": failed,
-            "reason": reason.filter(|_| failed),
-            "error": cut(&boxfleet_redact::redact(&error_text), MAX_REPORT_BYTES),
-            "exit_code": collected.exit_code,
-            "notes": collected.question.as_ref().map(|q| q.question.clone()),
-            "work_item": run.work_item,
-            "conversation_key": run.conversation_key,
-        });
+        let phase = PhaseRecord {
+            turn_id: turn_id.clone(),
+            iteration: run.iteration,
+            launch_id: launch_id.clone(),
+            started_at: Some(run.created_at),
+            duration_ms: (Utc::now() - run.created_at).num_milliseconds().max(0),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            total_tokens: usage.input_tokens + usage.output_tokens,
+            cache_read_tokens: usage.cache_read_tokens,
+            cache_write_tokens: usage.cache_write_tokens,
+            cost_usd: usage.cost_micros as f64 / 1e6,
+            model: receipt,
+            coding_agent: run.coding_agent.clone(),
+            sandbox_id: sandbox_id.clone(),
+            response: cut(&collected.report, MAX_REPORT_BYTES),
+            delivered_refs: collected.delivered_refs.clone(),
+            activity_transcript: collected.transcript.clone(),
+            failed,
+            reason: reason.filter(|_| failed),
+            error: cut(&boxfleet_redact::redact(&error_text), MAX_REPORT_BYTES),
+            exit_code: collected.exit_code,
+            notes: collected.question.as_ref().map(|q| q.question.clone()),
+            work_item: run.work_item.clone(),
+            conversation_key: run.conversation_key.clone(),
+        };
         let publish = Transition::PublishPhase {
             launch_id: launch_id.clone(),
-            phase,
+            phase: phase.to_value(),
         };
         match self.runs.apply(fence, turn_id, publish).await {
             Ok(_) | Err(RunError::Refused(Refusal::AlreadyDone)) => {}

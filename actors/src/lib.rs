@@ -8,7 +8,6 @@ pub mod boxes;
 pub mod coordinator;
 pub mod credentials;
 pub mod ports;
-pub mod receipt;
 pub mod run;
 pub mod seat;
 pub mod supervisor;

@@ -3,6 +3,7 @@
 //! - [`store`]: the [`Store`] trait, the etcd and embedded implementations, failpoints.
 //! - [`keys`]: the whole key schema, in one file.
 //! - [`record`]: the run record, a JSON document that keeps the keys it cannot read.
+//! - [`phase`]: the phase record a job's collection publishes, and its model receipt.
 //! - [`transition`]: the run state machine's decisions, without I/O.
 //! - [`runs`]: every transition of a run as one fenced txn.
 //! - [`seat`]: seat leases (epoch = the holder key's create_revision) and node sessions.
@@ -20,6 +21,7 @@ pub mod inbox;
 pub mod keys;
 pub mod ledger;
 pub mod ops;
+pub mod phase;
 pub mod placement;
 pub mod record;
 pub mod retention;

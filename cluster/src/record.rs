@@ -239,15 +239,7 @@ pub struct Charged {
     pub cost_micros: u64,
 }
 
-/// The model receipt (DESIGN §11): what was asked for and what ran.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ModelReceipt {
-    pub requested: Option<String>,
-    pub effective: Option<String>,
-    pub source: String,
-    /// known | unknown | mismatch
-    pub status: String,
-}
+pub use crate::phase::ModelReceipt;
 
 /// Token usage carried by a parked run until its resume charges it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,22 +3,24 @@
 //! ran is read from the agent CLI's own output; the two are compared here, and a mismatch is
 //! never recorded as `known`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What the receipt concludes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum ReceiptStatus {
     /// the CLI named the model that ran, and it is the one asked for (or none was asked)
     Known,
     /// the CLI's output named no model
+    #[default]
     Unknown,
     /// the CLI ran another model than the one asked for
     Mismatch,
 }
 
 /// `model: {requested, effective, source, status}` on the phase record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct ModelReceipt {
     pub requested: Option<String>,
     pub effective: Option<String>,
