@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use boxfleet_cluster::record::{RunRecord, Status};
+use boxfleet_cluster::runs::Runs;
 use boxfleet_cluster::store::WatchEvent;
+use boxfleet_cluster::{Keys, Store};
 use futures::StreamExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::warn;
-
-use crate::coordinator::Coordinator;
 
 /// How often the board re-reads the whole record (livestate.ReconcileInterval).
 pub const RECONCILE: Duration = Duration::from_secs(30);
@@ -36,9 +36,17 @@ pub enum BoardMsg {
 #[derive(Debug)]
 pub struct Board;
 
+/// What the board reads: the run records and the events outbox.
+#[derive(Debug, Clone)]
+pub struct BoardArgs {
+    pub runs: Runs,
+    pub store: Arc<dyn Store>,
+    pub keys: Keys,
+}
+
 #[derive(Debug)]
 pub struct BoardState {
-    coordinator: Arc<Coordinator>,
+    records: Runs,
     runs: BTreeMap<String, RunRecord>,
     watch: tokio::task::JoinHandle<()>,
     /// when the record was last read whole
@@ -55,19 +63,23 @@ fn listed(record: &RunRecord) -> bool {
 impl Actor for Board {
     type Msg = BoardMsg;
     type State = BoardState;
-    type Arguments = Arc<Coordinator>;
+    type Arguments = BoardArgs;
 
     async fn pre_start(
         &self,
         myself: ActorRef<Self::Msg>,
-        coordinator: Arc<Coordinator>,
+        args: BoardArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         // the watch keeps itself alive: a broken watch (the store unreachable, a node cut
         // off) is re-opened after a pause, with a reconcile for what it missed; the board
         // never fails for the store, so a node cut off from it keeps serving what it knows
-        let watch = tokio::spawn(watch_events(coordinator.clone(), myself.clone()));
+        let watch = tokio::spawn(watch_events(
+            args.store.clone(),
+            args.keys.clone(),
+            myself.clone(),
+        ));
         let state = BoardState {
-            coordinator,
+            records: args.runs,
             runs: BTreeMap::new(),
             watch,
             // never read yet: the first ask reads it whole
@@ -119,7 +131,7 @@ impl Actor for Board {
                     .collect();
                 let _ = reply.send(rows);
             }
-            BoardMsg::Touched(turn_id) => match state.coordinator.runs.read(&turn_id).await {
+            BoardMsg::Touched(turn_id) => match state.records.read(&turn_id).await {
                 Ok(Some(run)) if listed(&run.record) => {
                     state.runs.insert(turn_id, run.record);
                 }
@@ -139,15 +151,12 @@ impl Actor for Board {
 }
 
 /// Feeds the board the turns the events name, re-opening the watch whenever it breaks.
-async fn watch_events(coordinator: Arc<Coordinator>, feed: ActorRef<BoardMsg>) {
+async fn watch_events(store: Arc<dyn Store>, keys: Keys, feed: ActorRef<BoardMsg>) {
     let mut pause = Duration::from_millis(250);
     loop {
         let opened = async {
-            let from = boxfleet_cluster::StoreExt::revision(coordinator.store.as_ref()).await? + 1;
-            coordinator
-                .store
-                .watch(&coordinator.keys.events(), from)
-                .await
+            let from = boxfleet_cluster::StoreExt::revision(store.as_ref()).await? + 1;
+            store.watch(&keys.events(), from).await
         };
         match opened.await {
             Ok(mut events) => {
@@ -179,7 +188,7 @@ async fn watch_events(coordinator: Arc<Coordinator>, feed: ActorRef<BoardMsg>) {
 impl BoardState {
     /// What the record holds replaces what the events built.
     async fn reconcile(&mut self) -> Result<(), boxfleet_cluster::Error> {
-        let runs = self.coordinator.runs.list().await?;
+        let runs = self.records.list().await?;
         self.runs = runs
             .into_iter()
             .map(|run| run.record)

@@ -85,14 +85,16 @@ impl Actor for BoxActor {
             }
             BoxMsg::Do(op, reply) => {
                 state.last_used = Instant::now();
-                let result = tokio::time::timeout(OP_BOUND, run(&state.args, op))
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(BoxError::Unreachable(format!(
-                            "{op:?} on box {} did not answer within {OP_BOUND:?}",
-                            state.args.sandbox_id
-                        )))
-                    });
+                let args = &state.args;
+                let result =
+                    tokio::time::timeout(OP_BOUND, run(&args.provider, &args.sandbox_id, op))
+                        .await
+                        .unwrap_or_else(|_| {
+                            Err(BoxError::Unreachable(format!(
+                                "{op:?} on box {} did not answer within {OP_BOUND:?}",
+                                state.args.sandbox_id
+                            )))
+                        });
                 let gone = op == BoxOp::Kill && result.is_ok();
                 let _ = reply.send(result);
                 if gone {
@@ -104,17 +106,16 @@ impl Actor for BoxActor {
     }
 }
 
-/// Performs one operation against the provider.
-pub async fn run(args: &BoxArgs, op: BoxOp) -> BoxReply {
-    let id = &args.sandbox_id;
+/// Performs one operation on box `id` against its provider.
+pub async fn run(provider: &Arc<dyn Provider>, id: &str, op: BoxOp) -> BoxReply {
     match op {
-        BoxOp::Attach => args.provider.attach(id).await.map(Some),
-        BoxOp::Connect => args.provider.connect(id).await.map(Some),
+        BoxOp::Attach => provider.attach(id).await.map(Some),
+        BoxOp::Connect => provider.connect(id).await.map(Some),
         BoxOp::Pause => {
-            let sandbox = args.provider.attach(id).await?;
+            let sandbox = provider.attach(id).await?;
             sandbox.pause().await?;
             Ok(None)
         }
-        BoxOp::Kill => args.provider.kill(id).await.map(|()| None),
+        BoxOp::Kill => provider.kill(id).await.map(|()| None),
     }
 }

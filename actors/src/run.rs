@@ -1,6 +1,7 @@
 //! `Run{turn}`: the actor that drives one run's retries on this node, under the node's `runs`
-//! supervisor: an answer's resume after a failure (on the spec's spacing), and an ending that
-//! could not be finished (kept with its terms, finished once the store takes it). Every step
+//! supervisor: an answer's resume after a failure (on the spacing `lifecycle::answer` decides),
+//! and an ending that could not be finished (kept
+//! with its terms, finished once the store takes it). Every step
 //! re-reads the run's record, so a restart simply picks the run up again; a run that needs
 //! nothing more from this node (settled, parked, or moved to another holder) stops its actor.
 
@@ -11,7 +12,7 @@ use boxfleet_cluster::record::Status;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tracing::warn;
 
-use crate::coordinator::Coordinator;
+use crate::lifecycle::Coordinator;
 
 /// How soon a kept ending is tried again.
 pub const ENDING_RETRY: Duration = Duration::from_secs(30);

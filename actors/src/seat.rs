@@ -1,7 +1,7 @@
 //! `Seat{handle}`: one actor per seat this node holds, under the node's `seats` supervisor.
 //!
-//! The seat's work (launches, the inbox, answers) is serialized by the coordinator on its
-//! holder; the actor is the seat's place in the tree. It pumps the seat's inbox when told, and
+//! The seat's work (launches, the inbox, answers) is serialized by the lifecycle's per-seat
+//! locks on its holder; the actor is the seat's place in the tree. It pumps the seat's inbox when told, and
 //! a restart re-runs the seat's recovery pass, so a seat actor that failed reads its truth
 //! again from the store.
 
@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tracing::info;
 
-use crate::coordinator::Coordinator;
+use crate::lifecycle::Coordinator;
 
 /// A seat held by this node.
 #[derive(Debug)]

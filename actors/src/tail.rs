@@ -13,12 +13,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use boxfleet_cluster::record::RunRecord;
 use boxfleet_redact::Stream;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::time::Instant;
-
-use crate::coordinator::Coordinator;
 
 /// A reading is reused this long (sandbox.LiveReuse).
 pub const REUSE: Duration = Duration::from_secs(2);
@@ -32,6 +31,13 @@ pub const WINDOW: usize = 1024 * 1024;
 pub const RESET: usize = 256 * 1024;
 /// One box read's bound.
 pub const READ_BOUND: Duration = Duration::from_secs(5);
+
+/// Where a reading's bytes come from: a job's output from an offset (the node's box access).
+#[async_trait]
+pub trait JobOutput: Send + Sync + std::fmt::Debug {
+    /// The output of `run`'s job written at or after `from`.
+    async fn follow(&self, run: &RunRecord, from: u64) -> Result<crate::ports::Followed, String>;
+}
 
 /// What a viewer is sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,7 +134,7 @@ pub struct TailOwner;
 
 #[derive(Debug)]
 pub struct TailState {
-    coordinator: Arc<Coordinator>,
+    output: Arc<dyn JobOutput>,
     readings: HashMap<String, Reading>,
     next_epoch: u64,
 }
@@ -149,16 +155,16 @@ fn last_lines(text: &str, max: usize) -> (&str, usize) {
 impl Actor for TailOwner {
     type Msg = TailMsg;
     type State = TailState;
-    type Arguments = Arc<Coordinator>;
+    type Arguments = Arc<dyn JobOutput>;
 
     async fn pre_start(
         &self,
         myself: ActorRef<Self::Msg>,
-        coordinator: Arc<Coordinator>,
+        output: Arc<dyn JobOutput>,
     ) -> Result<Self::State, ActorProcessingErr> {
         myself.send_interval(SWEEP, || TailMsg::Sweep);
         Ok(TailState {
-            coordinator,
+            output,
             readings: HashMap::new(),
             next_epoch: u64::from(std::process::id()) << 20,
         })
@@ -208,7 +214,7 @@ impl TailState {
         reading.asked_at = now;
         let mut stale_ms = None;
         if reading.read_at.elapsed() >= REUSE {
-            match tokio::time::timeout(READ_BOUND, self.coordinator.follow(record, reading.raw_end))
+            match tokio::time::timeout(READ_BOUND, self.output.follow(record, reading.raw_end))
                 .await
             {
                 Ok(Ok(followed)) => {
@@ -225,7 +231,7 @@ impl TailState {
                     reading.take(&followed.text, followed.end);
                     reading.read_at = Instant::now();
                 }
-                Ok(Err(error)) => return Err(error.to_string()),
+                Ok(Err(error)) => return Err(error),
                 Err(_) => stale_ms = Some(reading.read_at.elapsed().as_millis() as u64),
             }
         }

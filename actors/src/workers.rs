@@ -15,13 +15,12 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use boxfleet_cluster::record::Status;
-use boxfleet_cluster::transition::Transition;
+use boxfleet_cluster::record::{RunRecord, Status};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::Semaphore;
 use tracing::{info, warn};
 
-use crate::coordinator::Coordinator;
+use crate::lifecycle::Coordinator;
 
 /// Polls in flight at once across the node (sandbox.MaxConcurrentPolls).
 pub const MAX_CONCURRENT_POLLS: usize = 16;
@@ -258,33 +257,7 @@ impl Actor for Waiter {
             panic!("failpoint waiter-panic-once");
         }
         let coordinator = state.args.coordinator.clone();
-        // the poll duty: one node at a time polls the fleet's remote boxes; a local box is
-        // polled by the node on its host that holds the seat, duty or not
-        let holder = boxfleet_cluster::seat::Holder {
-            node: coordinator.node.clone(),
-            incarnation: coordinator.incarnation.clone(),
-        };
-        let duty_ttl = (state.args.interval.as_secs() as i64 * 3).max(5);
-        match boxfleet_cluster::duty::claim_waiter(
-            coordinator.store.as_ref(),
-            &coordinator.keys,
-            &holder,
-            state.duty,
-            duty_ttl,
-        )
-        .await
-        {
-            Ok(boxfleet_cluster::duty::Duty::Mine { lease, .. }) => state.duty = Some(lease),
-            Ok(boxfleet_cluster::duty::Duty::Peer(peer)) => {
-                if state.duty.take().is_some() {
-                    info!(peer = %peer.node, "waiter_duty_moved");
-                }
-            }
-            Err(error) => {
-                warn!(%error, "waiter_duty_claim_failed");
-                state.args.errors.record("waiter", &error.to_string());
-            }
-        }
+        state.claim_poll_duty().await;
         let held: HashSet<String> = coordinator
             .held_seats()
             .into_iter()
@@ -311,7 +284,7 @@ impl Actor for Waiter {
             // a remote box is reachable from every node: the duty holder polls it for the
             // fleet (and the seat's holder once, right after it acquires the seat); a local
             // box is polled by the node on its host that holds the seat
-            let remote = coordinator.is_remote(&record);
+            let remote = coordinator.access.is_remote(&record);
             let polls = if remote {
                 duty || (held_here && fresh.contains(&record.seat))
             } else {
@@ -337,68 +310,120 @@ impl Actor for Waiter {
             if record.status != Status::Running || !polls {
                 continue;
             }
-            if !state
-                .polling
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(record.turn_id.clone())
-            {
-                continue;
-            }
-            let coordinator = coordinator.clone();
-            let slots = state.slots.clone();
-            let polling = state.polling.clone();
-            let errors = state.args.errors.clone();
-            let collectors = state.args.collectors.clone();
-            let last_polled = state.last_polled.clone();
-            tokio::spawn(async move {
-                let turn_id = record.turn_id.clone();
-                if let Ok(_slot) = slots.acquire().await {
-                    match tokio::time::timeout(POLL_BOUND, coordinator.poll(&record)).await {
-                        Ok(Ok(Some(_))) if !held_here => {
-                            // the duty found it; the seat's holder collects it
-                            info!(turn_id, launch_id = %record.launch_id, "sandbox_run_completed");
-                            if let Err(error) = coordinator
-                                .completed_elsewhere(&record.seat, &turn_id, &record.launch_id)
-                                .await
-                            {
-                                warn!(turn_id, %error, "sandbox_completion_not_forwarded");
-                                errors.record("waiter", &error);
-                            }
-                        }
-                        Ok(Ok(Some(_))) => {
-                            info!(turn_id, launch_id = %record.launch_id, "sandbox_run_completed");
-                            match ActorRef::<CollectMsg>::where_is(collectors) {
-                                Some(collectors) => {
-                                    let _ = collectors.cast(CollectMsg::Collect {
-                                        turn_id: turn_id.clone(),
-                                        launch_id: record.launch_id.clone(),
-                                    });
-                                }
-                                None => warn!(turn_id, "collectors_not_running"),
-                            }
-                        }
-                        Ok(Ok(None)) => {}
-                        Ok(Err(error)) => {
-                            warn!(turn_id, %error, "sandbox_poll_failed");
-                            errors.record("waiter", &error.to_string());
-                        }
-                        Err(_) => warn!(turn_id, "sandbox_poll_timed_out"),
-                    }
-                }
-                last_polled
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(turn_id.clone(), tokio::time::Instant::now());
-                let in_flight = {
-                    let mut polling = polling.lock().unwrap_or_else(|p| p.into_inner());
-                    polling.remove(&turn_id);
-                    polling.len() as u64
-                };
-                errors.set_depth("waiter", in_flight);
-            });
+            state.spawn_poll(record, held_here);
         }
         Ok(())
+    }
+}
+
+impl WaiterState {
+    /// The poll duty: one node at a time polls the fleet's remote boxes (a local box is polled
+    /// by the node on its host that holds the seat, duty or not). Claimed or renewed each tick.
+    async fn claim_poll_duty(&mut self) {
+        let coordinator = &self.args.coordinator;
+        let holder = boxfleet_cluster::seat::Holder {
+            node: coordinator.node.clone(),
+            incarnation: coordinator.incarnation.clone(),
+        };
+        let duty_ttl = (self.args.interval.as_secs() as i64 * 3).max(5);
+        match boxfleet_cluster::duty::claim_waiter(
+            coordinator.store.as_ref(),
+            &coordinator.keys,
+            &holder,
+            self.duty,
+            duty_ttl,
+        )
+        .await
+        {
+            Ok(boxfleet_cluster::duty::Duty::Mine { lease, .. }) => self.duty = Some(lease),
+            Ok(boxfleet_cluster::duty::Duty::Peer(peer)) => {
+                if self.duty.take().is_some() {
+                    info!(peer = %peer.node, "waiter_duty_moved");
+                }
+            }
+            Err(error) => {
+                warn!(%error, "waiter_duty_claim_failed");
+                self.args.errors.record("waiter", &error.to_string());
+            }
+        }
+    }
+
+    /// Polls one running run in the background, in a poll slot, unless it is being polled.
+    fn spawn_poll(&self, record: RunRecord, held_here: bool) {
+        if !self
+            .polling
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(record.turn_id.clone())
+        {
+            return;
+        }
+        let coordinator = self.args.coordinator.clone();
+        let slots = self.slots.clone();
+        let polling = self.polling.clone();
+        let errors = self.args.errors.clone();
+        let collectors = self.args.collectors.clone();
+        let last_polled = self.last_polled.clone();
+        tokio::spawn(async move {
+            let turn_id = record.turn_id.clone();
+            if let Ok(_slot) = slots.acquire().await {
+                let polled =
+                    tokio::time::timeout(POLL_BOUND, coordinator.access.poll(&record)).await;
+                match polled {
+                    Ok(Ok(Some(_))) => {
+                        info!(turn_id, launch_id = %record.launch_id, "sandbox_run_completed");
+                        completed(&coordinator, &record, held_here, &collectors, &errors).await;
+                    }
+                    Ok(Ok(None)) => {}
+                    Ok(Err(error)) => {
+                        warn!(turn_id, %error, "sandbox_poll_failed");
+                        errors.record("waiter", &error.to_string());
+                    }
+                    Err(_) => warn!(turn_id, "sandbox_poll_timed_out"),
+                }
+            }
+            last_polled
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(turn_id.clone(), tokio::time::Instant::now());
+            let in_flight = {
+                let mut polling = polling.lock().unwrap_or_else(|p| p.into_inner());
+                polling.remove(&turn_id);
+                polling.len() as u64
+            };
+            errors.set_depth("waiter", in_flight);
+        });
+    }
+}
+
+/// A polled job is done: collected here when this node holds its seat, else (the duty found
+/// a remote box's job done) the seat's holder is told, and collects it.
+async fn completed(
+    coordinator: &Coordinator,
+    record: &RunRecord,
+    held_here: bool,
+    collectors: &str,
+    errors: &Observed,
+) {
+    let turn_id = &record.turn_id;
+    if !held_here {
+        if let Err(error) = coordinator
+            .completed_elsewhere(&record.seat, turn_id, &record.launch_id)
+            .await
+        {
+            warn!(turn_id, %error, "sandbox_completion_not_forwarded");
+            errors.record("waiter", &error);
+        }
+        return;
+    }
+    match ActorRef::<CollectMsg>::where_is(collectors) {
+        Some(collectors) => {
+            let _ = collectors.cast(CollectMsg::Collect {
+                turn_id: turn_id.clone(),
+                launch_id: record.launch_id.clone(),
+            });
+        }
+        None => warn!(turn_id, "collectors_not_running"),
     }
 }
 
@@ -487,17 +512,9 @@ impl Actor for Collectors {
                         "collectors",
                         "a collection panicked; its claim was handed back",
                     );
-                    if let Ok(fence) = args.coordinator.seat_fence_of_run(&turn_id).await {
-                        let hand_back = Transition::HandBackClaim {
-                            launch_id: launch_id.clone(),
-                            collect_failed: true,
-                        };
-                        let _ = args
-                            .coordinator
-                            .runs
-                            .apply(&fence, &turn_id, hand_back)
-                            .await;
-                    }
+                    args.coordinator
+                        .hand_back_panicked_collection(&turn_id, &launch_id)
+                        .await;
                 }
                 Err(_) => {}
             }

@@ -9,8 +9,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use boxfleet_actors::coordinator::{
-    Coordinator, EngineDown, LaunchOutcome, LaunchRequest, RefusalClass, Resume, ResumeKind, Settle,
+use boxfleet_actors::lifecycle::{
+    self, Coordinator, EngineDown, LaunchOutcome, LaunchRequest, RefusalClass, Resume, ResumeKind,
+    Settle,
 };
 use boxfleet_cluster::events::{self, Event};
 use boxfleet_cluster::retention::Retention;
@@ -168,7 +169,7 @@ impl Engines {
         }
     }
 
-    async fn resume(&self, resume: Resume) -> Result<(), boxfleet_actors::coordinator::Error> {
+    async fn resume(&self, resume: Resume) -> Result<(), lifecycle::Error> {
         let Resume {
             turn_id,
             launch_id,
@@ -257,14 +258,14 @@ impl Engines {
     }
 }
 
-/// Routes the coordinator's work to the attached engine, or the built-in one.
+/// Routes the lifecycle's work to the attached engine, or the built-in one.
 #[derive(Debug)]
 pub struct Router;
 
 #[derive(Debug, Clone)]
 pub struct RouterArgs {
     pub engines: Arc<Engines>,
-    /// the coordinator's work queue; it outlives a router restart
+    /// the lifecycle's work queue; it outlives a router restart
     pub receiver: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<EngineDown>>>,
     /// where the queue's depth is shown
     pub observed: Arc<boxfleet_actors::workers::Observed>,

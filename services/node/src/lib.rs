@@ -2,13 +2,15 @@
 //! (`src/main.rs`) only calls [`main`]; the scenario tests build the same entry point into
 //! their own binary, so `cargo test` compiles it once, with the features the tests resolve.
 
+mod cells;
 mod cli;
 mod client;
 mod demo;
 mod engine;
-mod fleet;
+mod fleet_link;
 mod grpc;
 mod node;
+mod routing;
 
 use clap::Parser as _;
 

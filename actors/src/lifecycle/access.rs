@@ -1,0 +1,222 @@
+//! Reaching a run's box and job: the node's sandbox providers (by cell) and runners (by name),
+//! box operations in order through the box's actor, whether a box is reachable from this
+//! host, the completion poll (with the engine-side backstop), and following a job's output for
+//! the live tail.
+//!
+//! Nothing here writes the run record; the lifecycle's steps do, around these reads.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use boxfleet_cluster::record::RunRecord;
+use chrono::Utc;
+use tracing::warn;
+
+use super::error::Error;
+use super::follow_ups::FollowUps;
+use super::job::StoredJob;
+use crate::boxes::BoxOp;
+use crate::ports::{BoxError, Followed, JobState, Provider, Runner, Sandbox};
+
+/// How long a box lives without a keepalive (`default_timeout_seconds`).
+pub const DEFAULT_BOX_TIMEOUT: Duration = Duration::from_secs(900);
+
+/// How long past a check's in-box deadline (and its kill grace) the engine waits before its
+/// own backstop ends the job. The two clocks are distinct: neither is shortened to fit the
+/// other, and their outcomes are reported differently.
+pub const BACKSTOP_MARGIN: Duration = Duration::from_secs(120);
+
+/// The file in a job's directory that says the engine's backstop, not the job, ended it.
+pub(crate) const BACKSTOP_FILE: &str = "backstop";
+
+/// The node's ways into boxes and jobs.
+#[derive(Debug)]
+pub struct Access {
+    /// the node's id, for the errors that name it
+    node: String,
+    /// the host this node runs on (nodes on one host share its local boxes)
+    pub host: String,
+    providers: BTreeMap<String, Arc<dyn Provider>>,
+    runners: BTreeMap<String, Arc<dyn Runner>>,
+    /// the cell a record that names none ran in
+    default_cell: String,
+    /// how long a box lives between keepalives
+    pub box_timeout: Duration,
+    /// box operations go through the box's actor, in order
+    follow_ups: Arc<dyn FollowUps>,
+}
+
+impl Access {
+    pub(crate) fn new(
+        node: String,
+        host: String,
+        providers: BTreeMap<String, Arc<dyn Provider>>,
+        runners: BTreeMap<String, Arc<dyn Runner>>,
+        default_cell: String,
+        follow_ups: Arc<dyn FollowUps>,
+    ) -> Self {
+        Access {
+            node,
+            host,
+            providers,
+            runners,
+            default_cell,
+            box_timeout: DEFAULT_BOX_TIMEOUT,
+            follow_ups,
+        }
+    }
+
+    /// The provider of `cell`.
+    pub fn provider(&self, cell: &str) -> Result<&Arc<dyn Provider>, Error> {
+        self.providers.get(cell).ok_or_else(|| {
+            Error::BadRequest(format!("no sandbox cell {cell:?} on node {}", self.node))
+        })
+    }
+
+    /// The cell a run's box lives in.
+    pub fn cell_of(&self, run: &RunRecord) -> String {
+        run.placement
+            .clone()
+            .unwrap_or_else(|| self.default_cell.clone())
+    }
+
+    /// The provider of the cell a run's box lives in.
+    pub fn provider_of(&self, run: &RunRecord) -> Result<&Arc<dyn Provider>, Error> {
+        self.provider(run.placement.as_deref().unwrap_or(&self.default_cell))
+    }
+
+    /// The runner `name`.
+    pub fn runner(&self, name: &str) -> Result<&Arc<dyn Runner>, Error> {
+        self.runners.get(name).ok_or_else(|| {
+            let known: Vec<&str> = self.runners.keys().map(String::as_str).collect();
+            Error::BadRequest(format!(
+                "no runner {name:?}: this node runs {}",
+                known.join(", ")
+            ))
+        })
+    }
+
+    /// Whether a run's box is remote (reachable from every node: polled by the duty holder).
+    pub fn is_remote(&self, run: &RunRecord) -> bool {
+        run.placement.as_deref() == Some("e2b")
+    }
+
+    /// A run's local box lives on one host: a node on another host cannot reach it, and
+    /// must never read its absence as the box being gone.
+    pub fn reachable(&self, run: &RunRecord) -> Result<(), Error> {
+        match run.host.as_deref() {
+            Some(host) if host != self.host => Err(Error::Box(BoxError::Unreachable(format!(
+                "box {} of run {} lives on host {host}; node {} runs on host {} and cannot \
+                 reach it: give the seat to a node on {host} (nodes on one host share \
+                 node.boxes_dir)",
+                run.sandbox_id.as_deref().unwrap_or("?"),
+                run.turn_id,
+                self.node,
+                self.host
+            )))),
+            _ => Ok(()),
+        }
+    }
+
+    /// One control operation on a box of `cell`, through its `Box{sandbox_id}` actor.
+    pub async fn box_op(
+        &self,
+        cell: &str,
+        sandbox_id: &str,
+        op: BoxOp,
+    ) -> Result<Option<Arc<dyn Sandbox>>, BoxError> {
+        let provider = self
+            .provider(cell)
+            .map_err(|error| BoxError::Failed(error.to_string()))?
+            .clone();
+        self.follow_ups.box_op(&provider, sandbox_id, op).await
+    }
+
+    /// A handle on a box of `cell` (attach or connect).
+    pub async fn box_handle(
+        &self,
+        cell: &str,
+        sandbox_id: &str,
+        op: BoxOp,
+    ) -> Result<Arc<dyn Sandbox>, BoxError> {
+        self.box_op(cell, sandbox_id, op)
+            .await?
+            .ok_or_else(|| BoxError::Failed(format!("{op:?} of box {sandbox_id} gave no handle")))
+    }
+
+    /// Polls one running run's job (attach: never wakes), refreshing its keepalive. `Some`
+    /// when the job finished.
+    pub async fn poll(&self, run: &RunRecord) -> Result<Option<JobState>, Error> {
+        let (Some(sandbox_id), Some(job)) = (&run.sandbox_id, StoredJob::of(run)) else {
+            return Ok(None);
+        };
+        self.reachable(run)?;
+        let cell = self.provider_of(run)?.cell().to_owned();
+        let sandbox = match self.box_handle(&cell, sandbox_id, BoxOp::Attach).await {
+            Ok(sandbox) => sandbox,
+            Err(BoxError::Gone(_)) => return Ok(Some(JobState::Done { exit_code: None })),
+            Err(error) => return Err(error.into()),
+        };
+        if let Err(error) = sandbox.set_timeout(self.box_timeout).await {
+            warn!(turn_id = %run.turn_id, %error, "sandbox_keepalive_failed");
+        }
+        let runner = self.runner(&job.runner)?;
+        match runner.poll(sandbox.as_ref(), &job.handle).await? {
+            JobState::Running => self.backstop(run, &job, sandbox.as_ref()).await,
+            done => Ok(Some(done)),
+        }
+    }
+
+    /// The engine-side backstop of a job with an in-box deadline: past the deadline, its kill
+    /// grace and [`BACKSTOP_MARGIN`], the job is ended here, and the job's directory records
+    /// that the backstop — not the job's own clock — ended it.
+    async fn backstop(
+        &self,
+        run: &RunRecord,
+        job: &StoredJob,
+        sandbox: &dyn Sandbox,
+    ) -> Result<Option<JobState>, Error> {
+        let (Some(deadline), Some(started_at)) = (job.timeout_seconds, job.started_at) else {
+            return Ok(None);
+        };
+        let limit = Duration::from_secs(deadline + 10) + BACKSTOP_MARGIN;
+        let ran = (Utc::now() - started_at).to_std().unwrap_or_default();
+        if ran < limit {
+            return Ok(None);
+        }
+        let text = format!(
+            "the engine's backstop ended the job after {}s: it had not ended on its own {}s past its in-box deadline of {deadline}s; the client timed out, and the job's execution state is uncertain",
+            ran.as_secs(),
+            limit.as_secs() - deadline
+        );
+        warn!(turn_id = %run.turn_id, %text, "sandbox_backstop_fired");
+        let path = format!("{}/{BACKSTOP_FILE}", job.handle.dir);
+        sandbox.write_file(&path, text.as_bytes()).await?;
+        sandbox.kill_job(&job.handle).await?;
+        Ok(Some(JobState::Done { exit_code: None }))
+    }
+
+    /// A job's output from `from` (the live tail's first form).
+    pub async fn follow(&self, run: &RunRecord, from: u64) -> Result<Followed, Error> {
+        let (Some(sandbox_id), Some(job)) = (&run.sandbox_id, StoredJob::of(run)) else {
+            return Err(Error::NotFound("the run names no job".into()));
+        };
+        let provider = self.provider_of(run)?;
+        let sandbox = self
+            .box_handle(provider.cell(), sandbox_id, BoxOp::Attach)
+            .await?;
+        let runner = self.runner(&job.runner)?;
+        Ok(runner.follow(sandbox.as_ref(), &job.handle, from).await?)
+    }
+}
+
+#[async_trait]
+impl crate::tail::JobOutput for Access {
+    async fn follow(&self, run: &RunRecord, from: u64) -> Result<Followed, String> {
+        Access::follow(self, run, from)
+            .await
+            .map_err(|error| error.to_string())
+    }
+}

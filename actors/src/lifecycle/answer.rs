@@ -1,0 +1,249 @@
+//! Answers (the spec's "Answering"; DESIGN §6 I4, I5, I7): a reply to a parked run's question
+//! is recorded once, before its delivery is acked (`answer`, or `inbox` for a chat reply);
+//! the answered run is claimed for its resume and handed to the engine (`drive_answer`); a
+//! resume that failed is retried a second later, doubling to 30 s, at most
+//! [`MAX_ANSWER_RESUME_ATTEMPTS`] times and at most the run's pause TTL from the answer's
+//! recording (`after_failed_resume`, carried out by the run's driver), and past that the
+//! answer is let go — declined for this question and its copy handed back to the seat once
+//! (`let_answer_go`).
+//!
+//! Decisions: `transition::answer` (record_answer, claim_answer, take, revive, let_go,
+//! clear_hand_back).
+
+use std::time::Duration;
+
+use boxfleet_cluster::record::{Answer, RunRecord, Status};
+use boxfleet_cluster::runs::{Outcome, RunError};
+use boxfleet_cluster::transition::{DEFAULT_PAUSE_TTL_SECONDS, Fence, Refusal, Transition};
+use chrono::{DateTime, Utc};
+use tracing::{info, warn};
+
+use super::Coordinator;
+use super::api::{AnswerOutcome, EngineDown, Resume, ResumeKind};
+use super::error::Error;
+use super::follow_ups::AnswerRetry;
+use super::job::StoredJob;
+use super::limits::MAX_ANSWER_RESUME_ATTEMPTS;
+use super::text::new_id;
+
+impl Coordinator {
+    /// answer_run: records the answer on a parked run, then drives its resume.
+    pub async fn answer(
+        &self,
+        turn_id: &str,
+        launch_id: &str,
+        text: &str,
+        from: &str,
+    ) -> Result<AnswerOutcome, Error> {
+        let Some(run) = self.runs.read(turn_id).await? else {
+            return Ok(AnswerOutcome::Gone);
+        };
+        if !launch_id.is_empty() && run.record.launch_id != launch_id {
+            return Ok(AnswerOutcome::WrongLaunch(run.record.launch_id.clone()));
+        }
+        let _working = self.working_on(&run.record.seat);
+        let fence = self.seat_fence(&run.record.seat).await?;
+        let now = Utc::now();
+        let answer = Answer {
+            text: text.to_owned(),
+            from: from.to_owned(),
+            delivery_id: new_id("answer"),
+            posted_at: now,
+            recorded_at: now,
+            taken_at: None,
+            lost_claims: 0,
+            first_lost_at: None,
+            attempts: 0,
+            first_failed_at: None,
+            conversation_key: run.record.conversation_key.clone(),
+            partition: run.record.partition.clone(),
+        };
+        match self
+            .runs
+            .apply(&fence, turn_id, Transition::RecordAnswer { answer })
+            .await
+        {
+            Ok(_) => {}
+            Err(RunError::Refused(Refusal::AlreadyAnswered | Refusal::AlreadyRecorded)) => {
+                return Ok(AnswerOutcome::AlreadyAnswered);
+            }
+            Err(RunError::Refused(Refusal::WrongStatus { found, .. })) => {
+                return Ok(AnswerOutcome::NotAwaiting(found.to_string()));
+            }
+            Err(RunError::Refused(Refusal::Missing)) => return Ok(AnswerOutcome::Gone),
+            Err(error) => return Err(error.into()),
+        }
+        info!(turn_id, from, "sandbox_answer_recorded");
+        self.drive_answer(&fence, turn_id).await?;
+        Ok(AnswerOutcome::Recorded)
+    }
+
+    /// Claims an answered run and hands its resume to the engine.
+    pub async fn drive_answer(&self, fence: &Fence, turn_id: &str) -> Result<(), Error> {
+        let Some(run) = self.runs.read(turn_id).await? else {
+            return Ok(());
+        };
+        if run.record.status != Status::Answered {
+            return Ok(());
+        }
+        let claim = Transition::ClaimAnswer {
+            launch_id: run.record.launch_id.clone(),
+        };
+        let claimed = match self.runs.apply(fence, turn_id, claim).await? {
+            Outcome::Written(run) => run.record,
+            Outcome::Deleted => return Ok(()),
+        };
+        self.dispatch(EngineDown::Resume(Box::new(answer_resume(&claimed))));
+        Ok(())
+    }
+
+    /// The resume of a recorded answer failed (its claim is handed back): the run's driver
+    /// retries it or lets it go, as [`after_failed_resume`] decides.
+    pub(super) async fn answer_resume_failed(&self, record: &RunRecord) {
+        let Some(answer) = &record.answer else {
+            return;
+        };
+        let retry = after_failed_resume(answer, record.pause_ttl_seconds, Utc::now());
+        self.follow_ups
+            .answer_resume_failed(&record.seat, &record.turn_id, retry)
+            .await;
+    }
+
+    /// Lets a recorded answer of `seat`'s run go for good: declined for this question, its
+    /// copy handed back to the seat once, and the seat's mail flows again.
+    pub async fn let_answer_go(&self, seat: &str, turn_id: &str, attempts: u32) {
+        let Ok(fence) = self.seat_fence(seat).await else {
+            return;
+        };
+        match self.runs.apply(&fence, turn_id, Transition::LetGo).await {
+            Ok(Outcome::Written(run)) => {
+                warn!(turn_id, attempts, "sandbox_answer_requeue_exhausted");
+                if let Err(error) = self.publish_hand_backs(&fence, &run.record).await {
+                    warn!(turn_id, %error, "sandbox_hand_back_owed");
+                }
+                self.pump(seat).await;
+            }
+            Ok(Outcome::Deleted) => {}
+            Err(error) => warn!(turn_id, %error, "sandbox_answer_let_go_refused"),
+        }
+    }
+}
+
+/// The resume an answered run's claim hands the engine: the answer, in the same box (or, when
+/// the box was reclaimed, a re-seed from the pushed branch).
+fn answer_resume(claimed: &RunRecord) -> Resume {
+    let answer = claimed.answer.clone().map(|a| a.text).unwrap_or_default();
+    let job = StoredJob::of(claimed);
+    Resume {
+        seat: claimed.seat.clone(),
+        turn_id: claimed.turn_id.clone(),
+        launch_id: claimed.launch_id.clone(),
+        kind: if claimed.sandbox_id.is_some() {
+            ResumeKind::Answer
+        } else {
+            ResumeKind::Reseed
+        },
+        conversation: claimed.conversation.clone().unwrap_or_default(),
+        iteration: claimed.iteration,
+        work_item: claimed.work_item.clone(),
+        reply: answer,
+        succeeded: true,
+        question: claimed.question.as_ref().map(|q| q.text.clone()),
+        branch: claimed.question.as_ref().and_then(|q| q.branch.clone()),
+        command: job.and_then(|job| job.command),
+    }
+}
+
+/// The answer-resume retry rule: after a failed resume, the next is a second later, doubling
+/// to 30 s; once [`MAX_ANSWER_RESUME_ATTEMPTS`] were made, or the run's pause TTL has passed
+/// since the answer was recorded (its first resume's start), the answer is let go.
+pub(super) fn after_failed_resume(
+    answer: &Answer,
+    pause_ttl_seconds: Option<u64>,
+    now: DateTime<Utc>,
+) -> AnswerRetry {
+    let pause_ttl = Duration::from_secs(pause_ttl_seconds.unwrap_or(DEFAULT_PAUSE_TTL_SECONDS));
+    let attempts = answer.attempts.max(1);
+    let spent_window = (now - answer.recorded_at).to_std().unwrap_or_default() > pause_ttl;
+    if attempts >= MAX_ANSWER_RESUME_ATTEMPTS || spent_window {
+        return AnswerRetry::LetGo { attempts };
+    }
+    AnswerRetry::After(Duration::from_secs(1 << (attempts - 1).min(5)).min(Duration::from_secs(30)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: i64) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-12-01T10:00:00Z")
+            .expect("time")
+            .with_timezone(&Utc)
+            + chrono::Duration::seconds(seconds)
+    }
+
+    fn answer(attempts: u32) -> Answer {
+        Answer {
+            text: "pg".into(),
+            from: "ada".into(),
+            delivery_id: "d1".into(),
+            posted_at: at(0),
+            recorded_at: at(0),
+            taken_at: None,
+            lost_claims: 0,
+            first_lost_at: None,
+            attempts,
+            first_failed_at: None,
+            conversation_key: None,
+            partition: None,
+        }
+    }
+
+    #[test]
+    fn a_failed_resume_is_retried_a_second_later_doubling_to_thirty() {
+        let delays: Vec<AnswerRetry> = (1..=9)
+            .map(|attempts| after_failed_resume(&answer(attempts), None, at(10)))
+            .collect();
+        let secs = |s| AnswerRetry::After(Duration::from_secs(s));
+        assert_eq!(
+            delays,
+            [
+                secs(1),
+                secs(2),
+                secs(4),
+                secs(8),
+                secs(16),
+                secs(30),
+                secs(30),
+                secs(30),
+                secs(30)
+            ]
+        );
+    }
+
+    #[test]
+    fn the_tenth_attempt_lets_the_answer_go() {
+        assert_eq!(
+            after_failed_resume(&answer(10), None, at(10)),
+            AnswerRetry::LetGo { attempts: 10 }
+        );
+    }
+
+    #[test]
+    fn past_the_pause_ttl_from_its_recording_the_answer_is_let_go() {
+        assert_eq!(
+            after_failed_resume(&answer(2), Some(60), at(60)),
+            AnswerRetry::After(Duration::from_secs(2)),
+            "at the TTL itself it is still retried"
+        );
+        assert_eq!(
+            after_failed_resume(&answer(2), Some(60), at(61)),
+            AnswerRetry::LetGo { attempts: 2 }
+        );
+        assert_eq!(
+            after_failed_resume(&answer(2), None, at(1801)),
+            AnswerRetry::LetGo { attempts: 2 },
+            "the default pause TTL is 1800 s"
+        );
+    }
+}

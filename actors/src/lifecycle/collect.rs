@@ -1,0 +1,407 @@
+//! A finished job (the spec's "Collecting"; DESIGN §4, §11): its completion is claimed at most
+//! once per launch (I2), then collected in five steps, in this order:
+//!
+//! 1. **read the evidence** — everything the job left, read before the box is paused or
+//!    killed, and redacted whole; a piece that cannot be read is an infrastructure error for
+//!    that piece, never "absent";
+//! 2. **charge** — both shares of the job's tokens, once per job (I3);
+//! 3. **assess** — failed, reason, error text, model receipt (`assess`, no I/O);
+//! 4. **publish** — the phase record, once per job (I3);
+//! 5. **park or resume** — a refreshed login goes back, the box is paused, and the run parks
+//!    on the job's question or its findings go to the engine.
+//!
+//! A collection that fails hands its claim back (the completion comes round again); a claim
+//! that cannot be handed back ends the run.
+//!
+//! Decisions: `transition::collect` (claim_completion, hand_back_claim, charge,
+//! publish_phase, park, mark_paused).
+
+use std::sync::Arc;
+
+use boxfleet_cluster::phase::PhaseRecord;
+use boxfleet_cluster::record::{EndingReason, Question, RunRecord, Usage};
+use boxfleet_cluster::runs::{Outcome, RunError};
+use boxfleet_cluster::transition::{EndingGuard, Fence, Refusal, Share, Transition};
+use chrono::Utc;
+use tracing::{info, warn};
+
+use super::Coordinator;
+use super::access::BACKSTOP_FILE;
+use super::api::{EngineDown, Resume, ResumeKind};
+use super::assess::{Assessment, assess};
+use super::error::Error;
+use super::job::StoredJob;
+use super::limits::{MAX_QUESTION_BYTES, MAX_REPORT_BYTES};
+use super::text::cut;
+use crate::boxes::BoxOp;
+use crate::ports::{BoxError, Collected, Sandbox};
+
+/// What step 1 read of a finished job.
+struct Evidence {
+    /// everything the runner collected, redacted whole once more
+    collected: Collected,
+    /// the box, still reachable; `None` when it is gone
+    sandbox: Option<Arc<dyn Sandbox>>,
+    /// the backstop's own note in the job's directory, when it ended the job
+    backstop: Option<String>,
+}
+
+impl Coordinator {
+    /// A job finished: claims its completion (at most once), collects everything before the
+    /// box is paused, charges, publishes the phase record once, then parks on the job's
+    /// question or hands the findings to the engine.
+    pub async fn complete(&self, turn_id: &str, launch_id: &str) -> Result<(), Error> {
+        let Some(run) = self.runs.read(turn_id).await? else {
+            return Ok(());
+        };
+        let _working = self.working_on(&run.record.seat);
+        let fence = self.seat_fence(&run.record.seat).await?;
+        let claim = Transition::ClaimCompletion {
+            launch_id: launch_id.to_owned(),
+        };
+        let claimed = match self.runs.apply(&fence, turn_id, claim).await {
+            Ok(Outcome::Written(run)) => run.record,
+            Ok(Outcome::Deleted) => return Ok(()),
+            // a duplicate, an old job's completion, or a launch still unwinding: nothing to do
+            Err(RunError::Refused(_)) => return Ok(()),
+            Err(error) => return Err(error.into()),
+        };
+        match self.collect_claimed(&fence, &claimed).await {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                warn!(turn_id, %error, "sandbox_collect_retried");
+                self.hand_back_failed_collection(&fence, turn_id, launch_id)
+                    .await;
+                Err(error)
+            }
+        }
+    }
+
+    /// A collection failed: its claim goes back, so the completion comes round again; a claim
+    /// that cannot go back ends the run.
+    async fn hand_back_failed_collection(&self, fence: &Fence, turn_id: &str, launch_id: &str) {
+        let hand_back = Transition::HandBackClaim {
+            launch_id: launch_id.to_owned(),
+            collect_failed: true,
+        };
+        if let Err(error) = self.runs.apply(fence, turn_id, hand_back).await {
+            warn!(turn_id, %error, "sandbox_claim_unreverted");
+            self.end_run(
+                fence,
+                turn_id,
+                EndingReason::ClaimUnreverted,
+                &error.to_string(),
+                EndingGuard::Claim {
+                    launch_id: launch_id.to_owned(),
+                },
+            )
+            .await;
+        }
+    }
+
+    /// A collection panicked holding its claim: the claim goes back, so the completion comes
+    /// round again (the collectors count the panic as a restart).
+    pub async fn hand_back_panicked_collection(&self, turn_id: &str, launch_id: &str) {
+        if let Ok(fence) = self.seat_fence_of_run(turn_id).await {
+            let hand_back = Transition::HandBackClaim {
+                launch_id: launch_id.to_owned(),
+                collect_failed: true,
+            };
+            let _ = self.runs.apply(&fence, turn_id, hand_back).await;
+        }
+    }
+
+    /// Steps 1 to 5 on a claimed run.
+    async fn collect_claimed(&self, fence: &Fence, run: &RunRecord) -> Result<(), Error> {
+        let turn_id = &run.turn_id;
+        let launch_id = &run.launch_id;
+        let job = StoredJob::of(run)
+            .ok_or_else(|| Error::NotFound(format!("run {turn_id} names no job")))?;
+        self.access.reachable(run)?;
+        let sandbox_id = run.sandbox_id.clone().unwrap_or_default();
+        let evidence = self.read_evidence(run, &job, &sandbox_id).await?;
+        let Some(sandbox) = evidence.sandbox.clone() else {
+            self.end_run(
+                fence,
+                turn_id,
+                EndingReason::CollectUnreachable,
+                &format!("box {sandbox_id} is gone"),
+                EndingGuard::Claim {
+                    launch_id: launch_id.clone(),
+                },
+            )
+            .await;
+            return Ok(());
+        };
+        let collected = &evidence.collected;
+        let usage = self.charge(fence, run, collected).await?;
+        for warning in &collected.warnings {
+            warn!(turn_id, launch_id, warning = %warning, "{}", warning);
+        }
+        let assessment = assess(
+            collected,
+            &job,
+            evidence.backstop.as_deref(),
+            self.company.providers.sandbox.model_mismatch,
+        );
+        if let Some(text) = &assessment.mismatch {
+            warn!(turn_id, launch_id, %text, "sandbox_model_mismatch");
+        }
+        self.publish(fence, run, collected, &assessment, usage, &sandbox_id)
+            .await?;
+        self.park_or_resume(fence, run, &job, collected, &assessment, sandbox.as_ref())
+            .await
+    }
+
+    /// Step 1: everything the job left, read from its box (connect: a paused box is resumed
+    /// to be read) and redacted, with the backstop's note when the job had an in-box deadline.
+    /// A box that is gone reads as nothing but that; one that cannot be reached is an error
+    /// (the collection is retried).
+    async fn read_evidence(
+        &self,
+        run: &RunRecord,
+        job: &StoredJob,
+        sandbox_id: &str,
+    ) -> Result<Evidence, Error> {
+        let runner = self.access.runner(&job.runner)?.clone();
+        let provider = self.access.provider_of(run)?.clone();
+        let (collected, sandbox) = match self
+            .access
+            .box_handle(provider.cell(), sandbox_id, BoxOp::Connect)
+            .await
+        {
+            Ok(sandbox) => match runner.collect(sandbox.as_ref(), &job.handle).await {
+                Ok(collected) => (collected, Some(sandbox)),
+                Err(error) => (
+                    Collected {
+                        read_errors: vec![format!("the job's output could not be read: {error}")],
+                        ..Collected::default()
+                    },
+                    Some(sandbox),
+                ),
+            },
+            Err(BoxError::Gone(_)) => (
+                Collected {
+                    read_errors: vec![format!("box {sandbox_id} is gone")],
+                    ..Collected::default()
+                },
+                None,
+            ),
+            Err(error) => return Err(error.into()),
+        };
+        // redacted again at publish: the runner redacted what it read, and nothing from a box
+        // reaches the record, an event or a person without passing here
+        let mut collected = redact_collected(collected);
+        // the backstop's own record, read before anything is torn down: a job the engine ended
+        // is told apart from a check that hit its own deadline
+        let backstop = match &sandbox {
+            Some(sandbox) if job.timeout_seconds.is_some() => {
+                let path = format!("{}/{BACKSTOP_FILE}", job.handle.dir);
+                match sandbox.read_file(&path).await {
+                    Ok(found) => found.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
+                    Err(error) => {
+                        collected
+                            .read_errors
+                            .push(format!("{path} could not be read: {error}"));
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        Ok(Evidence {
+            collected,
+            sandbox,
+            backstop,
+        })
+    }
+
+    /// Step 2: the job's tokens, charged to the seat's and the company's share, each once.
+    async fn charge(
+        &self,
+        fence: &Fence,
+        run: &RunRecord,
+        collected: &Collected,
+    ) -> Result<Usage, Error> {
+        let usage = Usage {
+            input_tokens: collected.input_tokens,
+            output_tokens: collected.output_tokens,
+            cache_read_tokens: collected.cache_read_tokens,
+            cache_write_tokens: collected.cache_write_tokens,
+            cost_micros: collected.cost_micros,
+        };
+        for share in [Share::Seat, Share::Company] {
+            let charge = Transition::Charge {
+                launch_id: run.launch_id.clone(),
+                share,
+                usage,
+            };
+            match self.runs.apply(fence, &run.turn_id, charge).await {
+                Ok(_) | Err(RunError::Refused(Refusal::AlreadyDone)) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(usage)
+    }
+
+    /// Step 4: the job's phase record, published once.
+    async fn publish(
+        &self,
+        fence: &Fence,
+        run: &RunRecord,
+        collected: &Collected,
+        assessment: &Assessment,
+        usage: Usage,
+        sandbox_id: &str,
+    ) -> Result<(), Error> {
+        let phase = PhaseRecord {
+            turn_id: run.turn_id.clone(),
+            iteration: run.iteration,
+            launch_id: run.launch_id.clone(),
+            started_at: Some(run.created_at),
+            duration_ms: (Utc::now() - run.created_at).num_milliseconds().max(0),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            total_tokens: usage.input_tokens + usage.output_tokens,
+            cache_read_tokens: usage.cache_read_tokens,
+            cache_write_tokens: usage.cache_write_tokens,
+            cost_usd: usage.cost_micros as f64 / 1e6,
+            model: assessment.receipt.clone(),
+            coding_agent: run.coding_agent.clone(),
+            sandbox_id: sandbox_id.to_owned(),
+            response: cut(&collected.report, MAX_REPORT_BYTES),
+            delivered_refs: collected.delivered_refs.clone(),
+            activity_transcript: collected.transcript.clone(),
+            failed: assessment.failed,
+            reason: assessment.reason,
+            error: cut(
+                &boxfleet_redact::redact(&assessment.error_text),
+                MAX_REPORT_BYTES,
+            ),
+            exit_code: collected.exit_code,
+            notes: collected.question.as_ref().map(|q| q.question.clone()),
+            work_item: run.work_item.clone(),
+            conversation_key: run.conversation_key.clone(),
+        };
+        let publish = Transition::PublishPhase {
+            launch_id: run.launch_id.clone(),
+            phase: phase.to_value(),
+        };
+        match self.runs.apply(fence, &run.turn_id, publish).await {
+            Ok(_) | Err(RunError::Refused(Refusal::AlreadyDone)) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Step 5: the evidence is read and published, so a refreshed login goes back and the box
+    /// is paused; then the run parks on the job's question (the seat's mail flows again), or
+    /// its findings go to the engine.
+    async fn park_or_resume(
+        &self,
+        fence: &Fence,
+        run: &RunRecord,
+        job: &StoredJob,
+        collected: &Collected,
+        assessment: &Assessment,
+        sandbox: &dyn Sandbox,
+    ) -> Result<(), Error> {
+        let turn_id = &run.turn_id;
+        let launch_id = &run.launch_id;
+        // a login the run refreshed goes back before the box is paused (a kill of the box, by
+        // whoever settles the run or by the orphan reaper, gives back what it refreshed later)
+        crate::credentials::give_back(sandbox).await;
+        self.pause_collected_box(fence, run).await;
+        if let Some(asked) = &collected.question {
+            // resolved once, against the org chart, in the same write as the question
+            let audience =
+                self.company
+                    .resolve(&run.seat, run.requester.as_deref(), &asked.audience);
+            let question = Question {
+                text: cut(&asked.question, MAX_QUESTION_BYTES),
+                audience: asked.audience.clone(),
+                audience_handles: audience.handles,
+                audience_fallback: audience.fallback,
+                asked_at: Utc::now(),
+                branch: asked.branch.clone(),
+            };
+            let park = Transition::Park {
+                launch_id: launch_id.clone(),
+                question,
+            };
+            self.runs.apply(fence, turn_id, park).await?;
+            info!(turn_id, launch_id, "sandbox_clarification_requested");
+            // a parked run holds nothing: the seat's mail flows again
+            self.pump(&run.seat).await;
+            return Ok(());
+        }
+        let resume = Resume {
+            seat: run.seat.clone(),
+            turn_id: turn_id.clone(),
+            launch_id: launch_id.clone(),
+            kind: ResumeKind::Findings,
+            conversation: run.conversation.clone().unwrap_or_default(),
+            iteration: run.iteration,
+            work_item: run.work_item.clone(),
+            reply: if assessment.failed {
+                format!("{}\n{}", collected.report, assessment.error_text)
+            } else {
+                collected.report.clone()
+            },
+            succeeded: !assessment.failed,
+            question: None,
+            branch: None,
+            command: job.command.clone(),
+        };
+        self.dispatch(EngineDown::Resume(Box::new(resume)));
+        Ok(())
+    }
+
+    /// Pauses a collected run's box and marks it paused; a pause that fails is logged (the
+    /// box stays named on the record for whoever settles the run).
+    async fn pause_collected_box(&self, fence: &Fence, run: &RunRecord) {
+        let sandbox_id = run.sandbox_id.clone().unwrap_or_default();
+        let cell = match self.access.provider_of(run) {
+            Ok(provider) => provider.cell().to_owned(),
+            Err(error) => {
+                warn!(turn_id = %run.turn_id, %error, "sandbox_pause_failed");
+                return;
+            }
+        };
+        match self.access.box_op(&cell, &sandbox_id, BoxOp::Pause).await {
+            Ok(_) => {
+                let mark = Transition::MarkPaused {
+                    sandbox_id: sandbox_id.clone(),
+                };
+                let _ = self.runs.apply(fence, &run.turn_id, mark).await;
+            }
+            Err(error) => warn!(turn_id = %run.turn_id, %error, "sandbox_pause_failed"),
+        }
+    }
+}
+
+/// Everything a runner collected, redacted whole once more. A transcript is redacted as one
+/// text, so a key split over its lines reads as the block it is; what the runner already
+/// redacted comes through unchanged.
+fn redact_collected(mut collected: Collected) -> Collected {
+    use boxfleet_redact::redact;
+    collected.report = redact(&collected.report);
+    if !collected.transcript.is_empty() {
+        let whole = redact(&collected.transcript.join("\n"));
+        collected.transcript = whole.split('\n').map(str::to_owned).collect();
+    }
+    for piece in collected
+        .delivered_refs
+        .iter_mut()
+        .chain(collected.read_errors.iter_mut())
+    {
+        *piece = redact(piece);
+    }
+    collected.stderr_tail = redact(&collected.stderr_tail);
+    if let Some(asked) = collected.question.as_mut() {
+        asked.question = redact(&asked.question);
+        if let Some(branch) = asked.branch.as_mut() {
+            *branch = redact(branch);
+        }
+    }
+    collected
+}

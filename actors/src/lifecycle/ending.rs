@@ -1,0 +1,153 @@
+//! Endings (the spec's "Endings"; DESIGN §6 I6, I7, I8): an ending is decided once with its
+//! terms (a failure announced once), then finished from wherever it stopped — the reply
+//! copies the run owes its seat published, the box reclaimed, the row deleted; a step that
+//! fails keeps the row for the run's driver to finish later. The pause reaper: a parked box
+//! is reclaimed once its pause TTL passes, and the run re-seeds from its branch when answered.
+//!
+//! Decisions: `transition::ending` (decide_ending, release_box, finish, expire_pause) and
+//! `transition::answer` (clear_hand_back).
+
+use boxfleet_cluster::inbox::Delivery;
+use boxfleet_cluster::record::{EndingReason, RunRecord, Status};
+use boxfleet_cluster::runs::RunError;
+use boxfleet_cluster::transition::{
+    DEFAULT_PAUSE_TTL_SECONDS, EndingGuard, Fence, Refusal, Transition,
+};
+use chrono::Utc;
+use tracing::{info, warn};
+
+use super::Coordinator;
+use super::error::Error;
+use super::limits::MAX_ENDING_DETAIL_BYTES;
+use super::text::cut;
+use crate::boxes::BoxOp;
+
+impl Coordinator {
+    /// Decides an ending (announced once), then finishes it: copies owed handed back, the box
+    /// reclaimed, the row deleted. A step that fails keeps the row for the next reader.
+    pub async fn end_run(
+        &self,
+        fence: &Fence,
+        turn_id: &str,
+        reason: EndingReason,
+        detail: &str,
+        guard: EndingGuard,
+    ) {
+        let decide = Transition::DecideEnding {
+            reason,
+            // a failure's text can quote the box: redacted whole before it is bounded
+            detail: cut(&boxfleet_redact::redact(detail), MAX_ENDING_DETAIL_BYTES),
+            guard,
+        };
+        match self.runs.apply(fence, turn_id, decide).await {
+            Ok(_) | Err(RunError::Refused(Refusal::EndingDecided(_))) => {}
+            Err(error) => {
+                warn!(turn_id, %error, reason = reason.as_str(), "sandbox_ending_refused");
+                return;
+            }
+        }
+        if reason.is_failure() {
+            warn!(turn_id, reason = reason.as_str(), "sandbox_run_failed");
+        }
+        if let Err(error) = self.finish_ending(fence, turn_id).await {
+            warn!(turn_id, %error, "sandbox_ending_kept");
+            self.follow_ups.check_run(turn_id).await;
+        }
+    }
+
+    /// Finishes a decided ending from wherever it stopped.
+    pub async fn finish_ending(&self, fence: &Fence, turn_id: &str) -> Result<(), Error> {
+        let Some(run) = self.runs.read(turn_id).await? else {
+            return Ok(());
+        };
+        let record = run.record;
+        if record.status != Status::Ending {
+            return Ok(());
+        }
+        self.publish_hand_backs(fence, &record).await?;
+        if let Some(sandbox_id) = &record.sandbox_id {
+            let cell = self.access.cell_of(&record);
+            // a failed kill keeps the id on the record: the box is still ours to reclaim
+            if let Err(error) = self.access.box_op(&cell, sandbox_id, BoxOp::Kill).await {
+                warn!(turn_id, sandbox_id, %error, "sandbox_kill_failed");
+                return Err(error.into());
+            }
+            let release = Transition::ReleaseBox {
+                sandbox_id: sandbox_id.clone(),
+            };
+            match self.runs.apply(fence, turn_id, release).await {
+                Ok(_) | Err(RunError::Refused(Refusal::AlreadyDone)) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        match self.runs.apply(fence, turn_id, Transition::Finish).await {
+            Ok(_) | Err(RunError::Refused(Refusal::Missing)) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Publishes the reply copies a run owes its seat, then clears them (I7: published
+    /// before the clear, the clear before the delete).
+    pub(super) async fn publish_hand_backs(
+        &self,
+        fence: &Fence,
+        record: &RunRecord,
+    ) -> Result<(), Error> {
+        if record.hand_back.is_empty() {
+            return Ok(());
+        }
+        let mut ids = Vec::new();
+        for copy in &record.hand_back {
+            let delivery = Delivery {
+                delivery_id: copy.delivery_id.clone(),
+                conversation_key: copy.conversation_key.clone(),
+                partition: copy.partition.clone(),
+                from: copy.from.clone(),
+                text: copy.text.clone(),
+                posted_at: copy.posted_at,
+            };
+            self.inbox.enqueue(&record.seat, &delivery).await?;
+            ids.push(copy.delivery_id.clone());
+        }
+        let clear = Transition::ClearHandBack { delivery_ids: ids };
+        match self.runs.apply(fence, &record.turn_id, clear).await {
+            Ok(_) | Err(RunError::Refused(Refusal::AlreadyDone)) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// The pause reaper: a parked run whose box has been paused past its pause TTL has the box
+    /// reclaimed and re-seeds from its branch when answered. `true` when it reclaimed one.
+    pub async fn expire_pause(&self, run: &RunRecord) -> Result<bool, Error> {
+        let (Some(sandbox_id), Some(paused_at)) = (&run.sandbox_id, run.paused_at) else {
+            return Ok(false);
+        };
+        if !matches!(run.status, Status::AwaitingClarification | Status::Answered) {
+            return Ok(false);
+        }
+        let ttl = run.pause_ttl_seconds.unwrap_or(DEFAULT_PAUSE_TTL_SECONDS);
+        if (Utc::now() - paused_at).num_seconds() < ttl as i64 {
+            return Ok(false);
+        }
+        let fence = self.seat_fence(&run.seat).await?;
+        // the box goes first: a record naming a dead box re-seeds; a live box named by nothing
+        // would be billed for good
+        let cell = self.access.cell_of(run);
+        // a failed kill keeps the id on the record: the box is still ours to reclaim
+        if let Err(error) = self.access.box_op(&cell, sandbox_id, BoxOp::Kill).await {
+            warn!(turn_id = %run.turn_id, sandbox_id, %error, "sandbox_kill_failed");
+            return Err(error.into());
+        }
+        let expire = Transition::ExpirePause {
+            sandbox_id: sandbox_id.clone(),
+        };
+        match self.runs.apply(&fence, &run.turn_id, expire).await {
+            Ok(_) => {
+                info!(turn_id = %run.turn_id, sandbox_id, ttl, "sandbox_pause_expired");
+                Ok(true)
+            }
+            Err(RunError::Refused(_)) => Ok(false),
+            Err(error) => Err(error.into()),
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! A seat's mail (the spec's "The inbox"; DESIGN §6 I4): a delivery goes into the seat's
+//! durable inbox; while nothing holds the seat, each delivery is offered first to the seat's
+//! parked runs on its conversation (a reply posted after the question answers it, recorded
+//! before the delivery is acked) and otherwise becomes a turn for the engine, one turn out at
+//! a time. The engine's ack spends the delivery; its defer hands it back, keeping its place.
+//!
+//! Decisions: `transition::answer` (record_answer) and `boxfleet_cluster::inbox`.
+
+use boxfleet_cluster::inbox::{Delivery, Enqueued, Message};
+use boxfleet_cluster::record::{Answer, Status};
+use boxfleet_cluster::runs::{RunError, Versioned};
+use boxfleet_cluster::transition::{Fence, Refusal, Transition};
+use chrono::Utc;
+use tracing::warn;
+
+use super::Coordinator;
+use super::api::EngineDown;
+use super::error::Error;
+
+impl Coordinator {
+    /// A message into a seat's inbox; the seat is pumped if this node holds it.
+    pub async fn deliver(&self, seat: &str, delivery: Delivery) -> Result<Enqueued, Error> {
+        let enqueued = self.inbox.enqueue(seat, &delivery).await?;
+        self.pump(seat).await;
+        Ok(enqueued)
+    }
+
+    /// Works the seat's inbox while nothing holds it: each delivery is offered to a parked
+    /// run first, and becomes a turn otherwise. One turn at a time is out at the engine.
+    pub async fn pump(&self, seat: &str) {
+        if let Err(error) = self.try_pump(seat).await {
+            warn!(seat, %error, "seat_pump_failed");
+        }
+    }
+
+    async fn try_pump(&self, seat: &str) -> Result<(), Error> {
+        let fence = self.seat_fence(seat).await?;
+        let _seat = self.seats.seat.lock(seat).await;
+        loop {
+            if self.seats.has_turn_out(seat) {
+                return Ok(());
+            }
+            if self.seat_busy(seat).await? {
+                return Ok(());
+            }
+            let Some(message) = self.inbox.head(seat).await? else {
+                return Ok(());
+            };
+            if self.offer_to_parked(&fence, &message).await? {
+                continue;
+            }
+            self.seats.turn_out(seat, message.clone());
+            self.dispatch(EngineDown::Turn {
+                seat: seat.to_owned(),
+                delivery: message.delivery.clone(),
+            });
+            return Ok(());
+        }
+    }
+
+    /// Offers a delivery to the seat's parked runs: `true` when it was consumed as an answer.
+    async fn offer_to_parked(&self, fence: &Fence, message: &Message) -> Result<bool, Error> {
+        let Some(conversation) = &message.delivery.conversation_key else {
+            return Ok(false);
+        };
+        let mut parked: Vec<Versioned> = self
+            .runs
+            .list_by_conversation(conversation)
+            .await?
+            .into_iter()
+            .filter(|run| {
+                run.record.seat == fence.seat
+                    && matches!(
+                        run.record.status,
+                        Status::AwaitingClarification | Status::Reseed
+                    )
+            })
+            .collect();
+        // the most recently parked question answers a reply that names no thread
+        parked.sort_by_key(|run| run.record.question.as_ref().map(|q| q.asked_at));
+        let Some(run) = parked.pop() else {
+            return Ok(false);
+        };
+        let delivery = &message.delivery;
+        let answer = Answer {
+            text: delivery.text.clone(),
+            from: delivery.from.clone(),
+            delivery_id: delivery.delivery_id.clone(),
+            posted_at: delivery.posted_at,
+            recorded_at: Utc::now(),
+            taken_at: None,
+            lost_claims: 0,
+            first_lost_at: None,
+            attempts: 0,
+            first_failed_at: None,
+            conversation_key: delivery.conversation_key.clone(),
+            partition: delivery.partition.clone(),
+        };
+        let turn_id = run.record.turn_id.clone();
+        match self
+            .runs
+            .apply(fence, &turn_id, Transition::RecordAnswer { answer })
+            .await
+        {
+            Ok(_) | Err(RunError::Refused(Refusal::AlreadyRecorded)) => {
+                // recorded before the delivery is acked
+                if let Err(error) = self.inbox.ack(fence, message).await {
+                    warn!(seat = %fence.seat, %error, "sandbox_answer_ack_failed");
+                }
+                self.drive_answer(fence, &turn_id).await?;
+                Ok(true)
+            }
+            Err(RunError::Refused(_)) => Ok(false),
+            Err(error) => {
+                let _ = self.inbox.defer(fence, message).await;
+                Err(error.into())
+            }
+        }
+    }
+
+    /// The engine worked (or handed back) the turn it was given.
+    pub async fn turn_done(
+        &self,
+        seat: &str,
+        delivery_id: &str,
+        worked: bool,
+    ) -> Result<(), Error> {
+        let message = self.seats.turn_back(seat, delivery_id);
+        let fence = self.seat_fence(seat).await?;
+        if let Some(message) = message {
+            if worked {
+                self.inbox.ack(&fence, &message).await?;
+            } else {
+                self.inbox.defer(&fence, &message).await?;
+            }
+        }
+        self.pump(seat).await;
+        Ok(())
+    }
+}

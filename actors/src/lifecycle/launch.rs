@@ -1,0 +1,386 @@
+//! run_sandbox (the spec's "Launching"; DESIGN §4): the launch is planned before anything is
+//! written, the row opens `launching` (the seat is busy from that write), the box is made (or
+//! reused), set up and named on the row with its job, and the conversation is committed
+//! (`running`). A failure after the row opened ends the run; a box the launch made and could
+//! not name on the row is killed at once. A resumed turn's relaunch starts its next job the
+//! same way, in the same box.
+//!
+//! Decisions: `transition::launch` (open_launch, attach_box, commit_suspension, relaunch).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use boxfleet_cluster::keys::check_id;
+use boxfleet_cluster::record::{EndingReason, RunRecord};
+use boxfleet_cluster::runs::RunError;
+use boxfleet_cluster::transition::{EndingGuard, Fence, Transition};
+use boxfleet_config::providers::{SandboxPlan, Wire};
+use chrono::Utc;
+use tracing::{info, warn};
+
+use super::Coordinator;
+use super::api::{LaunchOutcome, LaunchRequest, RefusalClass};
+use super::error::Error;
+use super::job::StoredJob;
+use super::setup::{apply_setup, with_setup_briefs};
+use super::text::{new_id, shell_quote};
+use crate::boxes::BoxOp;
+use crate::ports::{BoxSpec, LaunchSpec, Provider, Runner, Sandbox};
+
+/// Where a job starts: a new box, or the box its run already names.
+enum JobBox {
+    New,
+    Reuse(String),
+}
+
+impl JobBox {
+    fn of(sandbox_id: Option<String>) -> JobBox {
+        sandbox_id.map_or(JobBox::New, JobBox::Reuse)
+    }
+}
+
+impl Coordinator {
+    /// run_sandbox: opens the row (the seat is busy from here), makes the box, starts the job,
+    /// and commits the conversation. A failure after the row opened ends the run.
+    pub async fn launch(&self, request: LaunchRequest) -> LaunchOutcome {
+        match self.try_launch(request).await {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                let class = match &error {
+                    Error::BadRequest(_) | Error::NotFound(_) => RefusalClass::Refused,
+                    Error::Run(RunError::Refused(_)) => RefusalClass::Refused,
+                    _ => RefusalClass::Unavailable,
+                };
+                LaunchOutcome::Refused {
+                    class,
+                    reason: error.to_string(),
+                }
+            }
+        }
+    }
+
+    async fn try_launch(&self, mut request: LaunchRequest) -> Result<LaunchOutcome, Error> {
+        if !self.company.has_seat(&request.seat) {
+            return Err(Error::BadRequest(format!(
+                "seat {:?} is not in the company document: add it under company.seats, or launch for a seat that is",
+                request.seat
+            )));
+        }
+        // runner, cell, model and credentials, decided before anything is written: a model
+        // the box could not route is refused here, never left to stall in a box
+        let plan = self.plan(
+            &request.seat,
+            Some(request.runner.as_str()).filter(|r| !r.is_empty()),
+            request.model.as_deref(),
+        )?;
+        let runner_name = plan.runner.clone();
+        request.runner = runner_name.clone();
+        let runner = self.access.runner(&runner_name)?.clone();
+        if runner_name == "command" && request.command.as_deref().is_none_or(str::is_empty) {
+            return Err(Error::BadRequest(
+                "the command runner needs --command".into(),
+            ));
+        }
+        let provider = self.access.provider(&plan.cell)?.clone();
+        // a launch is work in progress on its seat until it returns: a graceful release
+        // waits for it past the seat lock, which it lets go once its row is open
+        let _working = self.working_on(&request.seat);
+        let fence = self.seat_fence(&request.seat).await?;
+        let seat_guard = self.seats.seat.lock(&request.seat).await;
+        if let Some(busy) = self.runs.list_active(&request.seat).await?.first() {
+            return Ok(LaunchOutcome::Refused {
+                class: RefusalClass::Unavailable,
+                reason: format!(
+                    "seat {} is busy with run {} ({}); it takes one coding job at a time",
+                    request.seat, busy.record.turn_id, busy.record.status
+                ),
+            });
+        }
+        let turn_id = request.turn_id.clone().unwrap_or_else(|| new_id("turn"));
+        check_id("turn_id", &turn_id)?;
+        let launch_id = new_id("launch");
+        let record = self.launching_record(&request, &turn_id, &launch_id, provider.as_ref());
+        self.runs
+            .apply(
+                &fence,
+                &turn_id,
+                Transition::OpenLaunch {
+                    record: Box::new(record),
+                },
+            )
+            .await?;
+        // the seat is busy from the open row: a second launch now sees it
+        drop(seat_guard);
+        info!(seat = %request.seat, turn_id, launch_id, "sandbox_run_started");
+        let started = self
+            .provision_and_start(
+                &fence,
+                (&turn_id, &launch_id),
+                (provider.as_ref(), runner.as_ref()),
+                &request,
+                &plan,
+                JobBox::New,
+            )
+            .await;
+        match started {
+            Ok(sandbox_id) => {
+                let commit = Transition::CommitSuspension {
+                    launch_id: launch_id.clone(),
+                    conversation: request.conversation.clone(),
+                };
+                if let Err(error) = self.runs.apply(&fence, &turn_id, commit).await {
+                    self.fail_launch(&fence, &turn_id, &error).await;
+                    return Err(error.into());
+                }
+                Ok(LaunchOutcome::Launched {
+                    turn_id,
+                    launch_id,
+                    sandbox_id,
+                })
+            }
+            Err(error) => {
+                warn!(turn_id, %error, "sandbox_launch_failed");
+                self.fail_launch(&fence, &turn_id, &error).await;
+                Ok(LaunchOutcome::Refused {
+                    class: RefusalClass::Unavailable,
+                    reason: format!("the launch failed: {error}"),
+                })
+            }
+        }
+    }
+
+    /// A launch that failed after its row opened ends the run (and gives the seat back).
+    pub(super) async fn fail_launch(
+        &self,
+        fence: &Fence,
+        turn_id: &str,
+        error: &dyn std::fmt::Display,
+    ) {
+        self.end_run(
+            fence,
+            turn_id,
+            EndingReason::LaunchFailed,
+            &error.to_string(),
+            EndingGuard::Any,
+        )
+        .await;
+    }
+
+    /// The row a launch opens: `launching`, owned by this node, its box's cell (and host, for
+    /// a local one) named before the box exists.
+    fn launching_record(
+        &self,
+        request: &LaunchRequest,
+        turn_id: &str,
+        launch_id: &str,
+        provider: &dyn Provider,
+    ) -> RunRecord {
+        let mut record = RunRecord::launching(
+            turn_id,
+            launch_id,
+            &request.seat,
+            &request.runner,
+            Utc::now(),
+        );
+        record.iteration = request.iteration;
+        record.brief = request.brief.clone();
+        // the task is shown on the board and announced: a secret pasted into a command or a
+        // brief is redacted there (the job itself still gets what it was given)
+        record.task = boxfleet_redact::redact(if request.task.is_empty() {
+            request.command.as_deref().unwrap_or(&request.brief)
+        } else {
+            &request.task
+        });
+        record.requester = request.requester.clone();
+        record.work_item = request.work_item.clone();
+        record.conversation_key = request.conversation_key.clone();
+        record.partition = request.partition.clone();
+        record.owes_answer = request.owes_answer;
+        record.trace = request.trace.clone();
+        record.pause_ttl_seconds = request.pause_ttl_seconds;
+        record.owner = Some(self.incarnation.clone());
+        record.placement = Some(provider.cell().to_owned());
+        if provider.cell() != "e2b" {
+            record.host = Some(self.access.host.clone());
+        }
+        record
+    }
+
+    /// What a launch for `seat` runs (runner, cell, model, credentials, setup), decided
+    /// before any box exists; a model the box could not route is refused here.
+    fn plan(
+        &self,
+        seat: &str,
+        runner: Option<&str>,
+        model: Option<&str>,
+    ) -> Result<SandboxPlan, Error> {
+        self.company
+            .plan_sandbox(seat, runner, model)
+            .map_err(|error| Error::BadRequest(error.to_string()))
+    }
+
+    /// A resumed turn's next job (`request`), in the box its run names (`sandbox_id`; none: a
+    /// re-seed, in a new box): the extra environment rides the command, the plan is made
+    /// again, and the job is started and named on the row.
+    pub(super) async fn start_relaunch(
+        &self,
+        fence: &Fence,
+        (turn_id, new_launch): (&str, &str),
+        (provider, runner): (&dyn Provider, &dyn Runner),
+        sandbox_id: Option<String>,
+        mut request: LaunchRequest,
+        env: BTreeMap<String, String>,
+    ) -> Result<String, Error> {
+        // the extra environment rides the command: the runner's launch env carries it
+        if !env.is_empty() {
+            let exports: String = env
+                .iter()
+                .map(|(k, v)| format!("export {k}={}\n", shell_quote(v)))
+                .collect();
+            request.command = request.command.map(|command| format!("{exports}{command}"));
+        }
+        let plan = self.plan(&request.seat, Some(runner.name()), request.model.as_deref())?;
+        self.provision_and_start(
+            fence,
+            (turn_id, new_launch),
+            (provider, runner),
+            &request,
+            &plan,
+            JobBox::of(sandbox_id),
+        )
+        .await
+    }
+
+    /// Makes (or reuses) the box and starts the job, naming both on the row.
+    async fn provision_and_start(
+        &self,
+        fence: &Fence,
+        (turn_id, launch_id): (&str, &str),
+        (provider, runner): (&dyn Provider, &dyn Runner),
+        request: &LaunchRequest,
+        plan: &SandboxPlan,
+        into: JobBox,
+    ) -> Result<String, Error> {
+        let (sandbox, fresh): (Arc<dyn Sandbox>, bool) = match &into {
+            JobBox::Reuse(sandbox_id) => (
+                self.access
+                    .box_handle(provider.cell(), sandbox_id, BoxOp::Connect)
+                    .await?,
+                false,
+            ),
+            JobBox::New => {
+                let spec = BoxSpec {
+                    turn_id: turn_id.to_owned(),
+                    seat: request.seat.clone(),
+                    env: BTreeMap::new(),
+                    timeout_seconds: self.access.box_timeout.as_secs(),
+                };
+                (provider.create(&spec).await?, true)
+            }
+        };
+        let sandbox_id = sandbox.id().to_owned();
+        let started = self
+            .start_job(
+                fence,
+                (turn_id, launch_id),
+                (provider, runner),
+                request,
+                plan,
+                (sandbox.as_ref(), fresh),
+            )
+            .await;
+        if let Err(error) = started {
+            // a box this launch made and could not hand to its record is named by nothing:
+            // it goes now, or it would run (and bill) until the orphan reaper finds it. A
+            // reused box stays: its record names it, and whoever settles the run kills it.
+            if fresh {
+                match provider.kill(&sandbox_id).await {
+                    Ok(()) => info!(turn_id, sandbox_id, "sandbox_launch_box_killed"),
+                    Err(kill) => warn!(turn_id, sandbox_id, error = %kill, "sandbox_kill_failed"),
+                }
+            }
+            return Err(error);
+        }
+        Ok(sandbox_id)
+    }
+
+    /// Sets a box up (a new one: its setup steps), installs the runner, seeds a cli-agent's
+    /// login, starts the job and names box and job on the row.
+    async fn start_job(
+        &self,
+        fence: &Fence,
+        (turn_id, launch_id): (&str, &str),
+        (provider, runner): (&dyn Provider, &dyn Runner),
+        request: &LaunchRequest,
+        plan: &SandboxPlan,
+        (sandbox, fresh): (&dyn Sandbox, bool),
+    ) -> Result<(), Error> {
+        let sandbox_id = sandbox.id().to_owned();
+        let env = run_environment(plan, &request.seat, turn_id);
+        // a reused box skips the steps: its provisioning survives with its disk
+        if fresh && let Err(text) = apply_setup(sandbox, &plan.setup, &env).await {
+            warn!(turn_id, sandbox_id, %text, "sandbox_setup_failed");
+            // a half-provisioned box never receives a brief (it is killed by the caller)
+            return Err(Error::Setup(text));
+        }
+        runner.install(sandbox).await?;
+        // a cli-agent entry's login, seeded from the shared directory on every launch (a
+        // reused box gets the newest) and recorded in the box's records; written back by
+        // compare-and-swap at collection and at any teardown
+        if let Some(dir) = &plan.login_dir {
+            crate::credentials::seed(
+                sandbox,
+                dir,
+                &crate::credentials::CLAUDE_CODE_FILES,
+                crate::credentials::CLAUDE_CODE_BOX_DIR,
+            )
+            .await?;
+        }
+        let spec = LaunchSpec {
+            turn_id: turn_id.to_owned(),
+            launch_id: launch_id.to_owned(),
+            seat: request.seat.clone(),
+            brief: with_setup_briefs(&request.brief, &plan.setup),
+            command: request.command.clone(),
+            timeout_seconds: request.timeout_seconds,
+            model: plan.model.clone(),
+            max_turns: plan.max_turns,
+            env,
+        };
+        let handle = runner.start(sandbox, &spec).await?;
+        let job = StoredJob {
+            runner: runner.name().to_owned(),
+            handle,
+            command: request.command.clone(),
+            timeout_seconds: request.timeout_seconds,
+            model: plan.model.clone(),
+            started_at: Some(Utc::now()),
+        };
+        let attach = Transition::AttachBox {
+            launch_id: launch_id.to_owned(),
+            sandbox_id,
+            placement: provider.cell().to_owned(),
+            job: Some(job.to_json()),
+        };
+        self.runs.apply(fence, turn_id, attach).await?;
+        Ok(())
+    }
+}
+
+/// The run environment a job starts with: the plan's, the seat's handle, the turn, and for
+/// OpenCode its endpoint (which the runner writes into its own config file and takes out of
+/// the box's environment).
+fn run_environment(plan: &SandboxPlan, seat: &str, turn_id: &str) -> BTreeMap<String, String> {
+    let mut env = plan.env.clone();
+    env.insert("BOXFLEET_AGENT_HANDLE".to_owned(), seat.to_owned());
+    env.insert("BOXFLEET_TURN_ID".to_owned(), turn_id.to_owned());
+    if let Some(url) = plan.base_url.as_ref().filter(|_| plan.runner == "opencode") {
+        env.insert("BOXFLEET_OPENCODE_BASE_URL".to_owned(), url.clone());
+        let wire = match plan.wire {
+            Some(Wire::Anthropic) => "anthropic",
+            _ => "openai",
+        };
+        env.insert("BOXFLEET_OPENCODE_WIRE".to_owned(), wire.to_owned());
+    }
+    env
+}

@@ -1,0 +1,15 @@
+//! The lifecycle's bounds that more than one step applies (DESIGN §11, §15). A bound only one
+//! step uses stays beside that step.
+
+use std::time::Duration;
+
+/// The findings report and a failure's text, each, on the phase record.
+pub const MAX_REPORT_BYTES: usize = 256 * 1024;
+/// A question, on the run record and the phase record.
+pub const MAX_QUESTION_BYTES: usize = 16 * 1024;
+/// An ending's detail, on the run record and the failure event.
+pub const MAX_ENDING_DETAIL_BYTES: usize = 16 * 1024;
+/// Resume attempts of one recorded answer before it is let go.
+pub const MAX_ANSWER_RESUME_ATTEMPTS: u32 = 10;
+/// How long a graceful release waits for a seat's collections and answers to settle.
+pub const RELEASE_SETTLE: Duration = Duration::from_secs(60);

@@ -1,0 +1,196 @@
+//! The run lifecycle on one node (DESIGN §4): launch, completion, collection, park, answer,
+//! resume, take, settle, endings, the seat recovery pass and the inbox. The run state machine
+//! in `boxfleet_cluster::transition` decides every step; this module performs them — box and
+//! runner I/O around fenced store transitions — and tells the engine what to run.
+//!
+//! One file per thing a rule does, named as its decision's file in `cluster/src/transition/`
+//! where there is one:
+//!
+//! | file | what it performs |
+//! |---|---|
+//! | [`api`] | the request and outcome types: launch, resume, settle, answer |
+//! | [`error`] | `lifecycle::Error` and its kind (the gRPC code table is `boxfleet_proto::errors`) |
+//! | `seats` | the seat table, the session, the per-seat locks and their order |
+//! | `work` | work in progress on a seat, which a graceful release waits for |
+//! | `placement` | acquiring a seat (and its recovery pass), the placement pass, the graceful release |
+//! | [`access`] | providers, runners, box operations, reachability, the poll and backstop, follow |
+//! | `launch` | run_sandbox: open the row, make the box, start the job, commit the conversation |
+//! | `setup` | the setup steps a new box is provisioned with |
+//! | `collect` | a finished job: claim, read the evidence, charge, publish the phase record, park or resume |
+//! | `assess` | the collection's pure part: failed, reason, error text, model receipt |
+//! | `answer` | recording an answer, claiming it for its resume, the answer-resume retry rule |
+//! | `settle` | the engine's side of a resume: take, and how the resumed turn ended |
+//! | `ending` | deciding an ending and finishing it; the pause reaper |
+//! | `recovery` | the recovery pass on acquiring a seat |
+//! | `inbox` | a seat's mail: offered to a parked run, else a turn for the engine |
+//! | [`follow_ups`] | what a step leaves to the node's actors (seat and run drivers, box actors) |
+//! | [`limits`] | the bounds more than one step applies |
+//!
+//! The rule index — every spec rule and DESIGN invariant, its decision, its performer here,
+//! the actor that drives it, and its test — is in the project's `docs/architecture.md`.
+//!
+//! The lifecycle names no actor: what it leaves to them goes through [`FollowUps`], which the
+//! node's tree implements (`crate::tree::NodeTree`). One seat's work is serialized by the
+//! per-seat locks of `seats`; the operations here are the bodies the seat's actors, the
+//! waiter's completions, the collectors and the gRPC services run.
+
+pub mod access;
+mod answer;
+pub mod api;
+mod assess;
+mod collect;
+mod ending;
+pub mod error;
+pub mod follow_ups;
+mod inbox;
+mod job;
+mod launch;
+pub mod limits;
+mod placement;
+mod recovery;
+mod seats;
+mod settle;
+mod setup;
+mod text;
+mod work;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use boxfleet_cluster::inbox::Inbox;
+use boxfleet_cluster::runs::Runs;
+use boxfleet_cluster::seat::Session;
+use boxfleet_cluster::{Keys, Store};
+use tokio::sync::mpsc;
+use tracing::warn;
+
+pub use access::{Access, BACKSTOP_MARGIN, DEFAULT_BOX_TIMEOUT};
+pub use api::{
+    AnswerOutcome, EngineDown, LaunchOutcome, LaunchRequest, RefusalClass, Resume, ResumeKind,
+    Settle,
+};
+pub use error::Error;
+pub use follow_ups::{AnswerRetry, Detached, FollowUps};
+pub use limits::{
+    MAX_ANSWER_RESUME_ATTEMPTS, MAX_QUESTION_BYTES, MAX_REPORT_BYTES, RELEASE_SETTLE,
+};
+pub use work::WorkGuard;
+
+use crate::ports::{FleetLink, Provider, Runner};
+
+/// What a node's lifecycle is made of (see [`Coordinator::new`]).
+#[derive(Debug)]
+pub struct Parts {
+    /// the node's id
+    pub node: String,
+    /// this run of the node process: a seat's holder and a run's owner name it
+    pub incarnation: String,
+    pub store: Arc<dyn Store>,
+    pub keys: Keys,
+    /// the session already opened on the store
+    pub session: Session,
+    /// the sandbox providers, by cell
+    pub providers: BTreeMap<String, Arc<dyn Provider>>,
+    /// the coding-agent runners, by name
+    pub runners: BTreeMap<String, Arc<dyn Runner>>,
+    /// the cell of a record that names none
+    pub default_cell: String,
+    /// where work for the engine goes (the node routes it to an attached or the built-in one)
+    pub engine: mpsc::UnboundedSender<EngineDown>,
+    /// the org chart and catalogue launches are planned and questions resolved against
+    pub company: boxfleet_config::company::Company,
+}
+
+/// A node's lifecycle: its store handles, its seats, its ways into boxes, and the engine link.
+#[derive(Debug)]
+pub struct Coordinator {
+    pub node: String,
+    pub incarnation: String,
+    pub store: Arc<dyn Store>,
+    pub keys: Keys,
+    pub runs: Runs,
+    pub inbox: Inbox,
+    /// providers, runners and box operations (the tail owner reads jobs through it)
+    pub access: Arc<Access>,
+    /// the seat table, session and per-seat locks
+    seats: seats::Seats,
+    /// launches, collections and answers in progress, by seat
+    work: work::WorkInProgress,
+    /// the rest of the fleet (the node sets it once its gRPC clients exist)
+    fleet: RwLock<Option<Arc<dyn FleetLink>>>,
+    /// what the steps leave to the node's actors
+    follow_ups: Arc<dyn FollowUps>,
+    engine: mpsc::UnboundedSender<EngineDown>,
+    /// the org chart questions resolve against (empty: seats are implicit)
+    company: boxfleet_config::company::Company,
+}
+
+impl Coordinator {
+    /// A lifecycle for a node whose session is already open; `follow_ups` is the node's tree
+    /// (or [`Detached`]).
+    pub fn new(parts: Parts, follow_ups: Arc<dyn FollowUps>) -> Self {
+        let Parts {
+            node,
+            incarnation,
+            store,
+            keys,
+            session,
+            providers,
+            runners,
+            default_cell,
+            engine,
+            company,
+        } = parts;
+        let access = Access::new(
+            node.clone(),
+            session.info.host.clone(),
+            providers,
+            runners,
+            default_cell,
+            follow_ups.clone(),
+        );
+        Self {
+            runs: Runs::new(store.clone(), keys.clone()),
+            inbox: Inbox::new(store.clone(), keys.clone()),
+            node,
+            incarnation,
+            store,
+            keys,
+            access: Arc::new(access),
+            seats: seats::Seats::new(session),
+            work: work::WorkInProgress::default(),
+            fleet: RwLock::new(None),
+            follow_ups,
+            engine,
+            company,
+        }
+    }
+
+    /// Sets how this node reaches the rest of the fleet.
+    pub fn set_fleet_link(&self, link: Arc<dyn FleetLink>) {
+        *self.fleet.write().unwrap_or_else(|p| p.into_inner()) = Some(link);
+    }
+
+    /// Tells `seat`'s holder that a remote box's job is done (the poll duty found it).
+    pub async fn completed_elsewhere(
+        &self,
+        seat: &str,
+        turn_id: &str,
+        launch_id: &str,
+    ) -> Result<(), String> {
+        let link = self
+            .fleet
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or_else(|| "this node has no link to the fleet".to_owned())?;
+        link.completed(seat, turn_id, launch_id).await
+    }
+
+    /// Hands work to the engine.
+    fn dispatch(&self, work: EngineDown) {
+        if self.engine.send(work).is_err() {
+            warn!(node = %self.node, "engine_detached");
+        }
+    }
+}

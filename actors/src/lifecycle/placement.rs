@@ -1,0 +1,355 @@
+//! Holding seats: the node's session (renewed, lost, reopened), acquiring a seat under its
+//! fence (and running its recovery pass), the placement pass that follows the live nodes, and
+//! the graceful hand-over of a seat placed elsewhere (DESIGN §7 `Seats`, the README's "A fleet").
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use boxfleet_cluster::keys::check_id;
+use boxfleet_cluster::record::Status;
+use boxfleet_cluster::seat::{self, Acquire, Holder, Session};
+use boxfleet_cluster::transition::Fence;
+use tracing::{info, warn};
+
+use super::Coordinator;
+use super::error::Error;
+use super::limits::RELEASE_SETTLE;
+use super::work::WorkGuard;
+
+impl Coordinator {
+    /// The node's current session (a new one replaces it when the old lease is lost).
+    pub fn session(&self) -> Session {
+        self.seats.session()
+    }
+
+    /// Renews the session. A session whose lease is gone (the node was cut off from the store
+    /// past its TTL) has lost every seat it held: they are forgotten here at once — their
+    /// writes would not land anyway — and a new session is opened, so the node rejoins the
+    /// fleet and is placed seats again.
+    pub async fn renew_session(&self) -> Result<(), Error> {
+        let session = self.session();
+        match session.renew(self.store.as_ref()).await {
+            Ok(_) => {
+                self.seats.renewed();
+                Ok(())
+            }
+            Err(boxfleet_cluster::Error::LeaseNotFound(_)) => {
+                for fence in self.held_seats() {
+                    self.lose_seat(&fence.seat);
+                }
+                warn!(node = %self.node, "session_lost");
+                let info = session.info.clone();
+                let fresh =
+                    Session::open(self.store.as_ref(), &self.keys, info, session.ttl_seconds)
+                        .await?;
+                info!(node = %self.node, lease = fresh.lease, "session_reopened");
+                self.seats.replace_session(fresh);
+                Ok(())
+            }
+            Err(error) => {
+                // cut off from the store: once a whole TTL has passed with no renewal the lease
+                // may be gone and the seats another node's, so this node stops acting for them
+                // now rather than when it hears so (its writes would be refused by the fence
+                // anyway; this keeps it from starting work it cannot record)
+                let silent = self.seats.silent_for();
+                if silent >= Duration::from_secs(session.ttl_seconds.max(1) as u64) {
+                    for fence in self.held_seats() {
+                        self.lose_seat(&fence.seat);
+                    }
+                }
+                Err(error.into())
+            }
+        }
+    }
+
+    /// Marks this node draining (placed no seats) or not, on its registration.
+    pub async fn set_draining(&self, draining: bool) -> Result<(), Error> {
+        let mut session = self.session();
+        session.info.draining = draining;
+        seat::register_node(
+            self.store.as_ref(),
+            &self.keys,
+            &session.info,
+            session.lease,
+        )
+        .await?;
+        self.seats.set_draining(draining);
+        Ok(())
+    }
+
+    /// Whether this node is draining.
+    pub fn draining(&self) -> bool {
+        self.seats.draining()
+    }
+
+    /// The live nodes seats may be placed on: registered and not draining.
+    pub async fn placeable_nodes(&self) -> Result<Vec<seat::NodeInfo>, Error> {
+        Ok(seat::nodes(self.store.as_ref(), &self.keys)
+            .await?
+            .into_iter()
+            .filter(|node| !node.draining)
+            .collect())
+    }
+
+    /// The node `seat` is placed on among the live nodes (rendezvous hashing), with its info.
+    pub async fn placed_on(&self, seat: &str) -> Result<Option<seat::NodeInfo>, Error> {
+        let nodes = self.placeable_nodes().await?;
+        let owner = boxfleet_cluster::placement::owner(seat, nodes.iter().map(|n| n.node.as_str()))
+            .map(str::to_owned);
+        Ok(owner.and_then(|owner| nodes.into_iter().find(|n| n.node == owner)))
+    }
+
+    /// Counts a launch, collection or answer in progress on `seat` until the guard drops.
+    pub fn working_on(&self, seat: &str) -> WorkGuard {
+        self.work.start(seat)
+    }
+
+    /// Hands a seat over gracefully: no new work starts on it, the launches, collections and
+    /// answers in progress settle (at most `settle`), the inbox work holding its lock
+    /// finishes, then the holder key is deleted under the fence and the seat's actor stops.
+    /// The node the seat is placed on acquires it and runs its recovery pass. `false` when
+    /// this node did not hold it.
+    pub async fn release_seat(&self, seat: &str, settle: Duration) -> Result<bool, Error> {
+        let Some(fence) = self.seats.fence(seat) else {
+            return Ok(false);
+        };
+        if !self.seats.start_release(seat) {
+            return Ok(false);
+        }
+        // the work in progress first (new work is refused from here on: `seat_fence` says the
+        // seat is being handed over), then the lock, which inbox work holds; waiting for the
+        // work while holding the lock would stall a launch queued on it until `settle` ran out
+        let deadline = tokio::time::Instant::now() + settle;
+        self.work.settle(seat, deadline).await;
+        self.settle_resumes(seat, deadline).await;
+        let _lock = self.seats.seat.lock(seat).await;
+        let released = seat::release(self.store.as_ref(), &self.keys, &fence).await;
+        self.seats.released(seat);
+        self.follow_ups.seat_released(seat);
+        self.seats.end_release(seat);
+        let released = released?;
+        info!(seat, epoch = fence.epoch, node = %self.node, released, "seat_released");
+        Ok(released)
+    }
+
+    /// Waits, at most until `deadline`, until none of `seat`'s runs is `resumed`. A resume
+    /// dispatched to the engine is in flight until the engine settles it (its run stays
+    /// `resumed` till then, and the engine's take and settle still act under this fence, see
+    /// [`Coordinator::in_flight_fence`]): handed over before that, the new holder's recovery
+    /// pass would reap it as an abandoned claim.
+    async fn settle_resumes(&self, seat: &str, deadline: tokio::time::Instant) {
+        loop {
+            match self.runs.list_by_seat(seat).await {
+                Ok(runs) if runs.iter().all(|r| r.record.status != Status::Resumed) => break,
+                Ok(_) => {}
+                Err(error) => {
+                    warn!(seat, %error, "seat_release_unchecked");
+                    break;
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                warn!(seat, "seat_released_unsettled");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Releases every seat this node holds, gracefully and in parallel (see
+    /// [`Coordinator::release_seat`]); returns how many it still holds after.
+    pub async fn release_all(&self, settle: Duration) -> usize {
+        let releases = self
+            .held_seats()
+            .into_iter()
+            .map(|fence| async move { self.release_seat(&fence.seat, settle).await });
+        for outcome in futures::future::join_all(releases).await {
+            if let Err(error) = outcome {
+                warn!(%error, "seat_release_failed");
+            }
+        }
+        self.held_seats().len()
+    }
+
+    /// The placement pass (the `Seats` duty, DESIGN §7): every seat with runs, mail or a
+    /// holder is placed by rendezvous hashing over the live, non-draining nodes. A seat
+    /// placed here that nobody holds is acquired (and recovered); a seat held here that is
+    /// placed elsewhere is released gracefully, in the background; a seat this node thought
+    /// it held that the store says it does not is forgotten. Returns the seats acquired.
+    pub async fn rebalance(self: &Arc<Self>) -> Result<Vec<String>, Error> {
+        // what this node believes, read before the store: a seat acquired after this line is
+        // in the store's answer below, never judged against an older one
+        let believed = self.held_seats();
+        let nodes = self.placeable_nodes().await?;
+        let names: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
+        let held = seat::holders(self.store.as_ref(), &self.keys).await?;
+        let mut seats: BTreeSet<String> = held.keys().cloned().collect();
+        seats.extend(
+            self.runs
+                .list()
+                .await?
+                .into_iter()
+                .map(|run| run.record.seat),
+        );
+        seats.extend(seat::seats_with_mail(self.store.as_ref(), &self.keys).await?);
+        let me = self.holder();
+        // what the store no longer says is ours is not ours
+        for fence in believed {
+            let still = held
+                .get(&fence.seat)
+                .is_some_and(|h| h.holder == me && h.epoch == fence.epoch);
+            if !still {
+                self.lose_seat(&fence.seat);
+            }
+        }
+        let mut acquired = Vec::new();
+        for seat in seats {
+            let placed = boxfleet_cluster::placement::owner(&seat, names.iter().copied());
+            match held.get(&seat) {
+                Some(h) if h.holder == me => {
+                    if placed.is_some_and(|p| p != self.node) {
+                        let (me, seat) = (self.clone(), seat.clone());
+                        tokio::spawn(async move {
+                            if let Err(error) = me.release_seat(&seat, RELEASE_SETTLE).await {
+                                warn!(seat, %error, "seat_release_failed");
+                            }
+                        });
+                    } else if h.lease == self.session().lease && !self.holds(&seat) {
+                        // ours in the store but not acting for it here (a recovery pass that
+                        // failed): acquire is idempotent on our own lease, and runs the pass
+                        match self.seat_fence(&seat).await {
+                            Ok(_) => acquired.push(seat),
+                            Err(error) => warn!(seat, %error, "seat_acquire_failed"),
+                        }
+                    }
+                }
+                Some(_) => {}
+                None if placed == Some(self.node.as_str()) => match self.seat_fence(&seat).await {
+                    Ok(_) => acquired.push(seat),
+                    Err(error) => warn!(seat, %error, "seat_acquire_failed"),
+                },
+                None => {}
+            }
+        }
+        Ok(acquired)
+    }
+
+    /// This node's incarnation as a seat's holder.
+    fn holder(&self) -> Holder {
+        Holder {
+            node: self.node.clone(),
+            incarnation: self.incarnation.clone(),
+        }
+    }
+
+    /// The seats this node holds, with their fences.
+    pub fn held_seats(&self) -> Vec<Fence> {
+        self.seats.held()
+    }
+
+    /// Whether this node holds `seat` (as far as it knows; the store has the last word).
+    pub fn holds(&self, seat: &str) -> bool {
+        self.seats.fence(seat).is_some()
+    }
+
+    /// The seats acquired since the last call (and forgets them).
+    pub fn take_fresh(&self) -> std::collections::HashSet<String> {
+        self.seats.take_fresh()
+    }
+
+    /// The fence for finishing work already in flight on `seat` — an engine's take and settle
+    /// of a resume this node dispatched: the fence this node holds, even while it hands the
+    /// seat over (the release waits for such work), else [`Coordinator::seat_fence`]. New work
+    /// asks `seat_fence`, which a seat being handed over refuses.
+    pub(crate) async fn in_flight_fence(&self, seat: &str) -> Result<Fence, Error> {
+        match self.seats.fence(seat) {
+            Some(fence) => Ok(fence),
+            None => self.seat_fence(seat).await,
+        }
+    }
+
+    /// The fence this node holds `seat` under, acquiring it (and running its recovery
+    /// pass) when it does not hold it yet.
+    pub async fn seat_fence(&self, seat: &str) -> Result<Fence, Error> {
+        check_id("seat", seat)?;
+        if self.seats.releasing(seat) {
+            return Err(Error::SeatHeldElsewhere {
+                seat: seat.to_owned(),
+                holder: format!("{} (handing it over)", self.node),
+            });
+        }
+        if let Some(fence) = self.seats.fence(seat) {
+            return Ok(fence);
+        }
+        // one acquire (and one recovery pass) at a time per seat: a second caller waits for
+        // the first's recovery and then finds the fence, so no recovery pass ever runs beside
+        // work that already holds the fence (it would read a launch in progress as abandoned)
+        let _acquiring = self.seats.acquiring.lock(seat).await;
+        if let Some(fence) = self.seats.fence(seat) {
+            return Ok(fence);
+        }
+        // a seat is taken only by the node it is placed on: any other node that reached
+        // here on a stale route would take it from its place and hand it straight back
+        if let Some(placed) = self.placed_on(seat).await?
+            && placed.node != self.node
+        {
+            return Err(Error::SeatHeldElsewhere {
+                seat: seat.to_owned(),
+                holder: format!("nobody; it is placed on node {}", placed.node),
+            });
+        }
+        match seat::acquire(
+            self.store.as_ref(),
+            &self.keys,
+            seat,
+            &self.holder(),
+            self.session().lease,
+        )
+        .await?
+        {
+            Acquire::Held(fence) => {
+                info!(seat, epoch = fence.epoch, node = %self.node, "seat_acquired");
+                self.seats.hold(fence.clone());
+                self.recover(&fence).await?;
+                self.follow_ups.seat_acquired(seat).await;
+                Ok(fence)
+            }
+            Acquire::HeldBy { holder, .. } => Err(Error::SeatHeldElsewhere {
+                seat: seat.to_owned(),
+                holder: format!("{} ({})", holder.node, holder.incarnation),
+            }),
+        }
+    }
+
+    /// Re-runs the recovery pass of a seat this node holds (a seat actor's restart).
+    pub async fn recover_held(&self, seat: &str) -> Result<(), Error> {
+        // under the seat's lock: never beside a launch in progress, which it would read as
+        // abandoned
+        let _seat = self.seats.seat.lock(seat).await;
+        match self.seats.fence(seat) {
+            Some(fence) => self.recover(&fence).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The fence of the seat a run belongs to.
+    pub async fn seat_fence_of_run(&self, turn_id: &str) -> Result<Fence, Error> {
+        let run = self
+            .runs
+            .read(turn_id)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("run {turn_id} is gone")))?;
+        self.seat_fence(&run.record.seat).await
+    }
+
+    /// Forgets a seat this node found it no longer holds.
+    pub fn lose_seat(&self, seat: &str) {
+        self.seats.forget(seat);
+        warn!(seat, node = %self.node, "sandbox_seat_not_held");
+    }
+
+    /// Whether a run holds the seat's inbox.
+    pub async fn seat_busy(&self, seat: &str) -> Result<bool, Error> {
+        Ok(!self.runs.list_active(seat).await?.is_empty())
+    }
+}

@@ -1,0 +1,90 @@
+//! The recovery pass (the spec's "Recovery"; DESIGN §6 I9, I12): on acquiring a seat (boot
+//! included) every run of the seat is fenced to the new lease first — the reap's fence — and
+//! then each is taken over as its status says: a launch left half-open is reaped as
+//! `abandoned_tail`; a claim whose node stopped before it settled is reaped, unless it is an
+//! answer no turn took, which is revived within its bounds; an owed answer is resumed; a
+//! decided ending is finished; a parked run's owed reply copies are published. Running jobs
+//! are left to the poll, which the acquire triggers at once.
+//!
+//! Decisions: `transition::recovery` (fence_run), `transition::answer` (revive).
+
+use boxfleet_cluster::record::{ClaimKind, EndingReason, Status};
+use boxfleet_cluster::runs::RunError;
+use boxfleet_cluster::transition::{EndingGuard, Fence, Refusal, Transition};
+use tracing::info;
+
+use super::Coordinator;
+use super::error::Error;
+
+impl Coordinator {
+    /// The recovery pass on acquiring a seat (boot included): fence every run to this lease
+    /// first, then take each over as its status says.
+    pub async fn recover(&self, fence: &Fence) -> Result<(), Error> {
+        let runs = self
+            .runs
+            .fence_seat_runs_for(fence, Some(&self.incarnation))
+            .await?;
+        for run in runs {
+            let record = &run.record;
+            let turn_id = record.turn_id.as_str();
+            match record.status {
+                Status::Launching => {
+                    self.end_run(
+                        fence,
+                        turn_id,
+                        EndingReason::AbandonedTail,
+                        "the launch's node stopped before the conversation was written",
+                        EndingGuard::Any,
+                    )
+                    .await;
+                }
+                Status::Resumed => match record.claim.as_ref().map(|c| c.kind) {
+                    Some(ClaimKind::Answer) if !record.answer_taken() => {
+                        self.revive_answer(fence, turn_id).await?;
+                    }
+                    _ => {
+                        self.end_run(
+                            fence,
+                            turn_id,
+                            EndingReason::AbandonedTail,
+                            "the claim's node stopped before it settled",
+                            EndingGuard::Any,
+                        )
+                        .await;
+                    }
+                },
+                Status::Answered => self.drive_answer(fence, turn_id).await?,
+                Status::Ending => self.finish_ending(fence, turn_id).await?,
+                Status::AwaitingClarification | Status::Reseed => {
+                    self.publish_hand_backs(fence, record).await?;
+                }
+                Status::Running => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// An answer's claim whose node stopped before a turn took it: given back to the answer
+    /// and resumed again, within the revival bounds; past them the run is reaped.
+    async fn revive_answer(&self, fence: &Fence, turn_id: &str) -> Result<(), Error> {
+        match self.runs.apply(fence, turn_id, Transition::Revive).await {
+            Ok(_) => {
+                info!(turn_id, "sandbox_answer_revived");
+                self.drive_answer(fence, turn_id).await
+            }
+            Err(RunError::Refused(Refusal::RevivalsSpent { .. })) => {
+                info!(turn_id, "sandbox_answer_not_revived");
+                self.end_run(
+                    fence,
+                    turn_id,
+                    EndingReason::AbandonedTail,
+                    "the answer's resume took its node down too often",
+                    EndingGuard::Any,
+                )
+                .await;
+                Ok(())
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+}

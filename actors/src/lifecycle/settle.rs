@@ -1,0 +1,184 @@
+//! The engine's side of a resume (DESIGN §8.2): `take` is the last moment before the resumed
+//! turn runs (an answer's claim records it: the answer is spent, I5), and `settle` says how
+//! the turn ended — finished or broken after an external write (the run ends), a retry (the
+//! claim goes back; an answer's is retried by its driver), or a relaunch (the next job starts
+//! in the same box under a new launch id).
+//!
+//! Take and settle act under the fence this node holds even while it hands the seat over: a
+//! release waits for the resumes in flight (`placement`).
+//!
+//! Decisions: `transition::answer` (take), `transition::collect` (hand_back_claim),
+//! `transition::launch` (relaunch), `transition::ending` (decide_ending).
+
+use std::collections::BTreeMap;
+
+use boxfleet_cluster::record::{ClaimKind, EndingReason, RunRecord, Status};
+use boxfleet_cluster::runs::Outcome;
+use boxfleet_cluster::transition::{EndingGuard, Fence, Transition};
+use tracing::{info, warn};
+
+use super::Coordinator;
+use super::api::{LaunchRequest, Settle};
+use super::error::Error;
+use super::job::StoredJob;
+use super::text::new_id;
+
+impl Coordinator {
+    /// The last moment before the resumed turn runs: an answer's claim records the take.
+    pub async fn take(&self, turn_id: &str, launch_id: &str) -> Result<(), Error> {
+        let Some(run) = self.runs.read(turn_id).await? else {
+            return Err(Error::NotFound(format!("run {turn_id} is gone")));
+        };
+        let fence = self.in_flight_fence(&run.record.seat).await?;
+        if run
+            .record
+            .claim
+            .as_ref()
+            .is_some_and(|c| c.kind == ClaimKind::Answer)
+        {
+            let take = Transition::Take {
+                launch_id: launch_id.to_owned(),
+            };
+            self.runs.apply(&fence, turn_id, take).await?;
+        }
+        Ok(())
+    }
+
+    /// How the resumed turn ended. A relaunch returns the new job's launch id.
+    pub async fn settle(
+        &self,
+        turn_id: &str,
+        launch_id: &str,
+        settle: Settle,
+    ) -> Result<Option<String>, Error> {
+        let Some(run) = self.runs.read(turn_id).await? else {
+            return Err(Error::NotFound(format!("run {turn_id} is gone")));
+        };
+        let fence = self.in_flight_fence(&run.record.seat).await?;
+        let guard = EndingGuard::Claim {
+            launch_id: launch_id.to_owned(),
+        };
+        match settle {
+            Settle::Finished { reply } => {
+                self.end_run(&fence, turn_id, EndingReason::Finished, &reply, guard)
+                    .await;
+                self.pump(&run.record.seat).await;
+                Ok(None)
+            }
+            Settle::BrokeAfterExternalWrite { error } => {
+                self.end_run(
+                    &fence,
+                    turn_id,
+                    EndingReason::BrokeAfterExternalWrite,
+                    &error,
+                    guard,
+                )
+                .await;
+                self.pump(&run.record.seat).await;
+                Ok(None)
+            }
+            Settle::Retry { error } => {
+                warn!(turn_id, %error, "sandbox_resume_retried");
+                let hand_back = Transition::HandBackClaim {
+                    launch_id: launch_id.to_owned(),
+                    collect_failed: false,
+                };
+                let handed = self.runs.apply(&fence, turn_id, hand_back).await?;
+                if let Some(record) = handed.record()
+                    && record.status == Status::Answered
+                {
+                    self.answer_resume_failed(record).await;
+                }
+                Ok(None)
+            }
+            Settle::Relaunched {
+                brief,
+                conversation,
+                command,
+                env,
+            } => {
+                let next = Relaunch {
+                    brief,
+                    conversation,
+                    command,
+                    env,
+                };
+                self.relaunch(&fence, &run.record, launch_id, next).await
+            }
+        }
+    }
+
+    /// A resumed turn starts its next job in the same box: the relaunch transition (a new
+    /// launch id, `launching`), the job started, the conversation committed. A job that cannot
+    /// start ends the run.
+    async fn relaunch(
+        &self,
+        fence: &Fence,
+        run: &RunRecord,
+        launch_id: &str,
+        next: Relaunch,
+    ) -> Result<Option<String>, Error> {
+        let turn_id = run.turn_id.as_str();
+        let new_launch = new_id("launch");
+        let relaunch = Transition::Relaunch {
+            launch_id: launch_id.to_owned(),
+            new_launch_id: new_launch.clone(),
+            brief: next.brief.clone(),
+        };
+        let relaunched = match self.runs.apply(fence, turn_id, relaunch).await? {
+            Outcome::Written(run) => run.record,
+            Outcome::Deleted => return Ok(None),
+        };
+        let last = StoredJob::of(run);
+        let runner_name = last
+            .as_ref()
+            .map_or("command".to_owned(), |j| j.runner.clone());
+        let runner = self.access.runner(&runner_name)?.clone();
+        let cell = self.access.cell_of(&relaunched);
+        let provider = self.access.provider(&cell)?.clone();
+        let request = LaunchRequest {
+            seat: relaunched.seat.clone(),
+            turn_id: Some(turn_id.to_owned()),
+            brief: next.brief,
+            command: next
+                .command
+                .or_else(|| last.as_ref().and_then(|j| j.command.clone())),
+            timeout_seconds: last.as_ref().and_then(|j| j.timeout_seconds),
+            model: last.as_ref().and_then(|j| j.model.clone()),
+            ..LaunchRequest::default()
+        };
+        let started = self
+            .start_relaunch(
+                fence,
+                (turn_id, &new_launch),
+                (provider.as_ref(), runner.as_ref()),
+                relaunched.sandbox_id.clone(),
+                request,
+                next.env,
+            )
+            .await;
+        match started {
+            Ok(_) => {
+                let commit = Transition::CommitSuspension {
+                    launch_id: new_launch.clone(),
+                    conversation: next.conversation,
+                };
+                self.runs.apply(fence, turn_id, commit).await?;
+                info!(turn_id, launch_id = %new_launch, "sandbox_run_started");
+                Ok(Some(new_launch))
+            }
+            Err(error) => {
+                self.fail_launch(fence, turn_id, &error).await;
+                Err(error)
+            }
+        }
+    }
+}
+
+/// What a relaunch starts with (the engine's `Settle::Relaunched`).
+struct Relaunch {
+    brief: String,
+    conversation: Vec<u8>,
+    command: Option<String>,
+    env: BTreeMap<String, String>,
+}

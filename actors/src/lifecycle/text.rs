@@ -1,0 +1,48 @@
+//! Small text helpers the lifecycle's steps share: new ids, cutting a text to a bound on a
+//! whole line, and quoting a word for a POSIX shell.
+
+/// A new id, `{prefix}-{32 hex}`.
+pub(crate) fn new_id(prefix: &str) -> String {
+    format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// `text` cut to at most `max` bytes on a whole line, with a line saying how much was left
+/// out; unchanged when it fits.
+pub(crate) fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let kept = &text[..end];
+    let kept = kept.rfind('\n').map_or(kept, |i| &kept[..i]);
+    let left = text.len() - kept.len();
+    format!("{kept}\n[… {left} bytes left out]")
+}
+
+/// `value` as one single-quoted POSIX shell word.
+pub(crate) fn shell_quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_keeps_whole_lines_and_says_what_it_left_out() {
+        assert_eq!(cut("short", 10), "short");
+        let text = "line one\nline two\nline three\n";
+        assert_eq!(cut(text, 12), "line one\n[… 21 bytes left out]");
+        // a multi-byte character is never split
+        assert_eq!(cut("ééé", 3), "é\n[… 4 bytes left out]");
+    }
+
+    #[test]
+    fn a_quoted_word_survives_its_own_quotes() {
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert!(new_id("turn").starts_with("turn-"));
+    }
+}

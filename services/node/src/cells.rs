@@ -1,0 +1,111 @@
+//! The node's sandbox cells and coding-agent runners, made from its configuration: `direct`
+//! always; `container` when `providers.sandbox.local` names an image; `e2b` when
+//! `providers.sandbox.e2b` is set; the `command`, `claude-code` and `opencode` runners.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use boxfleet_actors::ports::{Provider, Runner};
+use boxfleet_config::NodeConfig;
+
+/// The sandbox providers, by cell.
+pub(crate) fn providers(
+    config: &NodeConfig,
+) -> anyhow::Result<BTreeMap<String, Arc<dyn Provider>>> {
+    let mut providers: BTreeMap<String, Arc<dyn Provider>> = BTreeMap::new();
+    providers.insert(
+        "direct".into(),
+        // boxes live under {boxes_dir}/{sandbox_id}, {data_dir}/boxes unless configured
+        Arc::new(boxfleet_sandbox::direct::DirectProvider::in_boxes_dir(
+            config.boxes_dir.clone(),
+        )),
+    );
+    let sandbox = &config.company.providers.sandbox;
+    if let Some(local) = sandbox.local.as_ref().filter(|l| l.image.is_some()) {
+        providers.insert(
+            "container".into(),
+            Arc::new(boxfleet_sandbox::ContainerProvider::new(container_config(
+                local,
+                &config.data_dir,
+            )?)),
+        );
+    }
+    if let Some(e2b) = &sandbox.e2b {
+        let mut cell = boxfleet_sandbox::e2b::E2bConfig::new(
+            e2b.api_key.clone(),
+            e2b.template.clone().unwrap_or_else(|| "base".to_owned()),
+        );
+        if let Some(domain) = e2b.domain.as_deref().filter(|d| !d.is_empty()) {
+            cell.domain = domain.to_owned();
+        }
+        cell.api_url = e2b.api_url.clone().filter(|u| !u.is_empty());
+        cell.envd_url = e2b.envd_url.clone().filter(|u| !u.is_empty());
+        let provider = boxfleet_sandbox::e2b::E2bProvider::new(cell)
+            .map_err(|error| anyhow::anyhow!("company.providers.sandbox.e2b: {error}"))?;
+        providers.insert("e2b".into(), Arc::new(provider));
+    }
+    Ok(providers)
+}
+
+/// The coding-agent runners, by name. The coding CLIs are found on the box's PATH (`claude`,
+/// `opencode`), or where `BOXFLEET_CLAUDE_CLI` / `BOXFLEET_OPENCODE_CLI` name them.
+pub(crate) fn runners() -> anyhow::Result<BTreeMap<String, Arc<dyn Runner>>> {
+    let mut runners: BTreeMap<String, Arc<dyn Runner>> = BTreeMap::new();
+    runners.insert(
+        "command".into(),
+        Arc::new(boxfleet_agents::command::CommandRunner::new()),
+    );
+    let mut claude = boxfleet_agents::ClaudeCodeRunner::new();
+    if let Some(cli) = cli_override("BOXFLEET_CLAUDE_CLI")? {
+        claude = claude.with_cli(cli);
+    }
+    runners.insert("claude-code".into(), Arc::new(claude));
+    let mut opencode = boxfleet_agents::OpenCodeRunner::new();
+    if let Some(cli) = cli_override("BOXFLEET_OPENCODE_CLI")? {
+        opencode = opencode.with_cli(cli);
+    }
+    runners.insert("opencode".into(), Arc::new(opencode));
+    Ok(runners)
+}
+
+/// A coding CLI named by `var`: a bare name is looked up on the box's `PATH`; a path with a
+/// `/` in it, if relative, is resolved now against the node's working directory (a job runs
+/// in its box's home, where the relative path would name nothing).
+fn cli_override(var: &str) -> anyhow::Result<Option<String>> {
+    let Ok(cli) = std::env::var(var) else {
+        return Ok(None);
+    };
+    if cli.is_empty() || !cli.contains('/') {
+        return Ok(Some(cli).filter(|cli| !cli.is_empty()));
+    }
+    let resolved = boxfleet_config::paths::Base::of_process().absolute_text(var, &cli)?;
+    Ok(Some(resolved))
+}
+
+/// The `container` cell from `providers.sandbox.local` (boxes under `{state_dir}` or
+/// `{data_dir}/containers`).
+fn container_config(
+    local: &boxfleet_config::providers::LocalSection,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<boxfleet_sandbox::ContainerConfig> {
+    use boxfleet_sandbox::container::Runtime;
+    let state_dir = local
+        .state_dir
+        .as_deref()
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| data_dir.join("containers"), std::path::PathBuf::from);
+    let mut cell =
+        boxfleet_sandbox::ContainerConfig::new(local.image.clone().unwrap_or_default(), state_dir);
+    cell.runtime = match local.runtime.as_deref().unwrap_or("auto") {
+        "auto" | "" => Runtime::Auto,
+        "docker" => Runtime::Docker,
+        "podman" => Runtime::Podman,
+        other => anyhow::bail!(
+            "company.providers.sandbox.local.runtime: {other:?} is not a runtime; use auto, docker or podman"
+        ),
+    };
+    cell.run_args = local.run_args.clone();
+    cell.network = local.network.clone().filter(|n| !n.is_empty());
+    cell.runtime_env = local.runtime_env.clone();
+    Ok(cell)
+}

@@ -1,0 +1,158 @@
+//! The node's gRPC surfaces (DESIGN §8): Runs, Engine, Ops and Fleet, with gRPC health and
+//! reflection, served by one supervised actor. Domain failures travel in replies; a failed
+//! call's status comes from the one kind → code table (`status`).
+//!
+//! | file | what it serves |
+//! |---|---|
+//! | `runs` | the Runs service: routes a seat's calls to its holder; get, board, events |
+//! | `local` | a seat's calls as the holder answers them (launch, deliver, tail, answer) |
+//! | `fleet` | the Fleet service: calls forwarded here by another node |
+//! | `engine` | the Engine service: an external engine's stream |
+//! | `ops` | the Ops service: tree, nodes, seats, drain |
+//! | `status` | an error as a status, by its kind |
+
+mod engine;
+mod fleet;
+mod local;
+mod ops;
+mod runs;
+mod status;
+
+use std::sync::Arc;
+
+use boxfleet_actors::lifecycle::Coordinator;
+use boxfleet_actors::workers::Observed;
+use boxfleet_proto::v1 as pb;
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
+
+use crate::engine::Engines;
+use crate::routing::Peers;
+use engine::EngineService;
+use fleet::FleetService;
+use local::Local;
+use ops::OpsService;
+use runs::RunsService;
+
+/// The API as a supervised actor: it serves every surface until stopped; a restart binds the
+/// same address again.
+#[derive(Debug)]
+pub struct Api;
+
+#[derive(Debug, Clone)]
+pub struct ApiArgs {
+    pub addr: std::net::SocketAddr,
+    /// the listener bound at start-up, taken by the first instance
+    pub listener: Arc<std::sync::Mutex<Option<tokio::net::TcpListener>>>,
+    pub coordinator: Arc<Coordinator>,
+    pub engines: Arc<Engines>,
+    pub errors: Arc<Observed>,
+    /// the root supervisor's name, for Ops.Tree
+    pub root: String,
+}
+
+#[derive(Debug)]
+pub struct ApiState {
+    cancel: CancellationToken,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl ractor::Actor for Api {
+    type Msg = ();
+    type State = ApiState;
+    type Arguments = ApiArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ractor::ActorRef<Self::Msg>,
+        args: ApiArgs,
+    ) -> Result<Self::State, ractor::ActorProcessingErr> {
+        let taken = args
+            .listener
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let listener = match taken {
+            Some(listener) => listener,
+            None => tokio::net::TcpListener::bind(args.addr).await?,
+        };
+        let cancel = CancellationToken::new();
+        let serving = serve(listener, args, cancel.clone());
+        let server = tokio::spawn(async move {
+            if let Err(error) = serving.await {
+                warn!(%error, "api_stopped");
+            }
+        });
+        Ok(ApiState { cancel, server })
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ractor::ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ractor::ActorProcessingErr> {
+        // graceful first (in-flight calls finish), then cut: a followed stream never ends
+        state.cancel.cancel();
+        let graceful =
+            tokio::time::timeout(std::time::Duration::from_secs(2), &mut state.server).await;
+        if graceful.is_err() {
+            state.server.abort();
+        }
+        Ok(())
+    }
+}
+
+/// Serves every surface on `listener` until `cancel`.
+async fn serve(
+    listener: tokio::net::TcpListener,
+    args: ApiArgs,
+    cancel: CancellationToken,
+) -> anyhow::Result<()> {
+    let (health_reporter, health) = tonic_health::server::health_reporter();
+    health_reporter
+        .set_serving::<pb::runs_server::RunsServer<RunsService>>()
+        .await;
+    health_reporter
+        .set_serving::<pb::engine_server::EngineServer<EngineService>>()
+        .await;
+    health_reporter
+        .set_serving::<pb::ops_server::OpsServer<OpsService>>()
+        .await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(boxfleet_proto::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    health_reporter
+        .set_serving::<pb::fleet_server::FleetServer<FleetService>>()
+        .await;
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let peers = Arc::new(Peers::default());
+    args.coordinator
+        .set_fleet_link(Arc::new(crate::fleet_link::Link {
+            coordinator: Arc::downgrade(&args.coordinator),
+            peers: peers.clone(),
+        }));
+    let local = Local {
+        coordinator: args.coordinator.clone(),
+    };
+    let runs = Arc::new(RunsService {
+        local: local.clone(),
+        peers: peers.clone(),
+    });
+    tonic::transport::Server::builder()
+        .add_service(health)
+        .add_service(reflection)
+        .add_service(pb::runs_server::RunsServer::from_arc(runs.clone()))
+        .add_service(pb::fleet_server::FleetServer::new(FleetService { local }))
+        .add_service(pb::engine_server::EngineServer::new(EngineService {
+            engines: args.engines.clone(),
+        }))
+        .add_service(pb::ops_server::OpsServer::new(OpsService {
+            peers,
+            coordinator: args.coordinator.clone(),
+            errors: args.errors.clone(),
+            root: args.root.clone(),
+        }))
+        .serve_with_incoming_shutdown(incoming, cancel.cancelled_owned())
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,245 @@
+//! The Ops service (DESIGN §8.4): what an SRE asks of the fleet — the supervision tree (this
+//! node's, or every live node's), the live nodes, who holds which seat, and a drain.
+
+use std::sync::Arc;
+
+use boxfleet_actors::lifecycle::{self, Coordinator};
+use boxfleet_actors::supervisor::{self, ActorTree, SupervisorMsg};
+use boxfleet_actors::workers::Observed;
+use boxfleet_cluster::record::Status;
+use boxfleet_cluster::seat;
+use boxfleet_proto::v1 as pb;
+use tonic::{Request, Response, Status as GrpcStatus};
+
+use super::status::status;
+use crate::routing::{OWNER_TAIL_BUDGET, Peers, forwarded};
+
+/// The Ops service.
+#[derive(Debug)]
+pub struct OpsService {
+    pub peers: Arc<Peers>,
+    pub coordinator: Arc<Coordinator>,
+    pub errors: Arc<Observed>,
+    /// the root supervisor's name
+    pub root: String,
+}
+
+/// Converts a supervision tree into `Ops.Tree`'s shape; a worker's handled errors fill its
+/// `last_error` when it has not failed.
+fn actor_info(tree: &ActorTree, errors: &Observed, node: &str) -> Vec<pb::ActorInfo> {
+    tree.children
+        .iter()
+        .map(|child| {
+            let short = child.report.name.rsplit('/').next().unwrap_or_default();
+            let last_error = child
+                .report
+                .last_error
+                .clone()
+                .or_else(|| errors.get(short))
+                .unwrap_or_default();
+            pb::ActorInfo {
+                name: child
+                    .report
+                    .name
+                    .trim_start_matches(&format!("{node}/"))
+                    .to_owned(),
+                state: serde_json::to_value(child.report.state)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                restarts: child.report.restart_count,
+                mailbox_depth: child.report.mailbox_depth.max(errors.depth(short)),
+                last_error,
+                children: child
+                    .subtree
+                    .as_ref()
+                    .map(|sub| actor_info(sub, errors, node))
+                    .unwrap_or_default(),
+                strategy: String::new(),
+            }
+        })
+        .collect()
+}
+
+impl OpsService {
+    /// This node's own supervision tree.
+    async fn own_tree(&self) -> Result<pb::TreeReply, GrpcStatus> {
+        let node = self.coordinator.node.clone();
+        let Some(root) = ractor::ActorRef::<SupervisorMsg>::where_is(self.root.clone()) else {
+            return Err(GrpcStatus::unavailable(
+                "the node's supervision tree is not running",
+            ));
+        };
+        let tree = supervisor::tree(&root).await;
+        let children = actor_info(&tree, &self.errors, &node);
+        Ok(pb::TreeReply {
+            node: node.clone(),
+            roots: vec![pb::ActorInfo {
+                name: tree.name.clone(),
+                state: if tree.inspect_error.is_some() {
+                    "unreachable"
+                } else {
+                    "running"
+                }
+                .into(),
+                last_error: tree.inspect_error.clone().unwrap_or_default(),
+                children,
+                strategy: "rest_for_one".into(),
+                ..pb::ActorInfo::default()
+            }],
+        })
+    }
+}
+
+#[tonic::async_trait]
+impl pb::ops_server::Ops for OpsService {
+    async fn tree(
+        &self,
+        request: Request<pb::TreeRequest>,
+    ) -> Result<Response<pb::TreeReply>, GrpcStatus> {
+        let mut reply = self.own_tree().await?;
+        if !request.into_inner().fleet {
+            return Ok(Response::new(reply));
+        }
+        // every other live node's tree, each asked for at most the fleet read budget; a node
+        // that does not answer shows as one silent root, never as a missing one
+        let nodes = seat::nodes(self.coordinator.store.as_ref(), &self.coordinator.keys)
+            .await
+            .map_err(status)?;
+        let asks = nodes
+            .into_iter()
+            .filter(|n| n.node != self.coordinator.node)
+            .map(|n| async move {
+                let asked = match self.peers.ops(&n.node, &n.addr) {
+                    Ok(mut ops) => tokio::time::timeout(
+                        OWNER_TAIL_BUDGET,
+                        ops.tree(pb::TreeRequest::default()),
+                    )
+                    .await
+                    .map_err(|_| "did not answer inside 2 s".to_owned())
+                    .and_then(|r| r.map_err(|e| e.message().to_owned())),
+                    Err(error) => Err(error.message().to_owned()),
+                };
+                match asked {
+                    Ok(tree) => tree.into_inner().roots,
+                    Err(error) => vec![pb::ActorInfo {
+                        name: format!("node/{}", n.node),
+                        state: "silent".into(),
+                        last_error: error,
+                        ..pb::ActorInfo::default()
+                    }],
+                }
+            });
+        for roots in futures::future::join_all(asks).await {
+            reply.roots.extend(roots);
+        }
+        Ok(Response::new(reply))
+    }
+    async fn nodes(
+        &self,
+        _request: Request<pb::NodesRequest>,
+    ) -> Result<Response<pb::NodesReply>, GrpcStatus> {
+        let store = self.coordinator.store.as_ref();
+        let keys = &self.coordinator.keys;
+        let nodes = seat::nodes(store, keys).await.map_err(status)?;
+        let held = seat::holders(store, keys).await.map_err(status)?;
+        Ok(Response::new(pb::NodesReply {
+            nodes: nodes
+                .into_iter()
+                .map(|n| pb::NodeInfo {
+                    seats: held
+                        .values()
+                        .filter(|h| h.holder.incarnation == n.incarnation)
+                        .count() as u32,
+                    node: n.node,
+                    addr: n.addr,
+                    incarnation: n.incarnation,
+                    started_at: n.started_at.to_rfc3339(),
+                    build: n.build,
+                    host: n.host,
+                    draining: n.draining,
+                })
+                .collect(),
+        }))
+    }
+
+    async fn seats(
+        &self,
+        _request: Request<pb::SeatsRequest>,
+    ) -> Result<Response<pb::SeatsReply>, GrpcStatus> {
+        let coordinator = &self.coordinator;
+        let held = seat::holders(coordinator.store.as_ref(), &coordinator.keys)
+            .await
+            .map_err(status)?;
+        // the same prefix again, for the mail each seat holds
+        let range = coordinator
+            .store
+            .range(&coordinator.keys.seats())
+            .await
+            .map_err(status)?;
+        let runs = coordinator.runs.list().await.map_err(status)?;
+        let mut seats = Vec::new();
+        for (name, held) in held {
+            let inbox = range
+                .kvs
+                .iter()
+                .filter(|m| m.key.starts_with(&coordinator.keys.inbox(&name)))
+                .count() as u32;
+            let mine = runs.iter().filter(|r| r.record.seat == name);
+            let (active, awaiting) = mine.fold((0u32, 0u32), |(a, w), run| {
+                (
+                    a + u32::from(run.record.status.holds_seat()),
+                    w + u32::from(matches!(
+                        run.record.status,
+                        Status::AwaitingClarification | Status::Reseed
+                    )),
+                )
+            });
+            seats.push(pb::SeatInfo {
+                seat: name,
+                holder_node: held.holder.node,
+                incarnation: held.holder.incarnation,
+                epoch: held.epoch,
+                active_runs: active,
+                awaiting,
+                inbox,
+            });
+        }
+        Ok(Response::new(pb::SeatsReply { seats }))
+    }
+
+    async fn drain(
+        &self,
+        request: Request<pb::DrainRequest>,
+    ) -> Result<Response<pb::DrainReply>, GrpcStatus> {
+        let node = request.into_inner().node;
+        let coordinator = &self.coordinator;
+        if !node.is_empty() && node != coordinator.node {
+            // asked of another node: pass it to that node
+            let nodes = seat::nodes(coordinator.store.as_ref(), &coordinator.keys)
+                .await
+                .map_err(status)?;
+            let Some(target) = nodes.into_iter().find(|n| n.node == node) else {
+                return Err(GrpcStatus::not_found(format!(
+                    "no live node {node}: `boxfleet nodes` lists the live ones"
+                )));
+            };
+            let mut ops = self.peers.ops(&target.node, &target.addr)?;
+            return ops
+                .drain(pb::DrainRequest { node })
+                .await
+                .map_err(|e| forwarded(&target.node, e));
+        }
+        // placed no seats from now on; every seat held here is released gracefully, in
+        // parallel, and the nodes they are placed on take them and recover their runs
+        coordinator.set_draining(true).await.map_err(status)?;
+        tracing::info!(node = %coordinator.node, "node_draining");
+        let before = coordinator.held_seats().len() as u32;
+        // the placement pass may release some first: count what is gone
+        let still_held = coordinator.release_all(lifecycle::RELEASE_SETTLE).await as u32;
+        Ok(Response::new(pb::DrainReply {
+            released: before.saturating_sub(still_held),
+            still_held,
+        }))
+    }
+}
