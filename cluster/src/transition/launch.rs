@@ -117,3 +117,268 @@ fn started_event(record: &RunRecord, now: DateTime<Utc>) -> Effect {
         }),
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::events::kind;
+    use crate::record::{Charged, ModelReceipt};
+    use crate::transition::test_support::*;
+
+    use super::*;
+
+    fn started(launch_id: &str, iteration: u32) -> Effect {
+        announced(
+            kind::RUN_STARTED,
+            &[TURN, launch_id],
+            launch_id,
+            serde_json::json!({
+                "coding_agent": "claude",
+                "work_item": "WI-7",
+                "task": "fix the build",
+                "iteration": iteration,
+            }),
+        )
+    }
+
+    #[test]
+    fn a_launch_opens_its_row_under_the_writers_lease_and_announces_the_start() {
+        let mut record = launching();
+        record.epoch = 0;
+        let open = Transition::OpenLaunch {
+            record: Box::new(record.clone()),
+        };
+        let mut expected = record;
+        expected.epoch = 9;
+        expected.created_at = now();
+        expected.updated_at = now();
+        assert_eq!(
+            crate::transition::decide(None, &fence_at(9), &open, now()),
+            writes(expected, vec![started(LAUNCH, 0)])
+        );
+    }
+
+    #[test]
+    fn a_launch_opens_its_row_as_launching_and_for_the_writers_seat_only() {
+        let mut not_launching = launching();
+        not_launching.status = Status::Running;
+        not_launching.seat = "ops".into();
+        let mut other_seat = launching();
+        other_seat.seat = "ops".into();
+        let open = |record: RunRecord| {
+            crate::transition::decide(
+                None,
+                &fence(),
+                &Transition::OpenLaunch {
+                    record: Box::new(record),
+                },
+                now(),
+            )
+        };
+        // the status is checked first
+        assert_eq!(
+            open(not_launching),
+            Err(Refusal::Invalid(
+                "a launch opens its row as launching, not running".into()
+            ))
+        );
+        assert_eq!(open(other_seat), Err(Refusal::WrongSeat("ops".into())));
+    }
+
+    fn attach(launch_id: &str) -> Transition {
+        Transition::AttachBox {
+            launch_id: launch_id.into(),
+            sandbox_id: BOX.into(),
+            placement: "local".into(),
+            job: Some("job-1".into()),
+        }
+    }
+
+    #[test]
+    fn a_box_is_attached_to_the_launch_it_was_started_for() {
+        let current = launching();
+        let mut expected = stamped(&current);
+        expected.sandbox_id = Some(BOX.into());
+        expected.placement = Some("local".into());
+        expected.job = Some("job-1".into());
+        assert_eq!(
+            decide_on(&current, attach(LAUNCH)),
+            writes(expected, vec![])
+        );
+    }
+
+    #[test]
+    fn a_box_is_attached_only_while_launching() {
+        // the status is checked before the launch
+        assert_eq!(
+            decide_on(&running(), attach(OLD_LAUNCH)),
+            Err(Refusal::WrongStatus {
+                transition: "attach_box",
+                expected: "launching",
+                found: Status::Running,
+            })
+        );
+    }
+
+    #[test]
+    fn a_box_for_an_old_launch_is_not_attached() {
+        assert_eq!(
+            decide_on(&launching(), attach(OLD_LAUNCH)),
+            Err(Refusal::WrongLaunch {
+                transition: "attach_box",
+                asked: OLD_LAUNCH.into(),
+                current: LAUNCH.into(),
+            })
+        );
+    }
+
+    fn commit(launch_id: &str) -> Transition {
+        Transition::CommitSuspension {
+            launch_id: launch_id.into(),
+            conversation: b"suspended".to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_suspension_commits_the_conversation_and_the_run_is_running() {
+        let mut current = launching();
+        current.sandbox_id = Some(BOX.into());
+        let mut expected = stamped(&current);
+        expected.conversation = Some(b"suspended".to_vec());
+        expected.status = Status::Running;
+        assert_eq!(
+            decide_on(&current, commit(LAUNCH)),
+            writes(expected, vec![])
+        );
+    }
+
+    #[test]
+    fn a_suspension_commits_only_while_launching() {
+        assert_eq!(
+            decide_on(&running(), commit(LAUNCH)),
+            Err(Refusal::WrongStatus {
+                transition: "commit_suspension",
+                expected: "launching",
+                found: Status::Running,
+            })
+        );
+    }
+
+    #[test]
+    fn a_suspension_for_an_old_launch_commits_nothing() {
+        assert_eq!(
+            decide_on(&launching(), commit(OLD_LAUNCH)),
+            Err(Refusal::WrongLaunch {
+                transition: "commit_suspension",
+                asked: OLD_LAUNCH.into(),
+                current: LAUNCH.into(),
+            })
+        );
+    }
+
+    fn relaunch(launch_id: &str, new_launch_id: &str) -> Transition {
+        Transition::Relaunch {
+            launch_id: launch_id.into(),
+            new_launch_id: new_launch_id.into(),
+            brief: "go on".into(),
+        }
+    }
+
+    #[test]
+    fn a_completed_job_relaunches_a_new_job_in_the_same_box() {
+        let mut current = claimed_for_completion();
+        current.brief = "first".into();
+        current.charged = Some(Charged {
+            launch_id: LAUNCH.into(),
+            seat: true,
+            company: true,
+            ..Charged::default()
+        });
+        current.phase_published = Some(LAUNCH.into());
+        current.paused_at = Some(minutes_ago(1));
+        current.collect_failures = 2;
+        current.model = Some(ModelReceipt::default());
+        let mut expected = stamped(&current);
+        expected.status = Status::Launching;
+        expected.launch_id = "launch-2".into();
+        expected.iteration = 1;
+        expected.brief = "go on".into();
+        expected.claim = None;
+        expected.conversation = None;
+        expected.charged = None;
+        expected.phase_published = None;
+        expected.paused_at = None;
+        expected.collect_failures = 0;
+        expected.model = None;
+        // the box, the job handle and the seat's lease stay
+        assert_eq!(
+            decide_on(&current, relaunch(LAUNCH, "launch-2")),
+            writes(expected, vec![started("launch-2", 1)])
+        );
+    }
+
+    #[test]
+    fn a_resumed_answer_relaunches_once_its_turn_took_it() {
+        let mut current = answer_taken();
+        current.declined_answers = vec!["delivery-0".into()];
+        let mut expected = stamped(&current);
+        expected.status = Status::Launching;
+        expected.launch_id = "launch-2".into();
+        expected.iteration = 1;
+        expected.brief = "go on".into();
+        expected.claim = None;
+        expected.question = None;
+        expected.answer = None;
+        expected.declined_answers = Vec::new();
+        expected.conversation = None;
+        assert_eq!(
+            decide_on(&current, relaunch(LAUNCH, "launch-2")),
+            writes(expected, vec![started("launch-2", 1)])
+        );
+    }
+
+    #[test]
+    fn an_untaken_answer_does_not_relaunch() {
+        assert_eq!(
+            decide_on(&claimed_for_answer(), relaunch(LAUNCH, "launch-2")),
+            Err(Refusal::AnswerNotTaken)
+        );
+    }
+
+    #[test]
+    fn a_relaunch_needs_a_new_launch_id() {
+        assert_eq!(
+            decide_on(&claimed_for_completion(), relaunch(LAUNCH, LAUNCH)),
+            Err(Refusal::Invalid("a relaunch needs a new launch id".into()))
+        );
+    }
+
+    #[test]
+    fn a_relaunch_needs_the_writers_own_claim() {
+        assert_eq!(
+            decide_on(&running(), relaunch(LAUNCH, "launch-2")),
+            Err(Refusal::WrongStatus {
+                transition: "relaunch",
+                expected: "resumed",
+                found: Status::Running,
+            })
+        );
+        assert_eq!(
+            decide_on(&claimed_for_completion(), relaunch(OLD_LAUNCH, "launch-2")),
+            Err(Refusal::WrongLaunch {
+                transition: "relaunch",
+                asked: OLD_LAUNCH.into(),
+                current: LAUNCH.into(),
+            })
+        );
+        let newer = fence_at(EPOCH + 1);
+        assert_eq!(
+            crate::transition::decide(
+                Some(&claimed_for_completion()),
+                &newer,
+                &relaunch(LAUNCH, "launch-2"),
+                now()
+            ),
+            Err(Refusal::NotClaimant)
+        );
+    }
+}

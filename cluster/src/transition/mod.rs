@@ -36,6 +36,8 @@ mod ending;
 mod guards;
 mod launch;
 mod recovery;
+#[cfg(test)]
+mod test_support;
 
 use chrono::{DateTime, Utc};
 
@@ -391,4 +393,193 @@ pub fn decide(
         next: Next::Write(Box::new(next)),
         effects,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    //! The refusals that cut across transitions, and the names refusals carry.
+
+    use super::test_support::*;
+    use super::*;
+
+    #[test]
+    fn a_writer_without_a_lease_writes_nothing() {
+        for epoch in [0, -1] {
+            let fence = fence_at(epoch);
+            let open = Transition::OpenLaunch {
+                record: Box::new(launching()),
+            };
+            assert_eq!(decide(None, &fence, &open, now()), Err(Refusal::NoLease));
+            assert_eq!(
+                decide(Some(&running()), &fence, &Transition::Revive, now()),
+                Err(Refusal::NoLease)
+            );
+        }
+    }
+
+    #[test]
+    fn a_missing_row_takes_only_a_launch() {
+        for transition in one_of_each().into_iter().skip(1) {
+            assert_eq!(
+                decide(None, &fence(), &transition, now()),
+                Err(Refusal::Missing),
+                "{}",
+                transition.name()
+            );
+        }
+    }
+
+    #[test]
+    fn a_launch_of_a_row_that_exists_is_refused() {
+        let open = Transition::OpenLaunch {
+            record: Box::new(launching()),
+        };
+        assert_eq!(decide_on(&running(), open), Err(Refusal::Exists));
+    }
+
+    #[test]
+    fn another_seats_row_is_refused_before_its_lease_is_compared() {
+        let mut current = running();
+        current.seat = "ops".into();
+        current.epoch = EPOCH + 1;
+        assert_eq!(
+            decide_on(&current, Transition::Revive),
+            Err(Refusal::WrongSeat("ops".into()))
+        );
+    }
+
+    #[test]
+    fn a_writer_with_an_older_lease_than_the_row_is_fenced() {
+        let mut current = ending(EndingReason::Cancelled);
+        current.epoch = EPOCH + 1;
+        // before the ending is looked at, and for the writes that finish an ending too
+        for transition in [Transition::Revive, Transition::Finish] {
+            assert_eq!(
+                decide_on(&current, transition),
+                Err(Refusal::Fenced {
+                    row: EPOCH + 1,
+                    writer: EPOCH,
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn a_writer_with_a_newer_lease_than_the_row_may_write() {
+        let current = running();
+        let line = Transition::AppendBridgeCall {
+            line: "call".into(),
+        };
+        let mut expected = stamped(&current);
+        expected.bridge_calls = vec!["call".into()];
+        assert_eq!(
+            decide(Some(&current), &fence_at(EPOCH + 2), &line, now()),
+            writes(expected, vec![])
+        );
+    }
+
+    #[test]
+    fn an_ending_run_takes_no_write_but_the_ones_that_finish_it() {
+        let current = ending(EndingReason::LaunchFailed);
+        for transition in one_of_each() {
+            let finishes = matches!(
+                transition,
+                Transition::ClearHandBack { .. }
+                    | Transition::ReleaseBox { .. }
+                    | Transition::Finish
+            );
+            let decided = decide_on(&current, transition.clone());
+            if finishes {
+                assert_ne!(
+                    decided,
+                    Err(Refusal::EndingDecided(EndingReason::LaunchFailed)),
+                    "{}",
+                    transition.name()
+                );
+            } else {
+                assert_eq!(
+                    decided,
+                    Err(Refusal::EndingDecided(EndingReason::LaunchFailed)),
+                    "{}",
+                    transition.name()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_transition_is_named_by_its_rule() {
+        let names: Vec<_> = one_of_each().iter().map(Transition::name).collect();
+        assert_eq!(
+            names,
+            [
+                "open_launch",
+                "attach_box",
+                "commit_suspension",
+                "claim_completion",
+                "hand_back_claim",
+                "charge",
+                "publish_phase",
+                "park",
+                "record_answer",
+                "claim_answer",
+                "take",
+                "revive",
+                "let_go",
+                "clear_hand_back",
+                "decide_ending",
+                "release_box",
+                "finish",
+                "expire_pause",
+                "mark_paused",
+                "relaunch",
+                "fence_run",
+                "append_bridge_call",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refusal_says_what_is_wrong() {
+        let cases = [
+            (
+                Refusal::NoLease,
+                "sandbox_seat_not_held: no seat lease held",
+            ),
+            (
+                Refusal::Fenced { row: 8, writer: 7 },
+                "sandbox_seat_not_held: the run is fenced by a newer lease (8 > 7)",
+            ),
+            (
+                Refusal::WrongStatus {
+                    transition: "take",
+                    expected: "resumed",
+                    found: Status::Answered,
+                },
+                "take needs status resumed, the run is answered",
+            ),
+            (
+                Refusal::WrongLaunch {
+                    transition: "park",
+                    asked: "l0".into(),
+                    current: "l1".into(),
+                },
+                "park is for job l0, the run is on job l1",
+            ),
+            (
+                Refusal::EndingDecided(EndingReason::Cancelled),
+                "an ending is decided (cancelled); the run takes no other write",
+            ),
+            (
+                Refusal::WrongBox {
+                    asked: "b2".into(),
+                    found: Some("b1".into()),
+                },
+                "the record names box Some(\"b1\"), not b2",
+            ),
+        ];
+        for (refusal, text) in cases {
+            assert_eq!(refusal.to_string(), text);
+        }
+    }
 }
