@@ -36,8 +36,6 @@ mod ending;
 mod guards;
 mod launch;
 mod recovery;
-#[cfg(test)]
-mod test_support;
 
 use chrono::{DateTime, Utc};
 
@@ -394,6 +392,9 @@ pub fn decide(
         effects,
     })
 }
+
+#[cfg(test)]
+mod test_support;
 
 #[cfg(test)]
 mod tests {
