@@ -1,0 +1,384 @@
+//! A job's launch: the row opens as `launching`, names its box and job, takes the suspended
+//! conversation (`launching → running`), and a resumed turn relaunches in the same box
+//! (`resumed → launching`). Each launch is announced as `sandbox_run_started`.
+
+use chrono::{DateTime, Utc};
+
+use crate::events::{self, Event};
+use crate::record::{ClaimKind, RunRecord, Status};
+
+use super::{Decision, Effect, Fence, Next, Refusal, Step, Transition};
+
+/// Opens the row: the only transition of an absent row.
+pub(super) fn open_launch(
+    fence: &Fence,
+    transition: &Transition,
+    now: DateTime<Utc>,
+) -> Result<Decision, Refusal> {
+    let Transition::OpenLaunch { record } = transition else {
+        return Err(Refusal::Missing);
+    };
+    if record.status != Status::Launching {
+        return Err(Refusal::Invalid(format!(
+            "a launch opens its row as launching, not {}",
+            record.status
+        )));
+    }
+    if record.seat != fence.seat {
+        return Err(Refusal::WrongSeat(record.seat.clone()));
+    }
+    let mut record = record.as_ref().clone();
+    record.epoch = fence.epoch;
+    record.created_at = now;
+    record.updated_at = now;
+    let effects = vec![started_event(&record, now)];
+    Ok(Decision {
+        next: Next::Write(Box::new(record)),
+        effects,
+    })
+}
+
+pub(super) fn attach_box(
+    step: &Step<'_>,
+    next: &mut RunRecord,
+    launch_id: &str,
+    sandbox_id: &str,
+    placement: &str,
+    job: &Option<String>,
+) -> Result<(), Refusal> {
+    step.require_status(Status::Launching)?;
+    step.same_launch(launch_id)?;
+    next.sandbox_id = Some(sandbox_id.to_owned());
+    next.placement = Some(placement.to_owned());
+    next.job = job.clone();
+    Ok(())
+}
+
+pub(super) fn commit_suspension(
+    step: &Step<'_>,
+    next: &mut RunRecord,
+    launch_id: &str,
+    conversation: &[u8],
+) -> Result<(), Refusal> {
+    step.require_status(Status::Launching)?;
+    step.same_launch(launch_id)?;
+    next.conversation = Some(conversation.to_vec());
+    next.status = Status::Running;
+    Ok(())
+}
+
+/// A new job in the same box: everything of the old job's goes, the iteration counts up.
+pub(super) fn relaunch(
+    step: &Step<'_>,
+    next: &mut RunRecord,
+    effects: &mut Vec<Effect>,
+    launch_id: &str,
+    new_launch_id: &str,
+    brief: &str,
+) -> Result<(), Refusal> {
+    let claim = step.own_claim(launch_id, None)?;
+    if claim.kind == ClaimKind::Answer && !step.current.answer_taken() {
+        return Err(Refusal::AnswerNotTaken);
+    }
+    if new_launch_id == launch_id {
+        return Err(Refusal::Invalid("a relaunch needs a new launch id".into()));
+    }
+    next.status = Status::Launching;
+    next.launch_id = new_launch_id.to_owned();
+    next.iteration += 1;
+    next.brief = brief.to_owned();
+    next.claim = None;
+    next.question = None;
+    next.answer = None;
+    next.declined_answers.clear();
+    next.conversation = None;
+    next.charged = None;
+    next.phase_published = None;
+    next.paused_at = None;
+    next.collect_failures = 0;
+    next.model = None;
+    effects.push(started_event(next, step.now));
+    Ok(())
+}
+
+fn started_event(record: &RunRecord, now: DateTime<Utc>) -> Effect {
+    Effect::Announce(Box::new(Event::new(
+        events::kind::RUN_STARTED,
+        &[&record.turn_id, &record.launch_id],
+        &record.turn_id,
+        &record.launch_id,
+        &record.seat,
+        now,
+        serde_json::json!({
+            "coding_agent": record.coding_agent,
+            "work_item": record.work_item,
+            "task": record.task,
+            "iteration": record.iteration,
+        }),
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::events::kind;
+    use crate::record::{Charged, ModelReceipt};
+    use crate::transition::test_support::*;
+
+    use super::*;
+
+    fn started(launch_id: &str, iteration: u32) -> Effect {
+        announced(
+            kind::RUN_STARTED,
+            &[TURN, launch_id],
+            launch_id,
+            serde_json::json!({
+                "coding_agent": "claude",
+                "work_item": "WI-7",
+                "task": "fix the build",
+                "iteration": iteration,
+            }),
+        )
+    }
+
+    #[test]
+    fn a_launch_opens_its_row_under_the_writers_lease_and_announces_the_start() {
+        let mut record = launching();
+        record.epoch = 0;
+        let open = Transition::OpenLaunch {
+            record: Box::new(record.clone()),
+        };
+        let mut expected = record;
+        expected.epoch = 9;
+        expected.created_at = now();
+        expected.updated_at = now();
+        assert_eq!(
+            crate::transition::decide(None, &fence_at(9), &open, now()),
+            writes(expected, vec![started(LAUNCH, 0)])
+        );
+    }
+
+    #[test]
+    fn a_launch_opens_its_row_as_launching_and_for_the_writers_seat_only() {
+        let mut not_launching = launching();
+        not_launching.status = Status::Running;
+        not_launching.seat = "ops".into();
+        let mut other_seat = launching();
+        other_seat.seat = "ops".into();
+        let open = |record: RunRecord| {
+            crate::transition::decide(
+                None,
+                &fence(),
+                &Transition::OpenLaunch {
+                    record: Box::new(record),
+                },
+                now(),
+            )
+        };
+        // the status is checked first
+        assert_eq!(
+            open(not_launching),
+            Err(Refusal::Invalid(
+                "a launch opens its row as launching, not running".into()
+            ))
+        );
+        assert_eq!(open(other_seat), Err(Refusal::WrongSeat("ops".into())));
+    }
+
+    fn attach(launch_id: &str) -> Transition {
+        Transition::AttachBox {
+            launch_id: launch_id.into(),
+            sandbox_id: BOX.into(),
+            placement: "local".into(),
+            job: Some("job-1".into()),
+        }
+    }
+
+    #[test]
+    fn a_box_is_attached_to_the_launch_it_was_started_for() {
+        let current = launching();
+        let mut expected = stamped(&current);
+        expected.sandbox_id = Some(BOX.into());
+        expected.placement = Some("local".into());
+        expected.job = Some("job-1".into());
+        assert_eq!(
+            decide_on(&current, attach(LAUNCH)),
+            writes(expected, vec![])
+        );
+    }
+
+    #[test]
+    fn a_box_is_attached_only_while_launching() {
+        // the status is checked before the launch
+        assert_eq!(
+            decide_on(&running(), attach(OLD_LAUNCH)),
+            Err(Refusal::WrongStatus {
+                transition: "attach_box",
+                expected: "launching",
+                found: Status::Running,
+            })
+        );
+    }
+
+    #[test]
+    fn a_box_for_an_old_launch_is_not_attached() {
+        assert_eq!(
+            decide_on(&launching(), attach(OLD_LAUNCH)),
+            Err(Refusal::WrongLaunch {
+                transition: "attach_box",
+                asked: OLD_LAUNCH.into(),
+                current: LAUNCH.into(),
+            })
+        );
+    }
+
+    fn commit(launch_id: &str) -> Transition {
+        Transition::CommitSuspension {
+            launch_id: launch_id.into(),
+            conversation: b"suspended".to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_suspension_commits_the_conversation_and_the_run_is_running() {
+        let mut current = launching();
+        current.sandbox_id = Some(BOX.into());
+        let mut expected = stamped(&current);
+        expected.conversation = Some(b"suspended".to_vec());
+        expected.status = Status::Running;
+        assert_eq!(
+            decide_on(&current, commit(LAUNCH)),
+            writes(expected, vec![])
+        );
+    }
+
+    #[test]
+    fn a_suspension_commits_only_while_launching() {
+        assert_eq!(
+            decide_on(&running(), commit(LAUNCH)),
+            Err(Refusal::WrongStatus {
+                transition: "commit_suspension",
+                expected: "launching",
+                found: Status::Running,
+            })
+        );
+    }
+
+    #[test]
+    fn a_suspension_for_an_old_launch_commits_nothing() {
+        assert_eq!(
+            decide_on(&launching(), commit(OLD_LAUNCH)),
+            Err(Refusal::WrongLaunch {
+                transition: "commit_suspension",
+                asked: OLD_LAUNCH.into(),
+                current: LAUNCH.into(),
+            })
+        );
+    }
+
+    fn relaunch(launch_id: &str, new_launch_id: &str) -> Transition {
+        Transition::Relaunch {
+            launch_id: launch_id.into(),
+            new_launch_id: new_launch_id.into(),
+            brief: "go on".into(),
+        }
+    }
+
+    #[test]
+    fn a_completed_job_relaunches_a_new_job_in_the_same_box() {
+        let mut current = claimed_for_completion();
+        current.brief = "first".into();
+        current.charged = Some(Charged {
+            launch_id: LAUNCH.into(),
+            seat: true,
+            company: true,
+            ..Charged::default()
+        });
+        current.phase_published = Some(LAUNCH.into());
+        current.paused_at = Some(minutes_ago(1));
+        current.collect_failures = 2;
+        current.model = Some(ModelReceipt::default());
+        let mut expected = stamped(&current);
+        expected.status = Status::Launching;
+        expected.launch_id = "launch-2".into();
+        expected.iteration = 1;
+        expected.brief = "go on".into();
+        expected.claim = None;
+        expected.conversation = None;
+        expected.charged = None;
+        expected.phase_published = None;
+        expected.paused_at = None;
+        expected.collect_failures = 0;
+        expected.model = None;
+        // the box, the job handle and the seat's lease stay
+        assert_eq!(
+            decide_on(&current, relaunch(LAUNCH, "launch-2")),
+            writes(expected, vec![started("launch-2", 1)])
+        );
+    }
+
+    #[test]
+    fn a_resumed_answer_relaunches_once_its_turn_took_it() {
+        let mut current = answer_taken();
+        current.declined_answers = vec!["delivery-0".into()];
+        let mut expected = stamped(&current);
+        expected.status = Status::Launching;
+        expected.launch_id = "launch-2".into();
+        expected.iteration = 1;
+        expected.brief = "go on".into();
+        expected.claim = None;
+        expected.question = None;
+        expected.answer = None;
+        expected.declined_answers = Vec::new();
+        expected.conversation = None;
+        assert_eq!(
+            decide_on(&current, relaunch(LAUNCH, "launch-2")),
+            writes(expected, vec![started("launch-2", 1)])
+        );
+    }
+
+    #[test]
+    fn an_untaken_answer_does_not_relaunch() {
+        assert_eq!(
+            decide_on(&claimed_for_answer(), relaunch(LAUNCH, "launch-2")),
+            Err(Refusal::AnswerNotTaken)
+        );
+    }
+
+    #[test]
+    fn a_relaunch_needs_a_new_launch_id() {
+        assert_eq!(
+            decide_on(&claimed_for_completion(), relaunch(LAUNCH, LAUNCH)),
+            Err(Refusal::Invalid("a relaunch needs a new launch id".into()))
+        );
+    }
+
+    #[test]
+    fn a_relaunch_needs_the_writers_own_claim() {
+        assert_eq!(
+            decide_on(&running(), relaunch(LAUNCH, "launch-2")),
+            Err(Refusal::WrongStatus {
+                transition: "relaunch",
+                expected: "resumed",
+                found: Status::Running,
+            })
+        );
+        assert_eq!(
+            decide_on(&claimed_for_completion(), relaunch(OLD_LAUNCH, "launch-2")),
+            Err(Refusal::WrongLaunch {
+                transition: "relaunch",
+                asked: OLD_LAUNCH.into(),
+                current: LAUNCH.into(),
+            })
+        );
+        let newer = fence_at(EPOCH + 1);
+        assert_eq!(
+            crate::transition::decide(
+                Some(&claimed_for_completion()),
+                &newer,
+                &relaunch(LAUNCH, "launch-2"),
+                now()
+            ),
+            Err(Refusal::NotClaimant)
+        );
+    }
+}

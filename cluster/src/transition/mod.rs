@@ -1,0 +1,586 @@
+//! The run state machine's decisions, without I/O (DESIGN §6).
+//!
+//! [`decide`] takes the record as read, the writer's seat lease and one [`Transition`], and
+//! returns the next record (or its deletion) plus the effects that must land in the same txn
+//! (announcements, ledger spends) — or a [`Refusal`] naming why the transition does not apply.
+//! [`crate::runs::Runs`] performs a decision as one fenced compare-and-set. Every transition
+//! is decided here and nowhere else; anything unexpected fails closed.
+//!
+//! The rules that cut across transitions:
+//! - a writer must hold the seat's lease (epoch > 0) and that lease must not be older than the
+//!   one stamped on the row: a node that lost the seat writes nothing (I9);
+//! - once an ending is decided the row takes no write but the ones that finish it (I6);
+//! - a claim's own writes (take, hand-back, relaunch, park) carry the claim's lease (I5).
+//!
+//! [`decide`] checks those, in that order, then hands the transition to the rule that decides
+//! it. Each rule is a function named after its transition, in the file of what it does:
+//!
+//! | file          | decides                                                               |
+//! |---------------|-----------------------------------------------------------------------|
+//! | `launch.rs`   | `open_launch`, `attach_box`, `commit_suspension`, `relaunch`          |
+//! | `collect.rs`  | `claim_completion`, `hand_back_claim`, `charge`, `publish_phase`, `park`, `mark_paused` |
+//! | `answer.rs`   | `record_answer`, `claim_answer`, `take`, `revive`, `let_go`, `clear_hand_back` |
+//! | `ending.rs`   | `decide_ending`, `release_box`, `finish`, `expire_pause`              |
+//! | `recovery.rs` | `fence_run`, and [`check_record`]: the invariants every stored row holds |
+//! | `bridge.rs`   | `append_bridge_call`                                                  |
+//! | `guards.rs`   | the checks rules share: the status, the job, the writer's own claim   |
+//!
+//! A rule reads the `Step` (the row as read, the lease, the transition, the instant) and edits
+//! the next record — a copy of the row, stamped with the instant — and the effects; it returns
+//! the first [`Refusal`] that applies, checked in a fixed order, and writes nothing then.
+
+mod answer;
+mod bridge;
+mod collect;
+mod ending;
+mod guards;
+mod launch;
+mod recovery;
+
+use chrono::{DateTime, Utc};
+
+use crate::events::Event;
+use crate::record::{Answer, EndingReason, Question, RunRecord, Status, Usage};
+
+pub use recovery::check_record;
+
+/// Revivals of one answer before its next dead claim is reaped (sandbox.MaxAnswerRevivals).
+pub const MAX_ANSWER_REVIVALS: u32 = 3;
+/// The pause TTL when a run names none.
+pub const DEFAULT_PAUSE_TTL_SECONDS: u64 = 1800;
+
+/// The seat lease a write is made under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fence {
+    pub seat: String,
+    /// the seat holder key's create_revision when this node acquired it
+    pub epoch: i64,
+}
+
+/// Which share of a job's charge a write lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Share {
+    Seat,
+    Company,
+}
+
+/// What must hold for an ending to be decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndingGuard {
+    /// any run not already ending (a reap, an operator, a failed launch)
+    Any,
+    /// only while the run is still the claim this writer took for `launch_id`
+    Claim { launch_id: String },
+}
+
+/// One transition of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transition {
+    /// Opens the row as `launching`; the seat is busy from this write.
+    OpenLaunch { record: Box<RunRecord> },
+    /// Names the box and job the launch started.
+    AttachBox {
+        launch_id: String,
+        sandbox_id: String,
+        placement: String,
+        job: Option<String>,
+    },
+    /// The unwinding turn writes its conversation: `launching → running`.
+    CommitSuspension {
+        launch_id: String,
+        conversation: Vec<u8>,
+    },
+    /// At most once per job: `running → resumed` (I2).
+    ClaimCompletion { launch_id: String },
+    /// Gives a claim back to the status it was taken from.
+    HandBackClaim {
+        launch_id: String,
+        collect_failed: bool,
+    },
+    /// Lands one share of the job's charge (I3).
+    Charge {
+        launch_id: String,
+        share: Share,
+        usage: Usage,
+    },
+    /// Publishes the job's phase record once (I3).
+    PublishPhase {
+        launch_id: String,
+        phase: serde_json::Value,
+    },
+    /// Parks the claimed run on its question: `resumed → awaiting_clarification`.
+    Park {
+        launch_id: String,
+        question: Question,
+    },
+    /// Records the first qualifying reply: `awaiting_clarification | reseed → answered` (I4).
+    RecordAnswer { answer: Answer },
+    /// Claims an answered run for its resume: `answered → resumed`.
+    ClaimAnswer { launch_id: String },
+    /// The last moment before the resumed turn runs: the answer is spent (I5).
+    Take { launch_id: String },
+    /// Gives a dead claim back to its answer, within the revival bounds (I5).
+    Revive,
+    /// Lets an answer go: declined for this question, its copy owed to the seat (I7).
+    LetGo,
+    /// Clears copies that were published to the seat's inbox.
+    ClearHandBack { delivery_ids: Vec<String> },
+    /// Decides how the run ends; the terms never change afterwards (I6).
+    DecideEnding {
+        reason: EndingReason,
+        detail: String,
+        guard: EndingGuard,
+    },
+    /// The box the record names was killed (I8).
+    ReleaseBox { sandbox_id: String },
+    /// Deletes an ended row: only with its box reclaimed and nothing owed (I7, I8).
+    Finish,
+    /// The pause TTL passed and the box was killed: parked → re-seed.
+    ExpirePause { sandbox_id: String },
+    /// The box was paused after collection.
+    MarkPaused { sandbox_id: String },
+    /// A resumed turn starts another job in the same box: `resumed → launching`.
+    Relaunch {
+        launch_id: String,
+        new_launch_id: String,
+        brief: String,
+    },
+    /// A seat's new holder stamps its lease on the run (the reap's fence), and itself as the
+    /// run's owner when it names one.
+    FenceRun { owner: Option<String> },
+    /// Appends a tool-bridge call to the bounded log.
+    AppendBridgeCall { line: String },
+}
+
+impl Transition {
+    /// The transition's name, for logs and refusals.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Transition::OpenLaunch { .. } => "open_launch",
+            Transition::AttachBox { .. } => "attach_box",
+            Transition::CommitSuspension { .. } => "commit_suspension",
+            Transition::ClaimCompletion { .. } => "claim_completion",
+            Transition::HandBackClaim { .. } => "hand_back_claim",
+            Transition::Charge { .. } => "charge",
+            Transition::PublishPhase { .. } => "publish_phase",
+            Transition::Park { .. } => "park",
+            Transition::RecordAnswer { .. } => "record_answer",
+            Transition::ClaimAnswer { .. } => "claim_answer",
+            Transition::Take { .. } => "take",
+            Transition::Revive => "revive",
+            Transition::LetGo => "let_go",
+            Transition::ClearHandBack { .. } => "clear_hand_back",
+            Transition::DecideEnding { .. } => "decide_ending",
+            Transition::ReleaseBox { .. } => "release_box",
+            Transition::Finish => "finish",
+            Transition::ExpirePause { .. } => "expire_pause",
+            Transition::MarkPaused { .. } => "mark_paused",
+            Transition::Relaunch { .. } => "relaunch",
+            Transition::FenceRun { .. } => "fence_run",
+            Transition::AppendBridgeCall { .. } => "append_bridge_call",
+        }
+    }
+}
+
+/// Why a transition does not apply to the run as read. None of these is a store failure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("no run record")]
+    Missing,
+    #[error("the run already exists")]
+    Exists,
+    #[error("{transition} needs status {expected}, the run is {found}")]
+    WrongStatus {
+        transition: &'static str,
+        expected: &'static str,
+        found: Status,
+    },
+    #[error("{transition} is for job {asked}, the run is on job {current}")]
+    WrongLaunch {
+        transition: &'static str,
+        asked: String,
+        current: String,
+    },
+    #[error("an ending is decided ({0}); the run takes no other write")]
+    EndingDecided(EndingReason),
+    #[error("sandbox_seat_not_held: no seat lease held")]
+    NoLease,
+    #[error("sandbox_seat_not_held: the run is fenced by a newer lease ({row} > {writer})")]
+    Fenced { row: i64, writer: i64 },
+    #[error("the run belongs to seat {0}")]
+    WrongSeat(String),
+    #[error("the claim was taken under another lease")]
+    NotClaimant,
+    #[error("the question has no anchor (asked_at)")]
+    NoAnchor,
+    #[error("the delivery was posted before the question was asked")]
+    PostedBeforeQuestion,
+    #[error("the delivery was declined for this question")]
+    Declined,
+    #[error("this delivery's answer is already recorded")]
+    AlreadyRecorded,
+    #[error("the question is already answered")]
+    AlreadyAnswered,
+    #[error("a turn took the answer: it is spent")]
+    AnswerTaken,
+    #[error("no turn took the answer")]
+    AnswerNotTaken,
+    #[error("the answer's revivals are spent ({lost_claims} lost claims)")]
+    RevivalsSpent { lost_claims: u32 },
+    #[error("the run still owes the seat a reply copy")]
+    OwesHandBack,
+    #[error("the box {0} is not reclaimed")]
+    BoxNotReclaimed(String),
+    #[error("the record names box {found:?}, not {asked}")]
+    WrongBox {
+        asked: String,
+        found: Option<String>,
+    },
+    #[error("already done for this job")]
+    AlreadyDone,
+    #[error("the record is not valid: {0}")]
+    Invalid(String),
+}
+
+/// What must land in the decision's txn besides the record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Create the event if it is not there yet (I10).
+    Announce(Box<Event>),
+    /// Record the delivery as worked in the completion ledger.
+    Spend { delivery_id: String },
+    /// Add the job's usage to the share's spend counters.
+    AddSpend { share: Share, usage: Usage },
+}
+
+/// The next state of the row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Next {
+    Write(Box<RunRecord>),
+    Delete,
+}
+
+/// A decided transition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub next: Next,
+    pub effects: Vec<Effect>,
+}
+
+/// What a rule decides on: the row as read, the writer's lease, the transition asked for (its
+/// name goes into refusals) and the instant the decision is made at.
+struct Step<'a> {
+    current: &'a RunRecord,
+    fence: &'a Fence,
+    transition: &'a Transition,
+    now: DateTime<Utc>,
+}
+
+/// Decides `transition` on the row as read (`None`: absent) for a writer holding `fence`.
+///
+/// The cross-cutting refusals come first, in this order: no lease, no row (only a launch opens
+/// one), another seat's row, a newer lease on the row, a decided ending. Then the transition's
+/// own rule decides on a copy of the row stamped `now`.
+pub fn decide(
+    current: Option<&RunRecord>,
+    fence: &Fence,
+    transition: &Transition,
+    now: DateTime<Utc>,
+) -> Result<Decision, Refusal> {
+    if fence.epoch <= 0 {
+        return Err(Refusal::NoLease);
+    }
+    let Some(current) = current else {
+        return launch::open_launch(fence, transition, now);
+    };
+    if current.seat != fence.seat {
+        return Err(Refusal::WrongSeat(current.seat.clone()));
+    }
+    if current.epoch > fence.epoch {
+        return Err(Refusal::Fenced {
+            row: current.epoch,
+            writer: fence.epoch,
+        });
+    }
+    if let Some(ending) = &current.ending {
+        let finishes = matches!(
+            transition,
+            Transition::ClearHandBack { .. } | Transition::ReleaseBox { .. } | Transition::Finish
+        );
+        if !finishes {
+            return Err(Refusal::EndingDecided(ending.reason));
+        }
+    }
+    let step = Step {
+        current,
+        fence,
+        transition,
+        now,
+    };
+    let mut next = current.clone();
+    next.updated_at = now;
+    let mut effects = Vec::new();
+    match transition {
+        Transition::OpenLaunch { .. } => return Err(Refusal::Exists),
+        Transition::AttachBox {
+            launch_id,
+            sandbox_id,
+            placement,
+            job,
+        } => launch::attach_box(&step, &mut next, launch_id, sandbox_id, placement, job)?,
+        Transition::CommitSuspension {
+            launch_id,
+            conversation,
+        } => launch::commit_suspension(&step, &mut next, launch_id, conversation)?,
+        Transition::ClaimCompletion { launch_id } => {
+            collect::claim_completion(&step, &mut next, launch_id)?
+        }
+        Transition::HandBackClaim {
+            launch_id,
+            collect_failed,
+        } => collect::hand_back_claim(&step, &mut next, launch_id, *collect_failed)?,
+        Transition::Charge {
+            launch_id,
+            share,
+            usage,
+        } => collect::charge(&step, &mut next, &mut effects, launch_id, *share, usage)?,
+        Transition::PublishPhase { launch_id, phase } => {
+            collect::publish_phase(&step, &mut next, &mut effects, launch_id, phase)?
+        }
+        Transition::Park {
+            launch_id,
+            question,
+        } => collect::park(&step, &mut next, &mut effects, launch_id, question)?,
+        Transition::RecordAnswer { answer } => answer::record_answer(&step, &mut next, answer)?,
+        Transition::ClaimAnswer { launch_id } => answer::claim_answer(&step, &mut next, launch_id)?,
+        Transition::Take { launch_id } => answer::take(&step, &mut next, &mut effects, launch_id)?,
+        Transition::Revive => answer::revive(&step, &mut next)?,
+        Transition::LetGo => answer::let_go(&step, &mut next, &mut effects)?,
+        Transition::ClearHandBack { delivery_ids } => {
+            answer::clear_hand_back(&step, &mut next, delivery_ids)?
+        }
+        Transition::DecideEnding {
+            reason,
+            detail,
+            guard,
+        } => ending::decide_ending(&step, &mut next, &mut effects, *reason, detail, guard)?,
+        Transition::ReleaseBox { sandbox_id } => ending::release_box(&step, &mut next, sandbox_id)?,
+        Transition::Finish => return ending::finish(&step),
+        Transition::ExpirePause { sandbox_id } => {
+            ending::expire_pause(&step, &mut next, sandbox_id)?
+        }
+        Transition::MarkPaused { sandbox_id } => {
+            collect::mark_paused(&step, &mut next, sandbox_id)?
+        }
+        Transition::Relaunch {
+            launch_id,
+            new_launch_id,
+            brief,
+        } => launch::relaunch(
+            &step,
+            &mut next,
+            &mut effects,
+            launch_id,
+            new_launch_id,
+            brief,
+        )?,
+        Transition::FenceRun { owner } => recovery::fence_run(&step, &mut next, owner)?,
+        Transition::AppendBridgeCall { line } => bridge::append_bridge_call(&mut next, line),
+    }
+    Ok(Decision {
+        next: Next::Write(Box::new(next)),
+        effects,
+    })
+}
+
+#[cfg(test)]
+mod test_support;
+
+#[cfg(test)]
+mod tests {
+    //! The refusals that cut across transitions, and the names refusals carry.
+
+    use super::test_support::*;
+    use super::*;
+
+    #[test]
+    fn a_writer_without_a_lease_writes_nothing() {
+        for epoch in [0, -1] {
+            let fence = fence_at(epoch);
+            let open = Transition::OpenLaunch {
+                record: Box::new(launching()),
+            };
+            assert_eq!(decide(None, &fence, &open, now()), Err(Refusal::NoLease));
+            assert_eq!(
+                decide(Some(&running()), &fence, &Transition::Revive, now()),
+                Err(Refusal::NoLease)
+            );
+        }
+    }
+
+    #[test]
+    fn a_missing_row_takes_only_a_launch() {
+        for transition in one_of_each().into_iter().skip(1) {
+            assert_eq!(
+                decide(None, &fence(), &transition, now()),
+                Err(Refusal::Missing),
+                "{}",
+                transition.name()
+            );
+        }
+    }
+
+    #[test]
+    fn a_launch_of_a_row_that_exists_is_refused() {
+        let open = Transition::OpenLaunch {
+            record: Box::new(launching()),
+        };
+        assert_eq!(decide_on(&running(), open), Err(Refusal::Exists));
+    }
+
+    #[test]
+    fn another_seats_row_is_refused_before_its_lease_is_compared() {
+        let mut current = running();
+        current.seat = "ops".into();
+        current.epoch = EPOCH + 1;
+        assert_eq!(
+            decide_on(&current, Transition::Revive),
+            Err(Refusal::WrongSeat("ops".into()))
+        );
+    }
+
+    #[test]
+    fn a_writer_with_an_older_lease_than_the_row_is_fenced() {
+        let mut current = ending(EndingReason::Cancelled);
+        current.epoch = EPOCH + 1;
+        // before the ending is looked at, and for the writes that finish an ending too
+        for transition in [Transition::Revive, Transition::Finish] {
+            assert_eq!(
+                decide_on(&current, transition),
+                Err(Refusal::Fenced {
+                    row: EPOCH + 1,
+                    writer: EPOCH,
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn a_writer_with_a_newer_lease_than_the_row_may_write() {
+        let current = running();
+        let line = Transition::AppendBridgeCall {
+            line: "call".into(),
+        };
+        let mut expected = stamped(&current);
+        expected.bridge_calls = vec!["call".into()];
+        assert_eq!(
+            decide(Some(&current), &fence_at(EPOCH + 2), &line, now()),
+            writes(expected, vec![])
+        );
+    }
+
+    #[test]
+    fn an_ending_run_takes_no_write_but_the_ones_that_finish_it() {
+        let current = ending(EndingReason::LaunchFailed);
+        for transition in one_of_each() {
+            let finishes = matches!(
+                transition,
+                Transition::ClearHandBack { .. }
+                    | Transition::ReleaseBox { .. }
+                    | Transition::Finish
+            );
+            let decided = decide_on(&current, transition.clone());
+            if finishes {
+                assert_ne!(
+                    decided,
+                    Err(Refusal::EndingDecided(EndingReason::LaunchFailed)),
+                    "{}",
+                    transition.name()
+                );
+            } else {
+                assert_eq!(
+                    decided,
+                    Err(Refusal::EndingDecided(EndingReason::LaunchFailed)),
+                    "{}",
+                    transition.name()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_transition_is_named_by_its_rule() {
+        let names: Vec<_> = one_of_each().iter().map(Transition::name).collect();
+        assert_eq!(
+            names,
+            [
+                "open_launch",
+                "attach_box",
+                "commit_suspension",
+                "claim_completion",
+                "hand_back_claim",
+                "charge",
+                "publish_phase",
+                "park",
+                "record_answer",
+                "claim_answer",
+                "take",
+                "revive",
+                "let_go",
+                "clear_hand_back",
+                "decide_ending",
+                "release_box",
+                "finish",
+                "expire_pause",
+                "mark_paused",
+                "relaunch",
+                "fence_run",
+                "append_bridge_call",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refusal_says_what_is_wrong() {
+        let cases = [
+            (
+                Refusal::NoLease,
+                "sandbox_seat_not_held: no seat lease held",
+            ),
+            (
+                Refusal::Fenced { row: 8, writer: 7 },
+                "sandbox_seat_not_held: the run is fenced by a newer lease (8 > 7)",
+            ),
+            (
+                Refusal::WrongStatus {
+                    transition: "take",
+                    expected: "resumed",
+                    found: Status::Answered,
+                },
+                "take needs status resumed, the run is answered",
+            ),
+            (
+                Refusal::WrongLaunch {
+                    transition: "park",
+                    asked: "l0".into(),
+                    current: "l1".into(),
+                },
+                "park is for job l0, the run is on job l1",
+            ),
+            (
+                Refusal::EndingDecided(EndingReason::Cancelled),
+                "an ending is decided (cancelled); the run takes no other write",
+            ),
+            (
+                Refusal::WrongBox {
+                    asked: "b2".into(),
+                    found: Some("b1".into()),
+                },
+                "the record names box Some(\"b1\"), not b2",
+            ),
+        ];
+        for (refusal, text) in cases {
+            assert_eq!(refusal.to_string(), text);
+        }
+    }
+}
