@@ -129,7 +129,7 @@ impl Coordinator {
                     conversation: request.conversation.clone(),
                 };
                 if let Err(error) = self.runs.apply(&fence, &turn_id, commit).await {
-                    self.fail_launch(&fence, &turn_id, &error).await;
+                    self.fail_launch(&fence, &turn_id, &error.to_string()).await;
                     return Err(error.into());
                 }
                 Ok(LaunchOutcome::Launched {
@@ -140,7 +140,7 @@ impl Coordinator {
             }
             Err(error) => {
                 warn!(turn_id, %error, "sandbox_launch_failed");
-                self.fail_launch(&fence, &turn_id, &error).await;
+                self.fail_launch(&fence, &turn_id, &error.to_string()).await;
                 Ok(LaunchOutcome::Refused {
                     class: RefusalClass::Unavailable,
                     reason: format!("the launch failed: {error}"),
@@ -150,17 +150,12 @@ impl Coordinator {
     }
 
     /// A launch that failed after its row opened ends the run (and gives the seat back).
-    pub(super) async fn fail_launch(
-        &self,
-        fence: &Fence,
-        turn_id: &str,
-        error: &dyn std::fmt::Display,
-    ) {
+    pub(super) async fn fail_launch(&self, fence: &Fence, turn_id: &str, error: &str) {
         self.end_run(
             fence,
             turn_id,
             EndingReason::LaunchFailed,
-            &error.to_string(),
+            error,
             EndingGuard::Any,
         )
         .await;

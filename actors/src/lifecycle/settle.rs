@@ -168,7 +168,7 @@ impl Coordinator {
                 Ok(Some(new_launch))
             }
             Err(error) => {
-                self.fail_launch(fence, turn_id, &error).await;
+                self.fail_launch(fence, turn_id, &error.to_string()).await;
                 Err(error)
             }
         }
