@@ -48,14 +48,36 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::NotFound(_) => ErrorKind::NotFound,
-            Error::BadRequest(_) | Error::Inbox(_) => ErrorKind::BadRequest,
+            Error::BadRequest(_) => ErrorKind::BadRequest,
             Error::SeatHeldElsewhere { .. } => ErrorKind::Unavailable,
             Error::Box(BoxError::Unreachable(_)) => ErrorKind::Unavailable,
-            Error::Store(store) if store.is_retryable() => ErrorKind::Unavailable,
-            Error::Run(_) | Error::Store(_) | Error::Box(_) | Error::Setup(_) => {
-                ErrorKind::Internal
-            }
+            Error::Box(_) | Error::Setup(_) => ErrorKind::Internal,
+            Error::Store(store) => store_kind(store),
+            Error::Run(run) => match run {
+                // the run is not in the state the call needs: read it again
+                RunError::Refused(_) => ErrorKind::Conflict,
+                // the seat moved, or the row kept moving: the same call goes through later
+                RunError::SeatNotHeld { .. } | RunError::Contended(_) => ErrorKind::Unavailable,
+                RunError::Store(store) => store_kind(store),
+            },
+            Error::Inbox(rejected) => match rejected {
+                Rejected::SeatNotHeld { .. } => ErrorKind::Unavailable,
+                Rejected::Moved(_) => ErrorKind::Conflict,
+                Rejected::Store(store) => store_kind(store),
+            },
         }
+    }
+}
+
+/// A store error's kind, by its class: nothing written (retryable) or an outcome unknown
+/// (indeterminate: every write the API makes is refused as done when repeated) is
+/// unavailable; a request the store can never take is the caller's; the rest is ours.
+fn store_kind(error: &boxfleet_cluster::Error) -> ErrorKind {
+    use boxfleet_cluster::Class;
+    match (error, error.class()) {
+        (_, Class::Retryable | Class::Indeterminate) => ErrorKind::Unavailable,
+        (boxfleet_cluster::Error::Invalid(_), _) => ErrorKind::BadRequest,
+        _ => ErrorKind::Internal,
     }
 }
 
@@ -90,6 +112,50 @@ mod tests {
             Error::Store(boxfleet_cluster::Error::Unavailable("etcd down".into())).kind(),
             ErrorKind::Unavailable
         );
+    }
+
+    /// The same store outage reads the same from every call: inside a transition (an answer's
+    /// record write) as outside it (a read). It used to reach a client as `INTERNAL` from a
+    /// transition and `UNAVAILABLE` from a read.
+    #[test]
+    fn a_retryable_store_error_inside_a_transition_is_unavailable() {
+        let down = || boxfleet_cluster::Error::Unavailable("tcp connect error".into());
+        assert_eq!(Error::Store(down()).kind(), ErrorKind::Unavailable);
+        assert_eq!(
+            Error::Run(RunError::Store(down())).kind(),
+            ErrorKind::Unavailable
+        );
+        let unknown = boxfleet_cluster::Error::Indeterminate("reply lost".into());
+        assert_eq!(
+            Error::Run(RunError::Store(unknown)).kind(),
+            ErrorKind::Unavailable
+        );
+        assert_eq!(
+            Error::Run(RunError::Contended("t".into())).kind(),
+            ErrorKind::Unavailable
+        );
+        let moved = RunError::SeatNotHeld {
+            seat: "eng".into(),
+            epoch: 4,
+        };
+        assert_eq!(Error::Run(moved).kind(), ErrorKind::Unavailable);
+    }
+
+    /// A transition the run's state refused is the caller's to re-read, not a fault of ours.
+    #[test]
+    fn a_refused_transition_is_a_conflict() {
+        use boxfleet_cluster::transition::Refusal;
+        assert_eq!(
+            Error::Run(RunError::Refused(Refusal::AnswerTaken)).kind(),
+            ErrorKind::Conflict
+        );
+        assert_eq!(Error::Inbox(Rejected::Moved(7)).kind(), ErrorKind::Conflict);
+    }
+
+    #[test]
+    fn a_request_the_store_can_never_take_is_a_bad_request() {
+        let bad = boxfleet_cluster::keys::check_id("seat", "a/b").expect_err("refused");
+        assert_eq!(Error::Store(bad).kind(), ErrorKind::BadRequest);
     }
 
     #[test]

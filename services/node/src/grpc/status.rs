@@ -14,3 +14,25 @@ pub(crate) fn status(error: impl Into<lifecycle::Error>) -> GrpcStatus {
 pub(crate) fn none_if_empty(text: String) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use boxfleet_cluster::runs::RunError;
+    use boxfleet_cluster::transition::Refusal;
+
+    #[test]
+    fn an_error_is_answered_with_its_kinds_code_and_its_own_text() {
+        let down = RunError::Store(boxfleet_cluster::Error::Unavailable("etcd down".into()));
+        let answered = status(lifecycle::Error::Run(down));
+        assert_eq!(answered.code(), tonic::Code::Unavailable);
+        assert_eq!(answered.message(), "store unavailable: etcd down");
+        let refused = status(lifecycle::Error::Run(RunError::Refused(
+            Refusal::AnswerTaken,
+        )));
+        assert_eq!(refused.code(), tonic::Code::FailedPrecondition);
+        assert_eq!(refused.message(), "a turn took the answer: it is spent");
+        let bad = status(lifecycle::Error::BadRequest("no runner \"x\"".into()));
+        assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+    }
+}
