@@ -2679,4 +2679,421 @@ mod tests {
         assert_eq!(count(2, "seat"), "2 seats");
         assert_eq!(human_bytes(2048), "2.0 KiB");
     }
+
+    // ---- pins of whole renderings, written before the client read typed values ----
+
+    fn at(text: &str) -> chrono::DateTime<chrono::Utc> {
+        chrono::DateTime::parse_from_rfc3339(text)
+            .expect("time")
+            .with_timezone(&chrono::Utc)
+    }
+
+    /// A stored event as the node sends it (`grpc::event_json`): the event's JSON and its revision.
+    fn stored_json(event: &boxfleet_cluster::events::Event, revision: i64) -> String {
+        let mut value = serde_json::to_value(event).expect("event");
+        value["revision"] = json!(revision);
+        value.to_string()
+    }
+
+    fn message_of(event: &boxfleet_cluster::events::Event, revision: i64) -> Event {
+        Event {
+            id: event.id.clone(),
+            kind: event.kind.clone(),
+            turn_id: event.turn_id.clone(),
+            launch_id: event.launch_id.clone(),
+            seat: event.seat.clone(),
+            revision,
+            json: stored_json(event, revision),
+        }
+    }
+
+    fn a_cluster_event(
+        kind: &str,
+        launch: &str,
+        when: &str,
+        body: Value,
+    ) -> boxfleet_cluster::events::Event {
+        boxfleet_cluster::events::Event::new(
+            kind,
+            &[launch, when],
+            "t1",
+            launch,
+            "alice",
+            at(when),
+            body,
+        )
+    }
+
+    fn a_full_phase_record() -> boxfleet_cluster::phase::PhaseRecord {
+        use boxfleet_cluster::phase::{FailureReason, ModelReceipt, PhaseRecord};
+        PhaseRecord {
+            turn_id: "t1".into(),
+            iteration: 1,
+            launch_id: "l2".into(),
+            started_at: Some(at("2026-05-01T10:00:00.5+00:00")),
+            duration_ms: 12_345,
+            input_tokens: 1200,
+            output_tokens: 340,
+            total_tokens: 1540,
+            cache_read_tokens: 1000,
+            cache_write_tokens: 0,
+            cost_usd: 0.0125,
+            model: ModelReceipt::new(
+                Some("claude-sonnet-4-5"),
+                Some("claude-haiku-4-5"),
+                Some("stream:assistant"),
+            ),
+            coding_agent: "claude-code".into(),
+            sandbox_id: "sb-1".into(),
+            response: "half done\n\nmore".into(),
+            delivered_refs: vec![],
+            activity_transcript: vec![
+                "Bash: cargo test\nran 3 tests".into(),
+                "Edit: src/lib.rs".into(),
+            ],
+            failed: true,
+            reason: Some(FailureReason::ModelMismatch),
+            error: "model_mismatch: the box ran claude-haiku-4-5".into(),
+            exit_code: Some(0),
+            notes: Some("Which cap?".into()),
+            work_item: Some("ENG-7".into()),
+            conversation_key: None,
+        }
+    }
+
+    fn a_full_record() -> boxfleet_cluster::record::RunRecord {
+        use boxfleet_cluster::record::{
+            Answer, Ending, EndingReason, ModelReceipt, Question as Asked, RunRecord, Status,
+        };
+        let mut record = RunRecord::launching(
+            "t1",
+            "l2",
+            "alice",
+            "claude-code",
+            at("2026-05-01T09:59:00Z"),
+        );
+        record.status = Status::Answered;
+        record.placement = Some("container".into());
+        record.sandbox_id = Some("sb-1".into());
+        record.owner = Some("node-a-1".into());
+        record.task = "fix the\nretry".into();
+        record.work_item = Some("ENG-7".into());
+        record.requester = Some("bob".into());
+        record.model = Some(ModelReceipt::new(Some("claude-sonnet-4-5"), None, None));
+        record.pause_ttl_seconds = Some(600);
+        record.paused_at = Some(at("2026-05-01T10:01:00.123Z"));
+        record.updated_at = at("2026-05-01T10:02:00.123456Z");
+        record.brief = "Fix the flaky retry test.\n\nKeep the API.".into();
+        record.question = Some(Asked {
+            text: "Which cap?\nIn seconds.".into(),
+            audience: "team".into(),
+            audience_handles: vec!["bob".into(), "carol".into()],
+            audience_fallback: false,
+            asked_at: at("2026-05-01T10:00:30Z"),
+            branch: Some("wip/retry".into()),
+        });
+        record.answer = Some(Answer {
+            text: "30\nseconds".into(),
+            from: "bob".into(),
+            delivery_id: "d1".into(),
+            posted_at: at("2026-05-01T10:01:30Z"),
+            recorded_at: at("2026-05-01T10:01:31.000000001Z"),
+            taken_at: None,
+            lost_claims: 0,
+            first_lost_at: None,
+            attempts: 0,
+            first_failed_at: None,
+            conversation_key: None,
+            partition: None,
+        });
+        record.ending = Some(Ending {
+            reason: EndingReason::CollectUnreachable,
+            detail: "box gone\nfor good".into(),
+            decided_at: at("2026-05-01T10:03:00Z"),
+            epoch: 3,
+            event_id: String::new(),
+            reply_goes_back: true,
+        });
+        record
+    }
+
+    fn every_kind_of_event() -> Vec<boxfleet_cluster::events::Event> {
+        use boxfleet_cluster::events::kind;
+        vec![
+            a_cluster_event(
+                kind::RUN_STARTED,
+                "l1",
+                "2026-05-01T10:00:00Z",
+                json!({
+                "coding_agent": "claude-code", "work_item": "ENG-7", "task": "fix the retry", "iteration": 0}),
+            ),
+            a_cluster_event(
+                kind::CLARIFICATION_REQUESTED,
+                "l1",
+                "2026-05-01T10:00:30.25Z",
+                json!({
+                "question": "Which cap?\nIn seconds.", "audience": "team", "audience_handles": ["bob"],
+                "audience_fallback": false, "conversation_key": null, "work_item": null, "branch": "wip/retry"}),
+            ),
+            a_cluster_event(
+                kind::RUN_FAILED,
+                "l2",
+                "2026-05-01T10:03:00Z",
+                json!({
+                "reason": "collect_unreachable", "detail": "box gone\nfor good", "reply_went_back": true,
+                "sandbox_id": "sb-1"}),
+            ),
+            a_cluster_event(
+                kind::RUN_FAILED,
+                "l2",
+                "2026-05-01T10:03:01Z",
+                json!({
+                "reason": "cancelled", "detail": "", "reply_went_back": false, "sandbox_id": null}),
+            ),
+            a_cluster_event(
+                "turn_replied",
+                "l2",
+                "2026-05-01T10:04:00Z",
+                json!({"reply": "done", "succeeded": true}),
+            ),
+            a_cluster_event("seat_moved", "", "2026-05-01T10:05:00Z", json!({})),
+        ]
+    }
+
+    fn a_full_reply() -> GetReply {
+        let phase = a_cluster_event(
+            boxfleet_cluster::events::kind::PHASE_COMPLETED,
+            "l2",
+            "2026-05-01T10:02:30Z",
+            json!({"phase": "sandbox", "record": a_full_phase_record().to_value()}),
+        );
+        let mut events_json: Vec<String> = every_kind_of_event()
+            .iter()
+            .enumerate()
+            .map(|(n, event)| stored_json(event, n as i64 + 10))
+            .collect();
+        events_json.push("not an event".to_owned());
+        GetReply {
+            found: true,
+            record_json: String::from_utf8(a_full_record().to_json()).expect("utf-8"),
+            phase_records_json: vec![stored_json(&phase, 9), "not a record".to_owned()],
+            events_json,
+        }
+    }
+
+    #[test]
+    fn pin_show_of_a_full_record_its_phase_records_and_events() {
+        assert_eq!(
+            render_show(&a_full_reply(), "t1", "http://10.0.0.2:7400"),
+            PIN_SHOW
+        );
+    }
+
+    #[test]
+    fn pin_show_of_a_parked_record() {
+        let mut record = a_full_record();
+        record.status = boxfleet_cluster::record::Status::AwaitingClarification;
+        record.answer = None;
+        record.ending = None;
+        record.model = None;
+        let reply = GetReply {
+            found: true,
+            record_json: String::from_utf8(record.to_json()).expect("utf-8"),
+            ..GetReply::default()
+        };
+        assert_eq!(render_show(&reply, "t1", DEFAULT_ADDR), PIN_SHOW_PARKED);
+    }
+
+    #[test]
+    fn pin_show_of_texts_that_are_not_json() {
+        let reply = GetReply {
+            found: true,
+            record_json: "not a record".to_owned(),
+            phase_records_json: vec!["not a phase record".to_owned()],
+            events_json: vec!["not an event".to_owned()],
+        };
+        assert_eq!(render_show(&reply, "t1", DEFAULT_ADDR), PIN_SHOW_TEXTS);
+        assert_eq!(pretty(&show_json(&reply)), PIN_SHOW_TEXTS_JSON);
+    }
+
+    #[test]
+    fn pin_show_json_of_a_full_reply() {
+        assert_eq!(pretty(&show_json(&a_full_reply())), PIN_SHOW_JSON);
+    }
+
+    #[test]
+    fn pin_event_lines_and_json_lines_of_every_kind() {
+        let mut lines = String::new();
+        let mut json_lines = String::new();
+        for (n, event) in every_kind_of_event().iter().enumerate() {
+            let message = message_of(event, n as i64 + 10);
+            lines.push_str(&event_line(&message));
+            lines.push('\n');
+            json_lines.push_str(&event_value(&message).to_string());
+            json_lines.push('\n');
+        }
+        let broken = Event {
+            id: "e9".to_owned(),
+            kind: "sandbox_run_failed".to_owned(),
+            turn_id: "t9".to_owned(),
+            launch_id: "l9".to_owned(),
+            seat: "s".to_owned(),
+            revision: 99,
+            json: "not json".to_owned(),
+        };
+        for kind in [
+            "sandbox_run_started",
+            "sandbox_clarification_requested",
+            "agent_phase_completed",
+            "sandbox_run_failed",
+            "other",
+        ] {
+            let message = Event {
+                kind: kind.to_owned(),
+                ..broken.clone()
+            };
+            lines.push_str(&event_line(&message));
+            lines.push('\n');
+            json_lines.push_str(&event_value(&message).to_string());
+            json_lines.push('\n');
+        }
+        assert_eq!(lines, PIN_EVENT_LINES);
+        assert_eq!(json_lines, PIN_EVENT_JSON_LINES);
+    }
+
+    #[test]
+    fn pin_the_phase_record_and_failure_as_launch_wait_prints_them() {
+        let phase = a_cluster_event(
+            boxfleet_cluster::events::kind::PHASE_COMPLETED,
+            "l2",
+            "2026-05-01T10:02:30Z",
+            json!({"phase": "sandbox", "record": a_full_phase_record().to_value()}),
+        );
+        let value = event_value(&message_of(&phase, 9));
+        assert_eq!(render_phase_record(&value), PIN_PHASE_RECORD);
+        let failed = &every_kind_of_event()[2];
+        assert_eq!(
+            failure_line(&event_value(&message_of(failed, 12))),
+            "run failed (collect_unreachable): box gone for good"
+        );
+        let cancelled = &every_kind_of_event()[3];
+        assert_eq!(
+            failure_line(&event_value(&message_of(cancelled, 13))),
+            "run failed (cancelled)"
+        );
+        let asked = &every_kind_of_event()[1];
+        let question = Question::from_event(&event_value(&message_of(asked, 11)));
+        assert_eq!(
+            question.render("t1", "l1", "http://10.0.0.2:7400"),
+            PIN_QUESTION
+        );
+    }
+
+    #[test]
+    fn pin_every_json_rendering_of_the_ops_and_launch_replies() {
+        let launched = Launched {
+            turn_id: "t1".to_owned(),
+            launch_id: "l1".to_owned(),
+            sandbox_id: "sb-1".to_owned(),
+            node: "node-a".to_owned(),
+        };
+        assert_eq!(
+            launched_json(&launched).to_string(),
+            r#"{"launched":{"launch_id":"l1","node":"node-a","sandbox_id":"sb-1","turn_id":"t1"}}"#
+        );
+        let refusal = Refusal {
+            class: refusal::Class::Refused as i32,
+            reason: "no such seat".to_owned(),
+        };
+        assert_eq!(
+            refusal_json(&refusal).to_string(),
+            r#"{"refused":{"class":"refused","reason":"no such seat"}}"#
+        );
+        let entry = BoardEntry {
+            turn_id: "t1".to_owned(),
+            role: "eng".to_owned(),
+            agent_handle: "alice".to_owned(),
+            agent_id: "a-1".to_owned(),
+            coding_agent: "command".to_owned(),
+            sandbox_id: "sb-1".to_owned(),
+            task: "T".to_owned(),
+            status: "awaiting_clarification".to_owned(),
+            started_at: "s".to_owned(),
+            question: "q".to_owned(),
+            audience: "team".to_owned(),
+            work_item: "w".to_owned(),
+            owner: "o".to_owned(),
+            paused_at: "p".to_owned(),
+            launch_id: "l1".to_owned(),
+            audience_handles: vec!["bob".to_owned()],
+        };
+        assert_eq!(
+            pretty(&json!({"runs": [board_entry_json(&entry)]})),
+            PIN_BOARD_JSON
+        );
+        let node = NodeInfo {
+            node: "node-a".to_owned(),
+            addr: "10.0.0.2:7400".to_owned(),
+            incarnation: "node-a-1".to_owned(),
+            started_at: "s".to_owned(),
+            build: "0.1.0".to_owned(),
+            host: "h".to_owned(),
+            draining: true,
+            seats: 2,
+        };
+        assert_eq!(
+            pretty(&json!({"nodes": [node_json(&node)]})),
+            PIN_NODES_JSON
+        );
+        assert_eq!(
+            nodes_table(&[node]),
+            "NODE    ADDR           HOST  STATE     SEATS  INCARNATION  STARTED  BUILD\n\
+             node-a  10.0.0.2:7400  h     draining  2      node-a-1     s        0.1.0\n"
+        );
+        let seat = SeatInfo {
+            seat: "alice".to_owned(),
+            holder_node: "node-a".to_owned(),
+            incarnation: "node-a-1".to_owned(),
+            epoch: 4,
+            active_runs: 1,
+            awaiting: 2,
+            inbox: 3,
+        };
+        assert_eq!(
+            pretty(&json!({"seats": [seat_json(&seat)]})),
+            PIN_SEATS_JSON
+        );
+        assert_eq!(
+            seats_table(&[seat]),
+            "SEAT   HOLDER  INCARNATION  EPOCH  RUNS  AWAITING  INBOX\n\
+             alice  node-a  node-a-1     4      1     2         3\n"
+        );
+        let tree = TreeReply {
+            node: "node-a".to_owned(),
+            roots: vec![ActorInfo {
+                name: "node".to_owned(),
+                state: "running".to_owned(),
+                restarts: 1,
+                mailbox_depth: 2,
+                last_error: "e".to_owned(),
+                strategy: "one_for_one".to_owned(),
+                children: vec![ActorInfo::default()],
+            }],
+        };
+        assert_eq!(pretty(&tree_json(&tree)), PIN_TREE_JSON);
+    }
+
+    const PIN_SHOW: &str = "run t1\n  job           l2\n  seat          alice\n  status        answered\n  coding agent  claude-code\n  box           sb-1 (container)\n  owner         node-a-1\n  task          fix the retry\n  work item     ENG-7\n  requester     bob\n  model         requested claude-sonnet-4-5, ran (unknown) (unknown)\n  pause ttl     600 s\n  paused at     2026-05-01T10:01:00.123Z\n  created       2026-05-01T09:59:00Z\n  updated       2026-05-01T10:02:00.123456Z\n  ending        collect_unreachable: box gone for good\n  answer        from bob at 2026-05-01T10:01:31.000000001Z: 30 seconds\n  question\n    Which cap?\n    In seconds.\n  brief\n    Fix the flaky retry test.\n\n    Keep the API.\n\nphase sandbox  turn t1  job l2  seat alice  at 2026-05-01T10:02:30Z\n  outcome       failed\n  coding agent  claude-code\n  box           sb-1\n  work item     ENG-7\n  started       2026-05-01T10:00:00.500+00:00\n  duration      12.3 s\n  model         requested claude-sonnet-4-5, ran claude-haiku-4-5 (mismatch)\n  tokens        input 1200, output 340, cache read 1000\n  cost          $0.0125\n  delivered     (nothing)\n  error\n    model_mismatch: the box ran claude-haiku-4-5\n  notes\n    Which cap?\n  report\n    half done\n\n    more\n  transcript (3 lines)\n    Bash: cargo test\n    ran 3 tests\n    Edit: src/lib.rs\n\nphase sandbox  turn -  job -\n  outcome    succeeded\n  tokens     input 0, output 0\n  delivered  (nothing)\n  report\n    (no report)\n  transcript (0 lines)\n    (empty)\n\nevents\n  2026-05-01T10:00:00Z  sandbox_run_started  l1  seat=alice agent=claude-code task=fix the retry\n  2026-05-01T10:00:30.250Z  sandbox_clarification_requested  l1  asks team: Which cap? In seconds.\n  2026-05-01T10:03:00Z  sandbox_run_failed  l2  run failed (collect_unreachable): box gone for good\n  2026-05-01T10:03:01Z  sandbox_run_failed  l2  run failed (cancelled)\n  2026-05-01T10:04:00Z  turn_replied  l2  seat=alice {\"reply\":\"done\",\"succeeded\":true}\n  2026-05-01T10:05:00Z  seat_moved  -  seat=alice\n  -  -  -  \n";
+    const PIN_SHOW_PARKED: &str = "run t1\n  job           l2\n  seat          alice\n  status        awaiting_clarification\n  coding agent  claude-code\n  box           sb-1 (container)\n  owner         node-a-1\n  task          fix the retry\n  work item     ENG-7\n  requester     bob\n  pause ttl     600 s\n  paused at     2026-05-01T10:01:00.123Z\n  created       2026-05-01T09:59:00Z\n  updated       2026-05-01T10:02:00.123456Z\n  job l2 asks (team: bob, carol):\n    Which cap?\n    In seconds.\n    work pushed to branch wip/retry\n  answer it with:\n    boxfleet answer t1 --launch l2 --text '<your answer>'\n  brief\n    Fix the flaky retry test.\n\n    Keep the API.\n";
+    const PIN_SHOW_TEXTS: &str = "run -\n\nphase sandbox  turn -  job -\n  outcome    succeeded\n  tokens     input 0, output 0\n  delivered  (nothing)\n  report\n    (no report)\n  transcript (0 lines)\n    (empty)\n\nevents\n  -  -  -  \n";
+    const PIN_SHOW_TEXTS_JSON: &str = "{\n  \"events\": [\n    \"not an event\"\n  ],\n  \"phase_records\": [\n    \"not a phase record\"\n  ],\n  \"record\": \"not a record\"\n}";
+    const PIN_SHOW_JSON: &str = "{\n  \"events\": [\n    {\n      \"at\": \"2026-05-01T10:00:00Z\",\n      \"body\": {\n        \"coding_agent\": \"claude-code\",\n        \"iteration\": 0,\n        \"task\": \"fix the retry\",\n        \"work_item\": \"ENG-7\"\n      },\n      \"id\": \"2988790baac6190203cd3f8771932f2f\",\n      \"launch_id\": \"l1\",\n      \"revision\": 10,\n      \"seat\": \"alice\",\n      \"turn_id\": \"t1\",\n      \"type\": \"sandbox_run_started\"\n    },\n    {\n      \"at\": \"2026-05-01T10:00:30.250Z\",\n      \"body\": {\n        \"audience\": \"team\",\n        \"audience_fallback\": false,\n        \"audience_handles\": [\n          \"bob\"\n        ],\n        \"branch\": \"wip/retry\",\n        \"conversation_key\": null,\n        \"question\": \"Which cap?\\nIn seconds.\",\n        \"work_item\": null\n      },\n      \"id\": \"b44be7cd9783e4c01e9fcef4a0b2d28e\",\n      \"launch_id\": \"l1\",\n      \"revision\": 11,\n      \"seat\": \"alice\",\n      \"turn_id\": \"t1\",\n      \"type\": \"sandbox_clarification_requested\"\n    },\n    {\n      \"at\": \"2026-05-01T10:03:00Z\",\n      \"body\": {\n        \"detail\": \"box gone\\nfor good\",\n        \"reason\": \"collect_unreachable\",\n        \"reply_went_back\": true,\n        \"sandbox_id\": \"sb-1\"\n      },\n      \"id\": \"5dfc1189844005f33cf2368ae9d2b26e\",\n      \"launch_id\": \"l2\",\n      \"revision\": 12,\n      \"seat\": \"alice\",\n      \"turn_id\": \"t1\",\n      \"type\": \"sandbox_run_failed\"\n    },\n    {\n      \"at\": \"2026-05-01T10:03:01Z\",\n      \"body\": {\n        \"detail\": \"\",\n        \"reason\": \"cancelled\",\n        \"reply_went_back\": false,\n        \"sandbox_id\": null\n      },\n      \"id\": \"06e144b0451294aa17c7eaa6f2173df2\",\n      \"launch_id\": \"l2\",\n      \"revision\": 13,\n      \"seat\": \"alice\",\n      \"turn_id\": \"t1\",\n      \"type\": \"sandbox_run_failed\"\n    },\n    {\n      \"at\": \"2026-05-01T10:04:00Z\",\n      \"body\": {\n        \"reply\": \"done\",\n        \"succeeded\": true\n      },\n      \"id\": \"659f1737da7a135f079fb1b77e3451a2\",\n      \"launch_id\": \"l2\",\n      \"revision\": 14,\n      \"seat\": \"alice\",\n      \"turn_id\": \"t1\",\n      \"type\": \"turn_replied\"\n    },\n    {\n      \"at\": \"2026-05-01T10:05:00Z\",\n      \"body\": {},\n      \"id\": \"188d7b8ed7172c1fd3722935140ee503\",\n      \"revision\": 15,\n      \"seat\": \"alice\",\n      \"turn_id\": \"t1\",\n      \"type\": \"seat_moved\"\n    },\n    \"not an event\"\n  ],\n  \"phase_records\": [\n    {\n      \"at\": \"2026-05-01T10:02:30Z\",\n      \"body\": {\n        \"phase\": \"sandbox\",\n        \"record\": {\n          \"activity_transcript\": [\n            \"Bash: cargo test\\nran 3 tests\",\n            \"Edit: src/lib.rs\"\n          ],\n          \"cache_read_tokens\": 1000,\n          \"cache_write_tokens\": 0,\n          \"coding_agent\": \"claude-code\",\n          \"conversation_key\": null,\n          \"cost_usd\": 0.0125,\n          \"delivered_refs\": [],\n          \"duration_ms\": 12345,\n          \"error\": \"model_mismatch: the box ran claude-haiku-4-5\",\n          \"exit_code\": 0,\n          \"failed\": true,\n          \"input_tokens\": 1200,\n          \"iteration\": 1,\n          \"launch_id\": \"l2\",\n          \"model\": {\n            \"effective\": \"claude-haiku-4-5\",\n            \"requested\": \"claude-sonnet-4-5\",\n            \"source\": \"stream:assistant\",\n            \"status\": \"mismatch\"\n          },\n          \"notes\": \"Which cap?\",\n          \"output_tokens\": 340,\n          \"reason\": \"model_mismatch\",\n          \"response\": \"half done\\n\\nmore\",\n          \"sandbox_id\": \"sb-1\",\n          \"started_at\": \"2026-05-01T10:00:00.500+00:00\",\n          \"total_tokens\": 1540,\n          \"turn_id\": \"t1\",\n          \"work_item\": \"ENG-7\"\n        }\n      },\n      \"id\": \"ce118ef6331d200e568d06ba46e6608d\",\n      \"launch_id\": \"l2\",\n      \"revision\": 9,\n      \"seat\": \"alice\",\n      \"turn_id\": \"t1\",\n      \"type\": \"agent_phase_completed\"\n    },\n    \"not a record\"\n  ],\n  \"record\": {\n    \"answer\": {\n      \"attempts\": 0,\n      \"delivery_id\": \"d1\",\n      \"from\": \"bob\",\n      \"lost_claims\": 0,\n      \"posted_at\": \"2026-05-01T10:01:30Z\",\n      \"recorded_at\": \"2026-05-01T10:01:31.000000001Z\",\n      \"text\": \"30\\nseconds\"\n    },\n    \"bridge_calls_elided\": 0,\n    \"brief\": \"Fix the flaky retry test.\\n\\nKeep the API.\",\n    \"coding_agent\": \"claude-code\",\n    \"collect_failures\": 0,\n    \"created_at\": \"2026-05-01T09:59:00Z\",\n    \"ending\": {\n      \"decided_at\": \"2026-05-01T10:03:00Z\",\n      \"detail\": \"box gone\\nfor good\",\n      \"epoch\": 3,\n      \"reason\": \"collect_unreachable\",\n      \"reply_goes_back\": true\n    },\n    \"epoch\": 0,\n    \"iteration\": 0,\n    \"launch_id\": \"l2\",\n    \"model\": {\n      \"effective\": null,\n      \"requested\": \"claude-sonnet-4-5\",\n      \"source\": null,\n      \"status\": \"unknown\"\n    },\n    \"owes_answer\": false,\n    \"owner\": \"node-a-1\",\n    \"pause_ttl_seconds\": 600,\n    \"paused_at\": \"2026-05-01T10:01:00.123Z\",\n    \"placement\": \"container\",\n    \"question\": {\n      \"asked_at\": \"2026-05-01T10:00:30Z\",\n      \"audience\": \"team\",\n      \"audience_fallback\": false,\n      \"audience_handles\": [\n        \"bob\",\n        \"carol\"\n      ],\n      \"branch\": \"wip/retry\",\n      \"text\": \"Which cap?\\nIn seconds.\"\n    },\n    \"requester\": \"bob\",\n    \"sandbox_id\": \"sb-1\",\n    \"seat\": \"alice\",\n    \"status\": \"answered\",\n    \"task\": \"fix the\\nretry\",\n    \"turn_id\": \"t1\",\n    \"updated_at\": \"2026-05-01T10:02:00.123456Z\",\n    \"work_item\": \"ENG-7\"\n  }\n}";
+    const PIN_EVENT_LINES: &str = "10  sandbox_run_started  t1  l1  seat=alice agent=claude-code task=fix the retry\n11  sandbox_clarification_requested  t1  l1  asks team: Which cap? In seconds.\n12  sandbox_run_failed  t1  l2  run failed (collect_unreachable): box gone for good\n13  sandbox_run_failed  t1  l2  run failed (cancelled)\n14  turn_replied  t1  l2  seat=alice {\"reply\":\"done\",\"succeeded\":true}\n15  seat_moved  t1  -  seat=alice\n99  sandbox_run_started  t9  l9  seat=s\n99  sandbox_clarification_requested  t9  l9  asks -:\n99  agent_phase_completed  t9  l9  succeeded; tokens input 0, output 0; 0 refs\n99  sandbox_run_failed  t9  l9  run failed (failed)\n99  other  t9  l9  seat=s\n";
+    const PIN_EVENT_JSON_LINES: &str = "{\"at\":\"2026-05-01T10:00:00Z\",\"body\":{\"coding_agent\":\"claude-code\",\"iteration\":0,\"task\":\"fix the retry\",\"work_item\":\"ENG-7\"},\"id\":\"2988790baac6190203cd3f8771932f2f\",\"launch_id\":\"l1\",\"revision\":10,\"seat\":\"alice\",\"turn_id\":\"t1\",\"type\":\"sandbox_run_started\"}\n{\"at\":\"2026-05-01T10:00:30.250Z\",\"body\":{\"audience\":\"team\",\"audience_fallback\":false,\"audience_handles\":[\"bob\"],\"branch\":\"wip/retry\",\"conversation_key\":null,\"question\":\"Which cap?\\nIn seconds.\",\"work_item\":null},\"id\":\"b44be7cd9783e4c01e9fcef4a0b2d28e\",\"launch_id\":\"l1\",\"revision\":11,\"seat\":\"alice\",\"turn_id\":\"t1\",\"type\":\"sandbox_clarification_requested\"}\n{\"at\":\"2026-05-01T10:03:00Z\",\"body\":{\"detail\":\"box gone\\nfor good\",\"reason\":\"collect_unreachable\",\"reply_went_back\":true,\"sandbox_id\":\"sb-1\"},\"id\":\"5dfc1189844005f33cf2368ae9d2b26e\",\"launch_id\":\"l2\",\"revision\":12,\"seat\":\"alice\",\"turn_id\":\"t1\",\"type\":\"sandbox_run_failed\"}\n{\"at\":\"2026-05-01T10:03:01Z\",\"body\":{\"detail\":\"\",\"reason\":\"cancelled\",\"reply_went_back\":false,\"sandbox_id\":null},\"id\":\"06e144b0451294aa17c7eaa6f2173df2\",\"launch_id\":\"l2\",\"revision\":13,\"seat\":\"alice\",\"turn_id\":\"t1\",\"type\":\"sandbox_run_failed\"}\n{\"at\":\"2026-05-01T10:04:00Z\",\"body\":{\"reply\":\"done\",\"succeeded\":true},\"id\":\"659f1737da7a135f079fb1b77e3451a2\",\"launch_id\":\"l2\",\"revision\":14,\"seat\":\"alice\",\"turn_id\":\"t1\",\"type\":\"turn_replied\"}\n{\"at\":\"2026-05-01T10:05:00Z\",\"body\":{},\"id\":\"188d7b8ed7172c1fd3722935140ee503\",\"launch_id\":\"\",\"revision\":15,\"seat\":\"alice\",\"turn_id\":\"t1\",\"type\":\"seat_moved\"}\n{\"id\":\"e9\",\"launch_id\":\"l9\",\"raw\":\"not json\",\"revision\":99,\"seat\":\"s\",\"turn_id\":\"t9\",\"type\":\"sandbox_run_started\"}\n{\"id\":\"e9\",\"launch_id\":\"l9\",\"raw\":\"not json\",\"revision\":99,\"seat\":\"s\",\"turn_id\":\"t9\",\"type\":\"sandbox_clarification_requested\"}\n{\"id\":\"e9\",\"launch_id\":\"l9\",\"raw\":\"not json\",\"revision\":99,\"seat\":\"s\",\"turn_id\":\"t9\",\"type\":\"agent_phase_completed\"}\n{\"id\":\"e9\",\"launch_id\":\"l9\",\"raw\":\"not json\",\"revision\":99,\"seat\":\"s\",\"turn_id\":\"t9\",\"type\":\"sandbox_run_failed\"}\n{\"id\":\"e9\",\"launch_id\":\"l9\",\"raw\":\"not json\",\"revision\":99,\"seat\":\"s\",\"turn_id\":\"t9\",\"type\":\"other\"}\n";
+    const PIN_PHASE_RECORD: &str = "phase sandbox  turn t1  job l2  seat alice  at 2026-05-01T10:02:30Z\n  outcome       failed\n  coding agent  claude-code\n  box           sb-1\n  work item     ENG-7\n  started       2026-05-01T10:00:00.500+00:00\n  duration      12.3 s\n  model         requested claude-sonnet-4-5, ran claude-haiku-4-5 (mismatch)\n  tokens        input 1200, output 340, cache read 1000\n  cost          $0.0125\n  delivered     (nothing)\n  error\n    model_mismatch: the box ran claude-haiku-4-5\n  notes\n    Which cap?\n  report\n    half done\n\n    more\n  transcript (3 lines)\n    Bash: cargo test\n    ran 3 tests\n    Edit: src/lib.rs\n";
+    const PIN_QUESTION: &str = "job l1 asks (team: bob):\n  Which cap?\n  In seconds.\n  work pushed to branch wip/retry\nanswer it with:\n  boxfleet answer t1 --launch l1 --text '<your answer>' --addr http://10.0.0.2:7400\n";
+    const PIN_BOARD_JSON: &str = "{\n  \"runs\": [\n    {\n      \"agent_handle\": \"alice\",\n      \"agent_id\": \"a-1\",\n      \"audience\": \"team\",\n      \"audience_handles\": [\n        \"bob\"\n      ],\n      \"coding_agent\": \"command\",\n      \"launch_id\": \"l1\",\n      \"owner\": \"o\",\n      \"paused_at\": \"p\",\n      \"question\": \"q\",\n      \"role\": \"eng\",\n      \"sandbox_id\": \"sb-1\",\n      \"started_at\": \"s\",\n      \"status\": \"awaiting_clarification\",\n      \"task\": \"T\",\n      \"turn_id\": \"t1\",\n      \"work_item\": \"w\"\n    }\n  ]\n}";
+    const PIN_NODES_JSON: &str = "{\n  \"nodes\": [\n    {\n      \"addr\": \"10.0.0.2:7400\",\n      \"build\": \"0.1.0\",\n      \"draining\": true,\n      \"host\": \"h\",\n      \"incarnation\": \"node-a-1\",\n      \"node\": \"node-a\",\n      \"seats\": 2,\n      \"started_at\": \"s\"\n    }\n  ]\n}";
+    const PIN_SEATS_JSON: &str = "{\n  \"seats\": [\n    {\n      \"active_runs\": 1,\n      \"awaiting\": 2,\n      \"epoch\": 4,\n      \"holder_node\": \"node-a\",\n      \"inbox\": 3,\n      \"incarnation\": \"node-a-1\",\n      \"seat\": \"alice\"\n    }\n  ]\n}";
+    const PIN_TREE_JSON: &str = "{\n  \"node\": \"node-a\",\n  \"roots\": [\n    {\n      \"children\": [\n        {\n          \"children\": [],\n          \"last_error\": \"\",\n          \"mailbox_depth\": 0,\n          \"name\": \"\",\n          \"restarts\": 0,\n          \"state\": \"\",\n          \"strategy\": \"\"\n        }\n      ],\n      \"last_error\": \"e\",\n      \"mailbox_depth\": 2,\n      \"name\": \"node\",\n      \"restarts\": 1,\n      \"state\": \"running\",\n      \"strategy\": \"one_for_one\"\n    }\n  ]\n}";
 }
