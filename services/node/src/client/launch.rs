@@ -497,13 +497,12 @@ mod tests {
     fn pin_the_launch_json_lines() {
         let launched = Launched {
             turn_id: "t1".to_owned(),
-            launch_id: "l1".to_owned(),
-            sandbox_id: "sb-1".to_owned(),
             node: "node-a".to_owned(),
+            ..Launched::default()
         };
         assert_eq!(
             launched_json(&launched).to_string(),
-            r#"{"launched":{"launch_id":"l1","node":"node-a","sandbox_id":"sb-1","turn_id":"t1"}}"#
+            r#"{"launched":{"launch_id":"","node":"node-a","sandbox_id":"","turn_id":"t1"}}"#
         );
         let refusal = Refusal {
             class: refusal::Class::Refused as i32,
