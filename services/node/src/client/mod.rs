@@ -37,8 +37,6 @@
 mod answer;
 mod conn;
 mod events;
-#[cfg(test)]
-mod fixtures;
 mod launch;
 mod ops;
 mod records;
@@ -88,3 +86,7 @@ pub async fn run(command: Command) -> anyhow::Result<i32> {
         }
     }
 }
+
+/// The events, phase records and run records the modules' tests share.
+#[cfg(test)]
+mod fixtures;
