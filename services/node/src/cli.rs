@@ -51,182 +51,226 @@ pub enum Command {
         after_help = "Examples:\n  boxfleet launch --seat ci --command 'cargo test' --wait\n  \
                       boxfleet launch --seat alice --brief 'Fix the flaky retry test' --task FLAKE-12"
     )]
-    Launch {
-        /// The seat (agent handle) the job runs for; with no company document any name is a seat.
-        #[arg(long, value_name = "SEAT")]
-        seat: String,
-        /// The turn to launch under; omit it and the node makes a new turn id.
-        #[arg(long, value_name = "TURN")]
-        turn: Option<String>,
-        /// The coding agent that runs the job [default: command with --command, else
-        /// claude-code].
-        #[arg(long, value_enum, value_name = "RUNNER")]
-        runner: Option<Runner>,
-        /// The brief for a coding agent: what to do, in prose.
-        #[arg(long, value_name = "TEXT")]
-        brief: Option<String>,
-        /// A shell command to run as the job (the `command` runner): a check, an eval, a script.
-        #[arg(long, value_name = "CMD")]
-        command: Option<String>,
-        /// The task the job is for, shown on the board (e.g. a ticket id).
-        #[arg(long, value_name = "TASK")]
-        task: Option<String>,
-        /// The in-box deadline of the job in seconds (the check's own clock; it exits 124 when
-        /// it runs out). Omit it for none.
-        #[arg(long, value_name = "SECS")]
-        timeout: Option<u64>,
-        /// The model the coding agent is pointed at (passed to the box as --model).
-        #[arg(long, value_name = "MODEL")]
-        model: Option<String>,
-        /// How long a box parked on a question may stay paused before it is reclaimed, in
-        /// seconds; 0 = never pause. Omit it for the seat's default.
-        #[arg(long, value_name = "SECS")]
-        pause_ttl: Option<u64>,
-        /// Stay attached: show the job's live output and its phase record when it is collected;
-        /// exit 0 when the run succeeded, 1 when it did not.
-        #[arg(long)]
-        wait: bool,
-        /// Print the launch's outcome as one JSON line ({"launched": …} or {"refused": …}); with
-        /// --wait, then each of the run's events as a JSON line (as `events --json` prints them).
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        conn: Conn,
-    },
+    Launch(LaunchArgs),
 
     /// Show the board of runs in flight (the sandbox_runs list).
-    Runs {
-        /// Only the runs waiting on this person: "what is waiting on me".
-        #[arg(long, value_name = "HANDLE")]
-        audience: Option<String>,
-        /// Print one JSON document {"runs": [...]} with the board's field names.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        conn: Conn,
-    },
+    Runs(RunsArgs),
 
     /// Show a run's record, or the phase records of a collected run.
-    Show {
-        /// The run's turn id.
-        #[arg(value_name = "TURN")]
-        turn: String,
-        /// Print one JSON document {"record", "phase_records", "events"}.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        conn: Conn,
-    },
+    Show(ShowArgs),
 
     /// Show the newest output of a running job.
-    Tail {
-        /// The run's turn id.
-        #[arg(value_name = "TURN")]
-        turn: String,
-        /// The job to show; omit it for the job the run's record holds now.
-        #[arg(long, value_name = "LAUNCH")]
-        launch: Option<String>,
-        /// Keep showing new output every second until the job stops running.
-        #[arg(long)]
-        follow: bool,
-        #[command(flatten)]
-        conn: Conn,
-    },
+    Tail(TailArgs),
 
     /// Answer the question a parked run asked (answer_run).
-    Answer {
-        /// The parked run's turn id.
-        #[arg(value_name = "TURN")]
-        turn: String,
-        /// The job that asked (its launch id, as `boxfleet show TURN` or `runs --json` print it).
-        #[arg(long, value_name = "LAUNCH")]
-        launch: String,
-        /// The answer.
-        #[arg(long, value_name = "TEXT")]
-        text: String,
-        /// Whom the answer is from (a seat handle); omit it to answer as the token's identity.
-        #[arg(long = "as", value_name = "PERSON")]
-        as_whom: Option<String>,
-        #[command(flatten)]
-        conn: Conn,
-    },
+    Answer(AnswerArgs),
 
     /// Deliver a chat message into a seat's inbox (a reply on a parked run's conversation
     /// answers it).
-    Deliver {
-        /// The seat whose inbox receives the message.
-        #[arg(long, value_name = "SEAT")]
-        seat: String,
-        /// The conversation the message is posted on (its conversation key).
-        #[arg(long, value_name = "CONVERSATION")]
-        conversation: String,
-        /// The message.
-        #[arg(long, value_name = "TEXT")]
-        text: String,
-        /// Who posted it.
-        #[arg(long, value_name = "PERSON", default_value = "operator")]
-        from: String,
-        #[command(flatten)]
-        conn: Conn,
-    },
+    Deliver(DeliverArgs),
 
     /// Print the events outbox from a store revision.
-    Events {
-        /// The first store revision to print (an event's revision + 1 resumes after it).
-        #[arg(long, value_name = "REV", default_value_t = 0)]
-        from: i64,
-        /// Keep printing new events as they are written (Ctrl-C to stop).
-        #[arg(long)]
-        follow: bool,
-        /// Print JSON Lines: one event per line with type, id, turn_id, launch_id and revision.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        conn: Conn,
-    },
+    Events(EventsArgs),
 
     /// Print the node's live supervision tree (name, state, restarts, mailbox, last error).
-    Tree {
-        /// Every node's tree, not only this node's.
-        #[arg(long)]
-        fleet: bool,
-        /// Print one JSON document.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        conn: Conn,
-    },
+    Tree(TreeArgs),
 
     /// List the live nodes of the fleet.
-    Nodes {
-        /// Print one JSON document {"nodes": [...]}.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        conn: Conn,
-    },
+    Nodes(NodesArgs),
 
     /// List the seats: who holds each, its lease epoch, its runs and its inbox.
-    Seats {
-        /// Print one JSON document {"seats": [...]}.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        conn: Conn,
-    },
+    Seats(SeatsArgs),
 
     /// Release a node's seats gracefully (before shutting it down); other nodes take them.
-    Drain {
-        /// The node to drain (its id, as `boxfleet nodes` prints it).
-        #[arg(value_name = "NODE")]
-        node: String,
-        #[command(flatten)]
-        conn: Conn,
-    },
+    Drain(DrainArgs),
+}
+
+/// `boxfleet launch`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct LaunchArgs {
+    /// The seat (agent handle) the job runs for; with no company document any name is a seat.
+    #[arg(long, value_name = "SEAT")]
+    pub seat: String,
+    /// The turn to launch under; omit it and the node makes a new turn id.
+    #[arg(long, value_name = "TURN")]
+    pub turn: Option<String>,
+    /// The coding agent that runs the job [default: command with --command, else
+    /// claude-code].
+    #[arg(long, value_enum, value_name = "RUNNER")]
+    pub runner: Option<Runner>,
+    /// The brief for a coding agent: what to do, in prose.
+    #[arg(long, value_name = "TEXT")]
+    pub brief: Option<String>,
+    /// A shell command to run as the job (the `command` runner): a check, an eval, a script.
+    #[arg(long, value_name = "CMD")]
+    pub command: Option<String>,
+    /// The task the job is for, shown on the board (e.g. a ticket id).
+    #[arg(long, value_name = "TASK")]
+    pub task: Option<String>,
+    /// The in-box deadline of the job in seconds (the check's own clock; it exits 124 when
+    /// it runs out). Omit it for none.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// The model the coding agent is pointed at (passed to the box as --model).
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// How long a box parked on a question may stay paused before it is reclaimed, in
+    /// seconds; 0 = never pause. Omit it for the seat's default.
+    #[arg(long, value_name = "SECS")]
+    pub pause_ttl: Option<u64>,
+    /// Stay attached: show the job's live output and its phase record when it is collected;
+    /// exit 0 when the run succeeded, 1 when it did not.
+    #[arg(long)]
+    pub wait: bool,
+    /// Print the launch's outcome as one JSON line ({"launched": …} or {"refused": …}); with
+    /// --wait, then each of the run's events as a JSON line (as `events --json` prints them).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+/// `boxfleet runs`.
+#[derive(Debug, Clone, Args)]
+pub struct RunsArgs {
+    /// Only the runs waiting on this person: "what is waiting on me".
+    #[arg(long, value_name = "HANDLE")]
+    pub audience: Option<String>,
+    /// Print one JSON document {"runs": [...]} with the board's field names.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+/// `boxfleet show`.
+#[derive(Debug, Clone, Args)]
+pub struct ShowArgs {
+    /// The run's turn id.
+    #[arg(value_name = "TURN")]
+    pub turn: String,
+    /// Print one JSON document {"record", "phase_records", "events"}.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+/// `boxfleet tail`.
+#[derive(Debug, Clone, Args)]
+pub struct TailArgs {
+    /// The run's turn id.
+    #[arg(value_name = "TURN")]
+    pub turn: String,
+    /// The job to show; omit it for the job the run's record holds now.
+    #[arg(long, value_name = "LAUNCH")]
+    pub launch: Option<String>,
+    /// Keep showing new output every second until the job stops running.
+    #[arg(long)]
+    pub follow: bool,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+/// `boxfleet answer`.
+#[derive(Debug, Clone, Args)]
+pub struct AnswerArgs {
+    /// The parked run's turn id.
+    #[arg(value_name = "TURN")]
+    pub turn: String,
+    /// The job that asked (its launch id, as `boxfleet show TURN` or `runs --json` print it).
+    #[arg(long, value_name = "LAUNCH")]
+    pub launch: String,
+    /// The answer.
+    #[arg(long, value_name = "TEXT")]
+    pub text: String,
+    /// Whom the answer is from (a seat handle); omit it to answer as the token's identity.
+    #[arg(long = "as", value_name = "PERSON")]
+    pub as_whom: Option<String>,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+/// `boxfleet deliver`.
+#[derive(Debug, Clone, Args)]
+pub struct DeliverArgs {
+    /// The seat whose inbox receives the message.
+    #[arg(long, value_name = "SEAT")]
+    pub seat: String,
+    /// The conversation the message is posted on (its conversation key).
+    #[arg(long, value_name = "CONVERSATION")]
+    pub conversation: String,
+    /// The message.
+    #[arg(long, value_name = "TEXT")]
+    pub text: String,
+    /// Who posted it.
+    #[arg(long, value_name = "PERSON", default_value = "operator")]
+    pub from: String,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+/// `boxfleet events`.
+#[derive(Debug, Clone, Args)]
+pub struct EventsArgs {
+    /// The first store revision to print (an event's revision + 1 resumes after it).
+    #[arg(long, value_name = "REV", default_value_t = 0)]
+    pub from: i64,
+    /// Keep printing new events as they are written (Ctrl-C to stop).
+    #[arg(long)]
+    pub follow: bool,
+    /// Print JSON Lines: one event per line with type, id, turn_id, launch_id and revision.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+/// `boxfleet tree`.
+#[derive(Debug, Clone, Args)]
+pub struct TreeArgs {
+    /// Every node's tree, not only this node's.
+    #[arg(long)]
+    pub fleet: bool,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+/// `boxfleet nodes`.
+#[derive(Debug, Clone, Args)]
+pub struct NodesArgs {
+    /// Print one JSON document {"nodes": [...]}.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+/// `boxfleet seats`.
+#[derive(Debug, Clone, Args)]
+pub struct SeatsArgs {
+    /// Print one JSON document {"seats": [...]}.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+/// `boxfleet drain`.
+#[derive(Debug, Clone, Args)]
+pub struct DrainArgs {
+    /// The node to drain (its id, as `boxfleet nodes` prints it).
+    #[arg(value_name = "NODE")]
+    pub node: String,
+    #[command(flatten)]
+    pub conn: Conn,
 }
 
 /// How a client command reaches a node.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct Conn {
     /// The node's gRPC address.
     #[arg(long, value_name = "URL", env = "BOXFLEET_ADDR", default_value = DEFAULT_ADDR)]
@@ -341,12 +385,12 @@ mod tests {
         );
         let cli = parse(&["launch", "--seat", "s", "--command", "true", "--wait"]).expect("parses");
         match cli.command {
-            Command::Launch {
+            Command::Launch(LaunchArgs {
                 command,
                 wait,
                 runner,
                 ..
-            } => {
+            }) => {
                 assert_eq!(command.as_deref(), Some("true"));
                 assert!(wait);
                 assert_eq!(runner, None);
@@ -365,10 +409,10 @@ mod tests {
         .expect("parses");
         assert!(matches!(
             cli.command,
-            Command::Launch {
+            Command::Launch(LaunchArgs {
                 runner: Some(Runner::ClaudeCode),
                 ..
-            }
+            })
         ));
     }
 
@@ -380,7 +424,7 @@ mod tests {
         .expect("parses");
         assert!(matches!(
             cli.command,
-            Command::Answer { ref as_whom, .. } if as_whom.as_deref() == Some("bob")
+            Command::Answer(AnswerArgs { ref as_whom, .. }) if as_whom.as_deref() == Some("bob")
         ));
         let cli = parse(&[
             "deliver",
@@ -392,7 +436,9 @@ mod tests {
             "hi",
         ])
         .expect("parses");
-        assert!(matches!(cli.command, Command::Deliver { ref from, .. } if from == "operator"));
+        assert!(
+            matches!(cli.command, Command::Deliver(DeliverArgs { ref from, .. }) if from == "operator")
+        );
     }
 
     #[test]
@@ -419,12 +465,12 @@ mod tests {
         let cli = parse(&["events", "--follow"]).expect("parses");
         assert!(matches!(
             cli.command,
-            Command::Events {
+            Command::Events(EventsArgs {
                 from: 0,
                 follow: true,
                 json: false,
                 ..
-            }
+            })
         ));
     }
 }

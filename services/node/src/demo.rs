@@ -7,6 +7,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use boxfleet_cluster::events::kind;
 use boxfleet_proto::v1 as pb;
 use futures::StreamExt;
 use tokio::sync::mpsc;
@@ -113,12 +114,56 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<i32> {
     }
 }
 
+/// The gRPC client of the node's Runs service the walk goes through.
+type Runs = pb::runs_client::RunsClient<tonic::transport::Channel>;
+
+/// The job the walk launched first: its turn, its id and its box.
+struct FirstJob {
+    turn_id: String,
+    launch_id: String,
+    sandbox_id: String,
+}
+
+/// What the resumed run showed: its second job, its phase record, whether the turn replied.
+struct Resumed {
+    second_launch: String,
+    phase: Option<serde_json::Value>,
+    replied: bool,
+}
+
+/// The walk, step by step; a step that cannot go on ends it with what was observed so far.
 async fn walk(addr: &str) -> anyhow::Result<Steps> {
     let mut steps = Steps { passed: Vec::new() };
     let mut runs = pb::runs_client::RunsClient::connect(addr.to_owned()).await?;
+    let mut events = subscribe(&mut runs).await?;
+    let job = launch(&mut runs, &mut steps).await?;
+    let Some(question) = tail_until_asked(&mut runs, &mut events, &job, &mut steps).await? else {
+        steps.check("the job parked on a question", false);
+        return Ok(steps);
+    };
+    see_the_question(&mut runs, &question, &job, &mut steps).await?;
+    answer(&mut runs, &job, &mut steps).await?;
+    let resumed = follow_the_resume(&mut events, &job).await;
+    steps.check(
+        "a second job started for the same turn",
+        !resumed.second_launch.is_empty(),
+    );
+    let Some(phase) = &resumed.phase else {
+        steps.check("the second job's phase record was published", false);
+        return Ok(steps);
+    };
+    check_the_phase_record(phase, &job, &mut steps);
+    steps.check(
+        "the built-in engine published the turn's reply",
+        resumed.replied,
+    );
+    check_collected(&mut runs, &job, &mut steps).await?;
+    Ok(steps)
+}
 
-    // every event of the demo, as a subscriber sees them
-    let (events_tx, mut events) = mpsc::unbounded_channel::<pb::Event>();
+/// Every event of the demo, as a subscriber sees them.
+async fn subscribe(runs: &mut Runs) -> anyhow::Result<mpsc::UnboundedReceiver<pb::Event>> {
+    let (events_tx, events) = mpsc::unbounded_channel::<pb::Event>();
     let mut stream = runs
         .events(pb::EventsRequest {
             from_revision: 0,
@@ -133,7 +178,11 @@ async fn walk(addr: &str) -> anyhow::Result<Steps> {
             }
         }
     });
+    Ok(events)
+}
 
+/// Step 1: launch the job on the demo seat.
+async fn launch(runs: &mut Runs, steps: &mut Steps) -> anyhow::Result<FirstJob> {
     println!("\n--- launch: a command job on seat {SEAT}");
     let reply = runs
         .launch(pb::LaunchRequest {
@@ -148,19 +197,35 @@ async fn walk(addr: &str) -> anyhow::Result<Steps> {
         })
         .await?
         .into_inner();
-    let (turn_id, first_launch, first_box) = match reply.outcome {
-        Some(pb::launch_reply::Outcome::Launched(l)) => (l.turn_id, l.launch_id, l.sandbox_id),
+    let job = match reply.outcome {
+        Some(pb::launch_reply::Outcome::Launched(l)) => FirstJob {
+            turn_id: l.turn_id,
+            launch_id: l.launch_id,
+            sandbox_id: l.sandbox_id,
+        },
         Some(pb::launch_reply::Outcome::Refused(r)) => {
             anyhow::bail!("the launch was refused: {}", r.reason)
         }
         None => anyhow::bail!("the node answered the launch with nothing"),
     };
-    println!("launched {turn_id} job {first_launch} in box {first_box}");
+    println!(
+        "launched {} job {} in box {}",
+        job.turn_id, job.launch_id, job.sandbox_id
+    );
     steps.check(
         "the job was launched into a direct box",
-        !first_box.is_empty(),
+        !job.sandbox_id.is_empty(),
     );
+    Ok(job)
+}
 
+/// Step 2: show the job's live output until it parks on a question (the event's JSON).
+async fn tail_until_asked(
+    runs: &mut Runs,
+    events: &mut mpsc::UnboundedReceiver<pb::Event>,
+    job: &FirstJob,
+    steps: &mut Steps,
+) -> anyhow::Result<Option<serde_json::Value>> {
     println!("\n--- live tail while the job runs");
     let mut after = 0;
     let mut epoch = 0;
@@ -170,8 +235,8 @@ async fn walk(addr: &str) -> anyhow::Result<Steps> {
     while Instant::now() < deadline && question.is_none() {
         let tail = runs
             .tail(pb::TailRequest {
-                turn_id: turn_id.clone(),
-                launch_id: first_launch.clone(),
+                turn_id: job.turn_id.clone(),
+                launch_id: job.launch_id.clone(),
                 epoch,
                 after,
                 ..pb::TailRequest::default()
@@ -189,17 +254,23 @@ async fn walk(addr: &str) -> anyhow::Result<Steps> {
             epoch = tail.epoch;
         }
         while let Ok(event) = events.try_recv() {
-            if event.turn_id == turn_id && event.kind == "sandbox_clarification_requested" {
+            if event.turn_id == job.turn_id && event.kind == kind::CLARIFICATION_REQUESTED {
                 question = Some(body(&event.json));
             }
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     steps.check("the live tail showed the job's progress", tail_lines >= 2);
-    let Some(question) = question else {
-        steps.check("the job parked on a question", false);
-        return Ok(steps);
-    };
+    Ok(question)
+}
+
+/// Step 3: the question as its event says it, and the board listing the run as waiting.
+async fn see_the_question(
+    runs: &mut Runs,
+    question: &serde_json::Value,
+    job: &FirstJob,
+    steps: &mut Steps,
+) -> anyhow::Result<()> {
     let text = question["body"]["question"]
         .as_str()
         .unwrap_or_default()
@@ -224,14 +295,18 @@ async fn walk(addr: &str) -> anyhow::Result<Steps> {
         board
             .runs
             .iter()
-            .any(|r| r.turn_id == turn_id && r.status == "awaiting_clarification"),
+            .any(|r| r.turn_id == job.turn_id && r.status == "awaiting_clarification"),
     );
+    Ok(())
+}
 
+/// Step 4: answer the question by naming the run.
+async fn answer(runs: &mut Runs, job: &FirstJob, steps: &mut Steps) -> anyhow::Result<()> {
     println!("\n--- answering it by naming the run");
     let answer = runs
         .answer(pb::AnswerRequest {
-            turn_id: turn_id.clone(),
-            launch_id: first_launch.clone(),
+            turn_id: job.turn_id.clone(),
+            launch_id: job.launch_id.clone(),
             text: "PostgreSQL".into(),
             as_whom: "you".into(),
         })
@@ -239,40 +314,47 @@ async fn walk(addr: &str) -> anyhow::Result<Steps> {
         .into_inner();
     println!("answer: {} ({})", answer.outcome, answer.detail);
     steps.check("the answer was recorded", answer.outcome == "recorded");
+    Ok(())
+}
 
+/// Step 5: the turn's events while the run resumes, until its second job's phase record and the
+/// turn's reply are in (or 40 s pass).
+async fn follow_the_resume(
+    events: &mut mpsc::UnboundedReceiver<pb::Event>,
+    job: &FirstJob,
+) -> Resumed {
     println!("\n--- the run resumes in the same box");
-    let mut phase = None;
-    let mut replied = false;
-    let mut second_launch = String::new();
+    let mut resumed = Resumed {
+        second_launch: String::new(),
+        phase: None,
+        replied: false,
+    };
     let deadline = Instant::now() + Duration::from_secs(40);
-    while Instant::now() < deadline && (phase.is_none() || !replied) {
+    while Instant::now() < deadline && (resumed.phase.is_none() || !resumed.replied) {
         let Ok(Some(event)) = tokio::time::timeout(Duration::from_secs(1), events.recv()).await
         else {
             continue;
         };
-        if event.turn_id != turn_id {
+        if event.turn_id != job.turn_id {
             continue;
         }
         match event.kind.as_str() {
-            "sandbox_run_started" if event.launch_id != first_launch => {
-                second_launch = event.launch_id.clone();
-                println!("resumed as job {second_launch}");
+            kind::RUN_STARTED if event.launch_id != job.launch_id => {
+                resumed.second_launch = event.launch_id.clone();
+                println!("resumed as job {}", resumed.second_launch);
             }
-            "agent_phase_completed" if event.launch_id != first_launch => {
-                phase = Some(body(&event.json))
+            kind::PHASE_COMPLETED if event.launch_id != job.launch_id => {
+                resumed.phase = Some(body(&event.json))
             }
-            "turn_replied" => replied = true,
+            "turn_replied" => resumed.replied = true,
             _ => {}
         }
     }
-    steps.check(
-        "a second job started for the same turn",
-        !second_launch.is_empty(),
-    );
-    let Some(phase) = phase else {
-        steps.check("the second job's phase record was published", false);
-        return Ok(steps);
-    };
+    resumed
+}
+
+/// Step 6: the second job's phase record, printed whole, and what it must say.
+fn check_the_phase_record(phase: &serde_json::Value, job: &FirstJob, steps: &mut Steps) {
     let record = &phase["body"]["record"];
     println!("\n--- phase record (agent_phase_completed, phase: sandbox)");
     println!(
@@ -281,7 +363,7 @@ async fn walk(addr: &str) -> anyhow::Result<Steps> {
     );
     steps.check(
         "the job resumed into the same box",
-        record["sandbox_id"].as_str() == Some(first_box.as_str()),
+        record["sandbox_id"].as_str() == Some(job.sandbox_id.as_str()),
     );
     steps.check(
         "the run succeeded",
@@ -301,15 +383,16 @@ async fn walk(addr: &str) -> anyhow::Result<Steps> {
             .as_str()
             .is_some_and(|r| r.contains("PostgreSQL")),
     );
-    steps.check("the built-in engine published the turn's reply", replied);
+}
 
-    // the settled run has no record: its box was reclaimed and its row deleted
+/// Step 7: the settled run has no record: its box was reclaimed and its row deleted.
+async fn check_collected(runs: &mut Runs, job: &FirstJob, steps: &mut Steps) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut gone = false;
     while Instant::now() < deadline && !gone {
         let got = runs
             .get(pb::GetRequest {
-                turn_id: turn_id.clone(),
+                turn_id: job.turn_id.clone(),
             })
             .await?
             .into_inner();
@@ -322,7 +405,7 @@ async fn walk(addr: &str) -> anyhow::Result<Steps> {
         "the settled run's box was reclaimed and its record deleted",
         gone,
     );
-    Ok(steps)
+    Ok(())
 }
 
 async fn tree_text(addr: &str) -> String {

@@ -1,0 +1,112 @@
+//! `boxfleet answer` (answer_run) and `boxfleet deliver`: the two ways a person's words reach
+//! a run — naming the parked run and the job that asked, or a chat message into a seat's inbox
+//! (a reply on a parked run's conversation answers it).
+//!
+//! Layout: [`answer`] and its outcome line; [`deliver`].
+
+use boxfleet_proto::v1::{AnswerRequest, DeliverRequest};
+
+use super::conn::{CALL_TIMEOUT, connect};
+use super::render::{cell, non_empty, one_line, out, shell_quote};
+use crate::cli::{AnswerArgs, DeliverArgs};
+
+/// Runs `boxfleet answer`: exit 0 when the answer was recorded, 1 for any other outcome.
+pub(super) async fn answer(args: &AnswerArgs) -> anyhow::Result<i32> {
+    let AnswerArgs {
+        turn,
+        launch,
+        text,
+        as_whom,
+        conn,
+    } = args;
+    let node = connect(conn).await?;
+    let request = AnswerRequest {
+        turn_id: turn.clone(),
+        launch_id: launch.clone(),
+        text: text.clone(),
+        as_whom: as_whom.clone().unwrap_or_default(),
+    };
+    let reply = node
+        .call("answer", CALL_TIMEOUT, node.runs().answer(request))
+        .await?;
+    out(&format!(
+        "{}\n",
+        answer_line(&reply.outcome, &reply.detail, turn)
+    ))?;
+    Ok(if reply.outcome == "recorded" { 0 } else { 1 })
+}
+
+fn answer_line(outcome: &str, detail: &str, turn: &str) -> String {
+    let meaning = match outcome {
+        "recorded" => "the answer is on the run; its turn resumes with it".to_owned(),
+        "not_awaiting" => "the run is not waiting on a question".to_owned(),
+        "gone" => "no such run: it was collected or ended".to_owned(),
+        "wrong_launch" => format!(
+            "the question is another job's; 'boxfleet show {}' names the job that asked",
+            shell_quote(turn)
+        ),
+        "already_answered" => "the question was answered already".to_owned(),
+        _ => String::new(),
+    };
+    // the node's own sentence says it best; ours stands in when it gave none
+    let said = if detail.is_empty() {
+        meaning
+    } else {
+        one_line(detail)
+    };
+    let mut line = non_empty(outcome, "unknown").to_owned();
+    if !said.is_empty() {
+        line.push_str(&format!(": {said}"));
+    }
+    line
+}
+
+/// Runs `boxfleet deliver`.
+pub(super) async fn deliver(args: &DeliverArgs) -> anyhow::Result<i32> {
+    let DeliverArgs {
+        seat,
+        conversation,
+        text,
+        from,
+        conn,
+    } = args;
+    let node = connect(conn).await?;
+    let request = DeliverRequest {
+        seat: seat.clone(),
+        conversation_key: conversation.clone(),
+        from: from.clone(),
+        text: text.clone(),
+        ..DeliverRequest::default()
+    };
+    let reply = node
+        .call("deliver", CALL_TIMEOUT, node.runs().deliver(request))
+        .await?;
+    out(&format!(
+        "{} delivery {} seq {}\n",
+        non_empty(&reply.outcome, "unknown"),
+        cell(&reply.delivery_id),
+        reply.seq
+    ))?;
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answer_lines_lead_with_the_outcome() {
+        assert_eq!(
+            answer_line("recorded", "", "t1"),
+            "recorded: the answer is on the run; its turn resumes with it"
+        );
+        assert_eq!(
+            answer_line("wrong_launch", "the run is on job l2 now", "t1"),
+            "wrong_launch: the run is on job l2 now"
+        );
+        assert_eq!(
+            answer_line("not_awaiting", "", "t1"),
+            "not_awaiting: the run is not waiting on a question"
+        );
+    }
+}
