@@ -16,6 +16,8 @@ pub mod kind {
     pub const RUN_FAILED: &str = "sandbox_run_failed";
     pub const CLARIFICATION_REQUESTED: &str = "sandbox_clarification_requested";
     pub const PHASE_COMPLETED: &str = "agent_phase_completed";
+    /// the built-in engine's reply to a finished turn (its findings)
+    pub const TURN_REPLIED: &str = "turn_replied";
 }
 
 /// One announcement.

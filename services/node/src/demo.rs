@@ -346,7 +346,7 @@ async fn follow_the_resume(
             kind::PHASE_COMPLETED if event.launch_id != job.launch_id => {
                 resumed.phase = Some(body(&event.json))
             }
-            "turn_replied" => resumed.replied = true,
+            kind::TURN_REPLIED => resumed.replied = true,
             _ => {}
         }
     }

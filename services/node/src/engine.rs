@@ -232,7 +232,7 @@ impl Engines {
         let coordinator = &self.coordinator;
         let now = chrono::Utc::now();
         let event = Event::new(
-            "turn_replied",
+            events::kind::TURN_REPLIED,
             &[turn_id, launch_id],
             turn_id,
             launch_id,
