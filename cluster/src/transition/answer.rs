@@ -8,7 +8,7 @@ use chrono::Duration;
 use crate::events;
 use crate::record::{Answer, Claim, ClaimKind, HandBack, RunRecord, Status};
 
-use super::{DEFAULT_PAUSE_TTL_SECONDS, Effect, MAX_ANSWER_REVIVALS, Refusal, Step};
+use super::step::{DEFAULT_PAUSE_TTL_SECONDS, Effect, MAX_ANSWER_REVIVALS, Refusal, Step};
 
 /// The first qualifying reply: posted at or after the question, never declined for it.
 pub(super) fn record_answer(

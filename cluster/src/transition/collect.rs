@@ -6,7 +6,7 @@
 use crate::events::{self, Event};
 use crate::record::{Charged, Claim, ClaimKind, Question, RunRecord, Status, Usage};
 
-use super::{Effect, Refusal, Share, Step};
+use super::step::{Effect, Refusal, Share, Step};
 
 /// At most once per job: the claim every later write of the collection carries (I2, I5).
 pub(super) fn claim_completion(

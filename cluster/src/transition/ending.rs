@@ -7,7 +7,7 @@ use crate::events::{self, Event};
 use crate::record::{Ending, EndingReason, RunRecord, Status};
 
 use super::answer::let_answer_go;
-use super::{Decision, Effect, EndingGuard, Next, Refusal, Step};
+use super::step::{Decision, Effect, EndingGuard, Next, Refusal, Step};
 
 /// Decides the ending; an untaken answer on the run goes back to the seat as a copy.
 pub(super) fn decide_ending(

@@ -3,7 +3,7 @@
 
 use crate::record::{Claim, ClaimKind, Status};
 
-use super::{Refusal, Step};
+use super::step::{Refusal, Step};
 
 impl Step<'_> {
     /// The refusal for a run in the wrong status; `expected` names the status (or statuses)

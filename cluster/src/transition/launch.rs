@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use crate::events::{self, Event};
 use crate::record::{ClaimKind, RunRecord, Status};
 
-use super::{Decision, Effect, Fence, Next, Refusal, Step, Transition};
+use super::step::{Decision, Effect, Fence, Next, Refusal, Step, Transition};
 
 /// Opens the row: the only transition of an absent row.
 pub(super) fn open_launch(

@@ -4,7 +4,7 @@
 
 use crate::record::{RunRecord, Status};
 
-use super::{Refusal, Step};
+use super::step::{Refusal, Step};
 
 /// Stamps the writer's lease on the run, and the writer as its owner when it names one.
 pub(super) fn fence_run(

@@ -7,7 +7,7 @@ use std::path::Path;
 use redb::{Durability, ReadableDatabase, ReadableTable, Table, TableDefinition};
 use serde::{Deserialize, Serialize};
 
-use super::Inner;
+use super::inner::Inner;
 use crate::store::{Error, KeyValue, LeaseId, Revision, WatchEvent};
 
 /// The revision of an empty store, as in etcd: the first write gets revision 2.

@@ -9,28 +9,12 @@ use std::time::Duration;
 use redb::ReadableTable;
 use tokio::time::Instant;
 
-use super::Inner;
+use super::inner::{Inner, LeaseClock, LeaseEnd, ttl_duration};
 use super::layout::{LEASES, META, META_NEXT_LEASE, Tables};
 use crate::store::{Error, LeaseId};
 
 /// How often the lease reaper looks for leases whose deadline passed.
 pub(super) const EXPIRY_INTERVAL: Duration = Duration::from_millis(200);
-
-/// A lease's clock, in memory only.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct LeaseClock {
-    pub(super) ttl_seconds: i64,
-    pub(super) deadline: Instant,
-}
-
-/// Why a lease is being ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum LeaseEnd {
-    /// [`Store::lease_revoke`](crate::store::Store::lease_revoke): the lease must exist.
-    Revoke,
-    /// The reaper: only if the deadline is still passed (a keep-alive may have won the race).
-    Expiry,
-}
 
 impl Inner {
     pub(super) fn lease_clocks(&self) -> MutexGuard<'_, HashMap<LeaseId, LeaseClock>> {
@@ -201,9 +185,6 @@ pub(super) async fn reap_expired_leases(store: Weak<Inner>) {
     }
 }
 
-pub(super) fn ttl_duration(ttl_seconds: i64) -> Duration {
-    Duration::from_secs(u64::try_from(ttl_seconds).unwrap_or(0))
-}
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

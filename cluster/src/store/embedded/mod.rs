@@ -35,14 +35,15 @@
 //! `layout.rs` is the redb file (tables, encoding, disk errors), `txn.rs` reads and txns,
 //! `leases.rs` leases and their expiry, `watch.rs` the broadcast of commits and the watches.
 
+mod inner;
 mod layout;
 mod leases;
 mod txn;
 mod watch;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use redb::Database;
@@ -50,9 +51,9 @@ use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use super::{Error, KeyValue, LeaseId, Range, Revision, Store, Txn, TxnResponse, WatchStream};
+use inner::{BROADCAST_CAPACITY, Inner, LeaseClock, LeaseEnd, ttl_duration};
 use layout::disk;
-use leases::{LeaseClock, LeaseEnd, reap_expired_leases, ttl_duration};
-use watch::{BROADCAST_CAPACITY, Commit};
+use leases::reap_expired_leases;
 
 /// How many revisions of history a store keeps for watches unless told otherwise.
 pub const DEFAULT_HISTORY_REVISIONS: u64 = 100_000;
@@ -89,21 +90,6 @@ impl std::fmt::Debug for EmbeddedStore {
             .field("path", &self.inner.path)
             .finish_non_exhaustive()
     }
-}
-
-/// What the store's handles and its background work share.
-struct Inner {
-    db: Database,
-    /// the redb file, named in every disk error
-    path: PathBuf,
-    /// history length to keep, at least 1
-    history_revisions: i64,
-    /// serializes every write and the watch subscriptions against them (see module docs)
-    commits: Mutex<()>,
-    /// every committed change set, in revision order, sent while `commits` is held
-    changes: broadcast::Sender<Arc<Commit>>,
-    /// live leases and their deadlines; taken after `commits` when both are needed
-    leases: Mutex<HashMap<LeaseId, LeaseClock>>,
 }
 
 impl EmbeddedStore {
@@ -188,10 +174,6 @@ impl Inner {
             })
             .collect();
         Ok(inner)
-    }
-
-    fn lock_commits(&self) -> MutexGuard<'_, ()> {
-        self.commits.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

@@ -4,7 +4,7 @@
 
 use redb::ReadableTable;
 
-use super::Inner;
+use super::inner::Inner;
 use super::layout::{KV, META, META_OLDEST, META_REVISION, StoredEvent, StoredKv, Tables, encode};
 use crate::store::{
     Error, KeyValue, Op, OpResult, Range, Revision, Txn, TxnResponse, WatchEvent, compare_holds,

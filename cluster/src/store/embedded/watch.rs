@@ -7,23 +7,13 @@ use std::sync::{Arc, Weak};
 
 use tokio::sync::broadcast;
 
+use super::EmbeddedStore;
+use super::inner::{Commit, Inner};
 use super::layout::{HISTORY, META, StoredEvent, decode};
-use super::{EmbeddedStore, Inner};
 use crate::store::{Error, Revision, WatchEvent, WatchStream};
-
-/// How many committed revisions a watch may fall behind before it re-reads them from history
-/// (small in unit tests, so they reach the re-read path with few commits).
-pub(super) const BROADCAST_CAPACITY: usize = if cfg!(test) { 64 } else { 1024 };
 
 /// How many revisions a watch reads from history at a time while catching up.
 pub(super) const BACKLOG_BATCH: i64 = 512;
-
-/// The changes of one revision, as broadcast to watchers.
-#[derive(Debug)]
-pub(super) struct Commit {
-    pub(super) revision: Revision,
-    pub(super) events: Vec<WatchEvent>,
-}
 
 impl Inner {
     /// Sends a committed revision to the watchers. Called with `commits` held.
@@ -221,6 +211,7 @@ mod tests {
     use super::super::test_support::{must_next, open, wait_until};
     use super::*;
     use crate::store::embedded::EmbeddedOptions;
+    use crate::store::embedded::inner::BROADCAST_CAPACITY;
     use crate::store::{Op, Store, StoreExt, Txn};
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -1,0 +1,67 @@
+//! What the embedded store's handles and its background work share: the open redb file, the
+//! commit lock and the change broadcast the watches read, and the leases' clocks. The files
+//! beside it (`layout`, `txn`, `leases`, `watch`) each add what they do to [`Inner`]; this file
+//! names none of them.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use redb::Database;
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+
+use crate::store::{LeaseId, Revision, WatchEvent};
+
+/// What the store's handles and its background work share.
+pub(super) struct Inner {
+    pub(super) db: Database,
+    /// the redb file, named in every disk error
+    pub(super) path: PathBuf,
+    /// history length to keep, at least 1
+    pub(super) history_revisions: i64,
+    /// serializes every write and the watch subscriptions against them (see module docs)
+    pub(super) commits: Mutex<()>,
+    /// every committed change set, in revision order, sent while `commits` is held
+    pub(super) changes: broadcast::Sender<Arc<Commit>>,
+    /// live leases and their deadlines; taken after `commits` when both are needed
+    pub(super) leases: Mutex<HashMap<LeaseId, LeaseClock>>,
+}
+
+impl Inner {
+    pub(super) fn lock_commits(&self) -> MutexGuard<'_, ()> {
+        self.commits.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// How many committed revisions a watch may fall behind before it re-reads them from history
+/// (small in unit tests, so they reach the re-read path with few commits).
+pub(super) const BROADCAST_CAPACITY: usize = if cfg!(test) { 64 } else { 1024 };
+
+/// The changes of one revision, as broadcast to watchers.
+#[derive(Debug)]
+pub(super) struct Commit {
+    pub(super) revision: Revision,
+    pub(super) events: Vec<WatchEvent>,
+}
+
+/// A lease's clock, in memory only.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct LeaseClock {
+    pub(super) ttl_seconds: i64,
+    pub(super) deadline: Instant,
+}
+
+/// Why a lease is being ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LeaseEnd {
+    /// [`Store::lease_revoke`](crate::store::Store::lease_revoke): the lease must exist.
+    Revoke,
+    /// The reaper: only if the deadline is still passed (a keep-alive may have won the race).
+    Expiry,
+}
+
+pub(super) fn ttl_duration(ttl_seconds: i64) -> Duration {
+    Duration::from_secs(u64::try_from(ttl_seconds).unwrap_or(0))
+}
