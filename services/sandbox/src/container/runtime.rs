@@ -257,3 +257,41 @@ async fn ask_rootless(
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runtime_sees_its_own_configuration_and_not_the_engines_secrets() {
+        for name in [
+            "PATH",
+            "LC_ALL",
+            "XDG_RUNTIME_DIR",
+            "DOCKER_HOST",
+            "CONTAINERS_CONF",
+        ] {
+            assert!(runtime_may_see(name), "{name}");
+        }
+        for name in [
+            "ANTHROPIC_API_KEY",
+            "E2B_API_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+            "path",
+        ] {
+            assert!(!runtime_may_see(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_missing_container_is_recognised_in_either_runtimes_words() {
+        let said = |stderr: &str| CliOutput {
+            code: 1,
+            stdout: Vec::new(),
+            stderr: stderr.as_bytes().to_vec(),
+        };
+        assert!(said("Error: No such container: boxfleet-c1").says_missing());
+        assert!(said("Error: no container with name or ID \"x\" found").says_missing());
+        assert!(!said("permission denied").says_missing());
+    }
+}

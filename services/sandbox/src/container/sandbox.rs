@@ -545,3 +545,23 @@ impl Sandbox for ContainerSandbox {
             .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_identity_is_container_pid_and_start_time() {
+        assert_eq!(
+            parse_job("boxfleet-c1:42:9001"),
+            Some(("boxfleet-c1", 42, 9001))
+        );
+        // the container's name is everything before the last two fields
+        assert_eq!(parse_job("a:b:42:7"), Some(("a:b", 42, 7)));
+        // pid 1 is the container's init, never a job
+        assert_eq!(parse_job("boxfleet-c1:1:7"), None);
+        assert_eq!(parse_job(":42:7"), None);
+        assert_eq!(parse_job("42:7"), None);
+        assert_eq!(parse_job("boxfleet-c1:x:7"), None);
+    }
+}
