@@ -21,7 +21,7 @@ use boxfleet_cluster::runs::{Outcome, RunError, Runs, Versioned};
 use boxfleet_cluster::seat::{self, Acquire, Holder, Session};
 use boxfleet_cluster::transition::{EndingGuard, Fence, Refusal, Share, Transition};
 use boxfleet_cluster::{Keys, Store};
-use boxfleet_config::providers::SandboxPlan;
+use boxfleet_config::plan::SandboxPlan;
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
