@@ -66,6 +66,16 @@ impl std::fmt::Debug for SandboxPlan {
     }
 }
 
+impl SandboxPlan {
+    /// The plan runs `model` on the entry `name`: the model, the entry and its wire recorded.
+    fn running_on(mut self, name: &str, entry: &LlmEntry, model: String) -> SandboxPlan {
+        self.model = Some(model);
+        self.entry = Some(name.to_owned());
+        self.wire = Some(entry.provider);
+        self
+    }
+}
+
 /// Why a launch's model cannot run (the spec's SandboxModelError).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("SandboxModelError: {0}")]
@@ -245,10 +255,8 @@ fn plan_claude_code(
     if let Some(url) = entry.base_url.as_deref().filter(|u| !u.is_empty()) {
         plan.env.insert("ANTHROPIC_BASE_URL".into(), url.to_owned());
     }
-    plan.model = Some(model.unwrap_or(&entry.model).to_owned());
-    plan.entry = Some(name.to_owned());
-    plan.wire = Some(entry.provider);
-    Ok(plan)
+    let model = model.unwrap_or(&entry.model).to_owned();
+    Ok(plan.running_on(name, entry, model))
 }
 
 /// A claude-code entry: the CLI's own login on this host, seeded into a local box from its
@@ -275,10 +283,8 @@ fn plan_claude_code_login(
         None => dir,
     };
     plan.login_dir = Some(dir.into());
-    plan.model = Some(model.unwrap_or(&entry.model).to_owned());
-    plan.entry = Some(name.to_owned());
-    plan.wire = Some(entry.provider);
-    Ok(plan)
+    let model = model.unwrap_or(&entry.model).to_owned();
+    Ok(plan.running_on(name, entry, model))
 }
 
 /// OpenCode's credential rule: an API entry's key under its wire's variable (a key the seat
@@ -313,16 +319,9 @@ fn plan_opencode(
         .entry(variable.into())
         .or_insert_with(|| key.to_owned());
     let base_url = entry.base_url.clone().filter(|u| !u.is_empty());
-    plan.model = Some(opencode_model(
-        model,
-        &entry.model,
-        base_url.is_some(),
-        entry.provider,
-    ));
+    let model = opencode_model(model, &entry.model, base_url.is_some(), entry.provider);
     plan.base_url = base_url;
-    plan.entry = Some(name.to_owned());
-    plan.wire = Some(entry.provider);
-    Ok(plan)
+    Ok(plan.running_on(name, entry, model))
 }
 
 /// The model as OpenCode addresses it: a launch's own `provider/model` as written; through an

@@ -53,23 +53,26 @@ mod tests {
         }
     }
 
+    /// A window holding the whole budget, every restart at `at`.
+    fn full_at(at: Instant) -> VecDeque<Instant> {
+        let mut restarts = VecDeque::new();
+        for _ in 0..3 {
+            assert!(note_restart(&mut restarts, three_in_a_second(), at));
+        }
+        restarts
+    }
+
     #[test]
     fn the_restart_past_the_budget_is_refused() {
         let now = Instant::now();
-        let mut restarts = VecDeque::new();
-        for _ in 0..3 {
-            assert!(note_restart(&mut restarts, three_in_a_second(), now));
-        }
+        let mut restarts = full_at(now);
         assert!(!note_restart(&mut restarts, three_in_a_second(), now));
     }
 
     #[test]
     fn restarts_older_than_the_period_leave_the_window() {
         let start = Instant::now();
-        let mut restarts = VecDeque::new();
-        for _ in 0..3 {
-            assert!(note_restart(&mut restarts, three_in_a_second(), start));
-        }
+        let mut restarts = full_at(start);
         // exactly one period later the old ones still count (the window is inclusive)
         let at_edge = start + Duration::from_secs(1);
         assert!(!note_restart(&mut restarts, three_in_a_second(), at_edge));
