@@ -5,7 +5,8 @@
 use serde::Deserialize;
 
 use crate::Error;
-use crate::providers::{SetupStep, expand};
+use crate::expand::expand;
+use crate::providers::{Providers, Role, SetupStep};
 
 /// Whether a seat is an agent or a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -54,10 +55,10 @@ pub struct Company {
     pub units: Vec<Unit>,
     /// the LLM entries and the sandbox catalogue
     #[serde(default)]
-    pub providers: crate::providers::Providers,
+    pub providers: Providers,
     /// roles, with their sandbox gates
     #[serde(default)]
-    pub roles: Vec<crate::providers::Role>,
+    pub roles: Vec<Role>,
 }
 
 fn expand_one(
@@ -223,8 +224,9 @@ impl Company {
         self.units.iter().find(|unit| unit.name == name)
     }
 
-    /// Every problem of the chart, each at its location with its remedy.
-    pub fn problems(&self) -> Vec<Error> {
+    /// Every problem of the chart, each at its location with its remedy (the whole
+    /// document's are [`Company::problems`], in `validate`).
+    pub(crate) fn chart_problems(&self) -> Vec<Error> {
         let mut problems = Vec::new();
         let mut bad = |field: String, problem: String, remedy: &'static str| {
             problems.push(Error::Located {
@@ -301,7 +303,6 @@ impl Company {
                 }
             }
         }
-        self.provider_problems(&mut problems);
         problems
     }
 

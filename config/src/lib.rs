@@ -1,10 +1,20 @@
 //! boxfleet's configuration: serde types for the node config file (DESIGN §12), validated
 //! into types the rest of the workspace uses. Unknown fields are refused; every default is
 //! documented beside its field.
+//!
+//! Layout: this file holds the node and store sections and the [`File`] that joins them;
+//! then, each using only those listed before it: `expand` (one `${VAR}` value), `providers`
+//! (the LLM entries, the sandbox catalogue and the roles as written), `company` (the org
+//! chart, its audiences and the `${VAR}` expansion of the whole document), `plan` (the launch
+//! decision that joins them, [`plan::SandboxPlan`]), `validate` (every problem of the company
+//! document); and `paths`, the resolution of relative paths.
 
 pub mod company;
+pub mod expand;
 pub mod paths;
+pub mod plan;
 pub mod providers;
+mod validate;
 
 use serde::Deserialize;
 

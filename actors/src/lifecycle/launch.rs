@@ -14,7 +14,8 @@ use boxfleet_cluster::keys::check_id;
 use boxfleet_cluster::record::{EndingReason, RunRecord};
 use boxfleet_cluster::runs::RunError;
 use boxfleet_cluster::transition::{EndingGuard, Fence, Transition};
-use boxfleet_config::providers::{SandboxPlan, Wire};
+use boxfleet_config::plan::SandboxPlan;
+use boxfleet_config::providers::Wire;
 use chrono::Utc;
 use tracing::{info, warn};
 

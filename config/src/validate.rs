@@ -1,0 +1,332 @@
+//! What is wrong with a company document ([`Company::problems`]), each problem at its location
+//! with its remedy: the chart's (seats, units, managers; found in [`company`](crate::company)),
+//! then the providers' and roles' (found here).
+//!
+//! Layout: [`Company::problems`] → the providers' and roles' problems, one function per part
+//! of the document, in the order they are reported: the sandbox defaults, the setup step
+//! lists, the LLM entries, the roles, the seats' roles.
+
+use std::collections::BTreeMap;
+
+use crate::Error;
+use crate::company::Company;
+use crate::providers::{CELLS, LlmEntry, RUNNERS, SandboxSection, SetupStep, clean_setup_path};
+
+/// Records one problem: its location, what is wrong, and the remedy.
+type Bad<'a> = dyn FnMut(String, String, &'static str) + 'a;
+
+impl Company {
+    /// Every problem of the company document, each at its location with its remedy: the
+    /// chart's, then the providers' and roles'.
+    pub fn problems(&self) -> Vec<Error> {
+        let mut problems = self.chart_problems();
+        self.provider_problems(&mut problems);
+        problems
+    }
+
+    /// Every problem of the providers and roles, each at its location with its remedy.
+    fn provider_problems(&self, problems: &mut Vec<Error>) {
+        let mut bad = |field: String, problem: String, remedy: &'static str| {
+            problems.push(Error::Located {
+                field,
+                problem,
+                remedy,
+            });
+        };
+        sandbox_default_problems(&self.providers.sandbox, &mut bad);
+        self.setup_list_problems(&mut bad);
+        llm_entry_problems(&self.providers.llm, &mut bad);
+        self.role_problems(&mut bad);
+        self.seat_role_problems(&mut bad);
+    }
+
+    /// The engine-wide setup list (checked as local when any seat may run in a local cell),
+    /// then each role's (local unless the role runs in e2b).
+    fn setup_list_problems(&self, bad: &mut Bad<'_>) {
+        let sandbox = &self.providers.sandbox;
+        let local_default = matches!(
+            sandbox.default_run_in.as_deref(),
+            None | Some("direct" | "container")
+        );
+        setup_step_problems(
+            "company.providers.sandbox.setup",
+            &sandbox.setup,
+            local_default
+                || self.roles.iter().any(|r| {
+                    r.sandbox
+                        .as_ref()
+                        .and_then(|g| g.run_in.as_deref())
+                        .is_some_and(|c| c == "direct" || c == "container")
+                }),
+            bad,
+        );
+        for (i, role) in self.roles.iter().enumerate() {
+            if let Some(gate) = &role.sandbox {
+                let cell = gate
+                    .run_in
+                    .as_deref()
+                    .filter(|c| !c.is_empty())
+                    .or(sandbox.default_run_in.as_deref())
+                    .unwrap_or("direct");
+                setup_step_problems(
+                    &format!("company.roles[{i}].sandbox.setup"),
+                    &gate.setup,
+                    cell != "e2b",
+                    bad,
+                );
+            }
+        }
+    }
+
+    /// A role's entries must exist; its cell and runner must be ones a plan can name.
+    fn role_problems(&self, bad: &mut Bad<'_>) {
+        for (i, role) in self.roles.iter().enumerate() {
+            for (field, entry) in [("llm", &role.llm), ("llm_sandbox", &role.llm_sandbox)] {
+                if let Some(entry) = entry
+                    && !self.providers.llm.contains_key(entry)
+                {
+                    bad(
+                        format!("company.roles[{i}].{field}"),
+                        format!("{entry:?} names no providers.llm entry"),
+                        "name an entry under company.providers.llm",
+                    );
+                }
+            }
+            if let Some(gate) = &role.sandbox {
+                if let Some(cell) = gate.run_in.as_deref().filter(|c| !c.is_empty())
+                    && !CELLS.contains(&cell)
+                {
+                    bad(
+                        format!("company.roles[{i}].sandbox.run_in"),
+                        format!("{cell:?} is not a cell"),
+                        "use direct, container or e2b",
+                    );
+                }
+                if let Some(runner) = gate.coding_agent.as_deref().filter(|c| !c.is_empty())
+                    && !RUNNERS.contains(&runner)
+                {
+                    bad(
+                        format!("company.roles[{i}].sandbox.coding_agent"),
+                        format!("{runner:?} is not a runner"),
+                        "use claude-code, opencode or command",
+                    );
+                }
+            }
+        }
+    }
+
+    /// A seat's role must be one of the roles, when any are written.
+    fn seat_role_problems(&self, bad: &mut Bad<'_>) {
+        for (i, seat) in self.seats.iter().enumerate() {
+            if let Some(role) = &seat.role
+                && !self.roles.is_empty()
+                && !self.roles.iter().any(|r| &r.name == role)
+            {
+                bad(
+                    format!("company.seats[{i}].role"),
+                    format!("{role:?} names no role"),
+                    "add the role under company.roles, or fix the name",
+                );
+            }
+        }
+    }
+}
+
+/// The sandbox defaults must name a cell and a runner.
+fn sandbox_default_problems(sandbox: &SandboxSection, bad: &mut Bad<'_>) {
+    if let Some(cell) = sandbox.default_run_in.as_deref()
+        && !CELLS.contains(&cell)
+    {
+        bad(
+            "company.providers.sandbox.default_run_in".into(),
+            format!("{cell:?} is not a cell"),
+            "use direct, container or e2b",
+        );
+    }
+    if let Some(runner) = sandbox.default_coding_agent.as_deref()
+        && !RUNNERS.contains(&runner)
+    {
+        bad(
+            "company.providers.sandbox.default_coding_agent".into(),
+            format!("{runner:?} is not a runner"),
+            "use claude-code, opencode or command",
+        );
+    }
+}
+
+/// One setup list: every step named, once in the list, and writing only paths its cells
+/// allow (`local`: a local box writes only inside its home).
+fn setup_step_problems(field: &str, list: &[SetupStep], local: bool, bad: &mut Bad<'_>) {
+    for (i, step) in list.iter().enumerate() {
+        if step.name.trim().is_empty() {
+            bad(
+                format!("{field}[{i}].name"),
+                "is empty".into(),
+                "name every step: a setup failure names it",
+            );
+        }
+        if list[..i].iter().any(|other| other.name == step.name) {
+            bad(
+                format!("{field}[{i}].name"),
+                format!("{:?} is a second step of that name in this list", step.name),
+                "give every step in one list its own name",
+            );
+        }
+        for path in step.files.keys() {
+            if let Err(problem) = clean_setup_path(path, local) {
+                bad(
+                    format!("{field}[{i}].files.{path}"),
+                    format!("setup step {:?} writes {path:?}, {problem}", step.name),
+                    "write the file under the box's home (a relative or ~/ path), or have a command put it elsewhere",
+                );
+            }
+        }
+    }
+}
+
+/// Every LLM entry names a model, and its endpoint is an http(s) URL.
+fn llm_entry_problems(llm: &BTreeMap<String, LlmEntry>, bad: &mut Bad<'_>) {
+    for (name, entry) in llm {
+        if entry.model.trim().is_empty() {
+            bad(
+                format!("company.providers.llm.{name}.model"),
+                "is empty".into(),
+                "name the model this entry's calls use",
+            );
+        }
+        if let Some(url) = &entry.base_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            bad(
+                format!("company.providers.llm.{name}.base_url"),
+                format!("{url:?} is not an http(s) URL"),
+                "write the endpoint's root, e.g. https://gateway.example.com",
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn company(yaml: &str) -> Company {
+        serde_yaml::from_str(yaml).expect("parses")
+    }
+
+    #[test]
+    fn setup_steps_are_validated_and_expanded() {
+        let yaml = r#"
+providers:
+  sandbox:
+    setup:
+      - { name: a, files: { "/etc/motd": "hi" } }
+      - { name: a, commands: ["true"] }
+"#;
+        let problems = company(yaml).problems();
+        let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert!(
+            text.iter()
+                .any(|t| t.contains("/etc/motd") && t.contains("local box")),
+            "{text:?}"
+        );
+        assert!(text.iter().any(|t| t.contains("second step")), "{text:?}");
+
+        let yaml = r#"
+providers:
+  sandbox:
+    setup:
+      - name: npm
+        files: { ".npmrc": "//r/:_authToken=${NPM_TOKEN}", "whole": "${WHOLE}", "opt": "${UNSET}" }
+        env: { NPM_TOKEN: "${TOKEN}" }
+        optional_keys: [opt]
+"#;
+        let mut c = company(yaml);
+        let lookup = |name: &str| match name {
+            "TOKEN" => Some("t0k".to_owned()),
+            "WHOLE" => Some("file body".to_owned()),
+            _ => None,
+        };
+        assert!(c.expand_env(&lookup).is_empty());
+        let step = &c.providers.sandbox.setup[0];
+        assert_eq!(step.files[".npmrc"], "//r/:_authToken=${NPM_TOKEN}");
+        assert_eq!(step.files["whole"], "file body");
+        assert!(!step.files.contains_key("opt"));
+        let plan = c.plan_sandbox("x", None, None).expect("plans");
+        assert_eq!(plan.env["NPM_TOKEN"], "t0k");
+        assert_eq!(plan.setup.len(), 1);
+    }
+
+    fn problem_texts(yaml: &str) -> Vec<String> {
+        company(yaml)
+            .problems()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn unknown_cells_runners_entries_and_roles_are_named_in_document_order() {
+        let text = problem_texts(
+            r#"
+providers:
+  llm:
+    default: { provider: anthropic, model: " ", base_url: "gateway:9" }
+  sandbox: { default_run_in: vm, default_coding_agent: aider }
+roles:
+  - name: eng
+    llm: nope
+    sandbox: { enabled: true, run_in: cloud, coding_agent: codex }
+seats:
+  - { handle: ada, role: designer }
+"#,
+        );
+        let fields: Vec<&str> = text
+            .iter()
+            .map(|t| t.split(':').next().unwrap_or_default())
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "company.providers.sandbox.default_run_in",
+                "company.providers.sandbox.default_coding_agent",
+                "company.providers.llm.default.model",
+                "company.providers.llm.default.base_url",
+                "company.roles[0].llm",
+                "company.roles[0].sandbox.run_in",
+                "company.roles[0].sandbox.coding_agent",
+                "company.seats[0].role",
+            ],
+            "{text:?}"
+        );
+        assert_eq!(
+            text[0],
+            "company.providers.sandbox.default_run_in: \"vm\" is not a cell; use direct, container or e2b"
+        );
+    }
+
+    #[test]
+    fn an_absolute_setup_path_is_allowed_only_for_a_remote_cell() {
+        let remote = r#"
+roles:
+  - name: eng
+    sandbox:
+      enabled: true
+      run_in: e2b
+      setup: [{ name: motd, files: { "/etc/motd": "hi" } }]
+"#;
+        assert!(problem_texts(remote).is_empty());
+        let local = remote.replace("run_in: e2b", "run_in: direct");
+        let text = problem_texts(&local);
+        assert_eq!(text.len(), 1, "{text:?}");
+        assert!(
+            text[0].starts_with("company.roles[0].sandbox.setup[0].files./etc/motd:"),
+            "{text:?}"
+        );
+    }
+
+    #[test]
+    fn a_chart_without_roles_accepts_any_seat_role() {
+        assert!(problem_texts("seats:\n  - { handle: ada, role: anything }\n").is_empty());
+    }
+}

@@ -1,0 +1,224 @@
+//! The stand-in's control plane, as E2B's API answers it: `POST /sandboxes` ([`create`]),
+//! `GET /sandboxes/{id}` ([`read`]), `GET /v2/sandboxes` ([`list`]),
+//! `POST /sandboxes/{id}/connect|timeout|pause` ([`connect`], [`set_timeout`], [`pause`]) and
+//! `DELETE /sandboxes/{id}` ([`delete`]). Every call checks `X-API-Key` (401 otherwise); an
+//! unknown box is 404.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::processes::{kill_box, signal_box};
+use super::shared::{API_KEY, BoxState, Inner, Shared, error};
+
+fn authorised(headers: &HeaderMap) -> Result<(), Box<Response>> {
+    match headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
+        Some(API_KEY) => Ok(()),
+        _ => Err(Box::new(error(StatusCode::UNAUTHORIZED, "Invalid API key"))),
+    }
+}
+
+fn info(id: &str, state: &BoxState, version: &str) -> Value {
+    json!({
+        "templateID": state.template,
+        "sandboxID": id,
+        "clientID": "standin",
+        "envdVersion": version,
+        "envdAccessToken": state.token,
+        "domain": null,
+        "state": if state.paused { "paused" } else { "running" },
+        "metadata": {},
+    })
+}
+
+fn not_found(id: &str) -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        &format!("sandbox \"{id}\" doesn't exist or you don't have access to it"),
+    )
+}
+
+pub(super) async fn create(State(inner): Shared, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(refused) = authorised(&headers) {
+        return *refused;
+    }
+    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
+        return error(StatusCode::BAD_REQUEST, "the body is not JSON");
+    };
+    if body["secure"] != json!(true) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "stand-in: every box must be created with secure: true",
+        );
+    }
+    let Some(template) = body["templateID"].as_str() else {
+        return error(StatusCode::BAD_REQUEST, "templateID is required");
+    };
+    let env: BTreeMap<String, String> =
+        serde_json::from_value(body["envVars"].clone()).unwrap_or_default();
+    let id: String = uuid::Uuid::new_v4().simple().to_string()[..20].to_owned();
+    let dir = inner.root.join(&id);
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
+    }
+    let state = BoxState {
+        dir,
+        token: uuid::Uuid::new_v4().to_string(),
+        template: template.to_owned(),
+        env,
+        timeout: body["timeout"].as_u64().unwrap_or(300),
+        deadline: std::time::Instant::now()
+            + Duration::from_secs(body["timeout"].as_u64().unwrap_or(300)),
+        keepalives: 1,
+        paused: false,
+    };
+    let version = inner
+        .envd_version
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let answer = info(&id, &state, &version);
+    inner.boxes().insert(id, state);
+    (StatusCode::CREATED, axum::Json(answer)).into_response()
+}
+
+fn version(inner: &Inner) -> String {
+    inner
+        .envd_version
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+}
+
+pub(super) async fn read(
+    State(inner): Shared,
+    headers: HeaderMap,
+    UrlPath(id): UrlPath<String>,
+) -> Response {
+    if let Err(refused) = authorised(&headers) {
+        return *refused;
+    }
+    match inner.get(&id) {
+        Some(state) => axum::Json(info(&id, &state, &version(&inner))).into_response(),
+        None => not_found(&id),
+    }
+}
+
+pub(super) async fn list(State(inner): Shared, headers: HeaderMap) -> Response {
+    if let Err(refused) = authorised(&headers) {
+        return *refused;
+    }
+    let version = version(&inner);
+    let all: Vec<Value> = inner
+        .boxes()
+        .iter()
+        .map(|(id, state)| {
+            let mut one = info(id, state, &version);
+            one["envdAccessToken"] = Value::Null;
+            one
+        })
+        .collect();
+    axum::Json(all).into_response()
+}
+
+pub(super) async fn connect(
+    State(inner): Shared,
+    headers: HeaderMap,
+    UrlPath(id): UrlPath<String>,
+    body: Bytes,
+) -> Response {
+    if let Err(refused) = authorised(&headers) {
+        return *refused;
+    }
+    let timeout = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|b| b["timeout"].as_u64());
+    let Some(timeout) = timeout else {
+        return error(StatusCode::BAD_REQUEST, "timeout is required");
+    };
+    let mut boxes = inner.boxes();
+    let Some(state) = boxes.get_mut(&id) else {
+        return not_found(&id);
+    };
+    let resumed = state.paused;
+    if resumed {
+        signal_box(&id, "-CONT");
+        state.paused = false;
+        inner.resumes.fetch_add(1, Ordering::SeqCst);
+    }
+    state.keep_alive(timeout);
+    let answer = info(&id, state, &version(&inner));
+    let status = if resumed {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    (status, axum::Json(answer)).into_response()
+}
+
+pub(super) async fn set_timeout(
+    State(inner): Shared,
+    headers: HeaderMap,
+    UrlPath(id): UrlPath<String>,
+    body: Bytes,
+) -> Response {
+    if let Err(refused) = authorised(&headers) {
+        return *refused;
+    }
+    let Some(timeout) = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|b| b["timeout"].as_u64())
+    else {
+        return error(StatusCode::BAD_REQUEST, "timeout is required");
+    };
+    let mut boxes = inner.boxes();
+    let Some(state) = boxes.get_mut(&id) else {
+        return not_found(&id);
+    };
+    state.keep_alive(timeout);
+    StatusCode::NO_CONTENT.into_response()
+}
+
+pub(super) async fn pause(
+    State(inner): Shared,
+    headers: HeaderMap,
+    UrlPath(id): UrlPath<String>,
+) -> Response {
+    if let Err(refused) = authorised(&headers) {
+        return *refused;
+    }
+    let mut boxes = inner.boxes();
+    let Some(state) = boxes.get_mut(&id) else {
+        return not_found(&id);
+    };
+    if state.paused {
+        return error(StatusCode::CONFLICT, "sandbox is already paused");
+    }
+    signal_box(&id, "-STOP");
+    state.paused = true;
+    StatusCode::NO_CONTENT.into_response()
+}
+
+pub(super) async fn delete(
+    State(inner): Shared,
+    headers: HeaderMap,
+    UrlPath(id): UrlPath<String>,
+) -> Response {
+    if let Err(refused) = authorised(&headers) {
+        return *refused;
+    }
+    let gone = inner.boxes().remove(&id);
+    match gone {
+        Some(state) => {
+            kill_box(&id, &state.dir);
+            StatusCode::NO_CONTENT.into_response()
+        }
+        None => not_found(&id),
+    }
+}
