@@ -13,7 +13,7 @@ use rustix::io::Errno;
 
 use boxfleet_actors::ports::{BoxError, MAX_FILE_BYTES, TailRead};
 
-use super::{blocking, io_failed};
+use super::host_io::{blocking, io_failed};
 
 /// What a file type is, in words, for a refusal.
 pub(crate) fn describe(file_type: fs::FileType) -> &'static str {

@@ -17,6 +17,7 @@
 //! This is not a security boundary: the job runs as the node's user, with the host's tools.
 
 pub(crate) mod files;
+mod host_io;
 pub mod proc;
 mod sys;
 
@@ -41,6 +42,7 @@ use tokio::sync::Mutex;
 use tracing::{debug, info, warn};
 
 use files::BoxPaths;
+pub(crate) use host_io::{blocking, io_failed};
 pub use proc::{JobIdentity, Liveness, ProcStat};
 
 /// The PATH a box gets unless the provider is told otherwise.
@@ -50,8 +52,6 @@ pub const DEFAULT_LOCALE: &str = "C.UTF-8";
 /// The box's record of the logins seeded into it (`records/logins.json`), which every
 /// teardown reads to write back what the run refreshed.
 pub(crate) const LOGINS_RECORD: &str = "logins.json";
-/// How long a file operation on the host may take before it is answered as unreachable.
-const FILE_OP_BOUND: Duration = Duration::from_secs(60);
 /// The largest output `exec` keeps of each stream (the rest is read and dropped).
 const EXEC_OUTPUT_BOUND: usize = 32 * 1024 * 1024;
 
@@ -114,26 +114,6 @@ fn valid_sandbox_id(id: &str) -> bool {
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
-}
-
-pub(crate) fn io_failed(what: &str, error: &io::Error) -> BoxError {
-    BoxError::Failed(format!("{what}: {error}"))
-}
-
-/// Runs blocking file work off the async threads, bounded.
-pub(crate) async fn blocking<T, F>(what: &str, work: F) -> Result<T, BoxError>
-where
-    T: Send + 'static,
-    F: FnOnce() -> Result<T, BoxError> + Send + 'static,
-{
-    match tokio::time::timeout(FILE_OP_BOUND, tokio::task::spawn_blocking(work)).await {
-        Ok(Ok(result)) => result,
-        Ok(Err(join)) => Err(BoxError::Failed(format!("{what}: {join}"))),
-        Err(_) => Err(BoxError::Unreachable(format!(
-            "{what}: no answer within {}s",
-            FILE_OP_BOUND.as_secs()
-        ))),
-    }
 }
 
 impl DirectProvider {
