@@ -755,6 +755,8 @@ async fn seat_leases_acquire_renew_release_and_expire(store: Arc<dyn Store>, pre
         build: "test".into(),
         host: "test-host".into(),
         draining: false,
+        insecure: false,
+        tls: false,
     };
     let holder = |node: &str| Holder {
         node: node.into(),

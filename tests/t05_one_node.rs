@@ -22,9 +22,7 @@ fn turn_of(launch_stdout: &str) -> (String, String) {
 
 /// `Runs.Get` of one turn.
 async fn get(addr: &str, turn_id: &str) -> pb::GetReply {
-    let mut runs = pb::runs_client::RunsClient::connect(addr.to_owned())
-        .await
-        .expect("connect");
+    let mut runs = boxfleet_tests::grpc::runs(addr).await.expect("connect");
     runs.get(pb::GetRequest {
         turn_id: turn_id.to_owned(),
     })
@@ -53,11 +51,11 @@ fn count(events: &[serde_json::Value], kind: &str) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn launch_complete_resume_take_settle_over_grpc() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let node = NodeProcess::start("solo", dir.path(), &[]);
+    let node = NodeProcess::start("solo", dir.path(), &["--default-engine", "external"]);
     let addr = node.addr();
 
     println!("--- phase: a test engine attaches");
-    let mut engine = pb::engine_client::EngineClient::connect(addr.clone())
+    let mut engine = boxfleet_tests::grpc::engine(&addr)
         .await
         .expect("connect engine");
     let (up_tx, up_rx) = mpsc::channel::<pb::EngineUp>(16);
@@ -313,11 +311,9 @@ fn find_actor(value: &serde_json::Value, name: &str) -> Option<serde_json::Value
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_answer_resume_is_retried_then_let_go_to_the_seat_once() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let node = NodeProcess::start("retry", dir.path(), &[]);
+    let node = NodeProcess::start("retry", dir.path(), &["--default-engine", "external"]);
     let addr = node.addr();
-    let mut engine = pb::engine_client::EngineClient::connect(addr.clone())
-        .await
-        .expect("connect");
+    let mut engine = boxfleet_tests::grpc::engine(&addr).await.expect("connect");
     let (up_tx, up_rx) = mpsc::channel::<pb::EngineUp>(16);
     let hello = pb::Hello {
         engine: "flaky".into(),
@@ -357,9 +353,7 @@ async fn a_failed_answer_resume_is_retried_then_let_go_to_the_seat_once() {
     ]);
     assert_eq!(code, 0, "{out} {err}");
     let (turn_id, launch_id) = turn_of(&out);
-    let mut runs = pb::runs_client::RunsClient::connect(addr.clone())
-        .await
-        .expect("connect");
+    let mut runs = boxfleet_tests::grpc::runs(&addr).await.expect("connect");
     boxfleet_tests::wait_until("the run to park", Duration::from_secs(30), async || {
         let board = runs
             .board(pb::BoardRequest {
@@ -464,9 +458,7 @@ async fn mail_for_a_busy_seat_waits_until_its_job_parks() {
     );
 
     println!("--- phase: the job parks; the waiting message becomes the seat's next turn");
-    let mut runs = pb::runs_client::RunsClient::connect(addr.clone())
-        .await
-        .expect("connect");
+    let mut runs = boxfleet_tests::grpc::runs(&addr).await.expect("connect");
     let second = boxfleet_tests::wait_for(
         "the message to run as a turn",
         Duration::from_secs(40),
@@ -524,9 +516,7 @@ boxfleet-ask "keep going?" --to ops --branch wip/reaped"#;
     ]);
     assert_eq!(code, 0, "{out} {err}");
     let (turn_id, launch_id) = turn_of(&out);
-    let mut runs = pb::runs_client::RunsClient::connect(addr.clone())
-        .await
-        .expect("connect");
+    let mut runs = boxfleet_tests::grpc::runs(&addr).await.expect("connect");
     let first_box = boxfleet_tests::wait_for(
         "the box to be reclaimed (reseed)",
         Duration::from_secs(40),
@@ -611,7 +601,7 @@ async fn a_question_to_the_team_is_put_to_the_units_lead_and_people() {
     ]);
     assert_eq!(code, 0, "{out} {err}");
     let (turn_id, _) = turn_of(&out);
-    let mut runs = pb::runs_client::RunsClient::connect(node.addr())
+    let mut runs = boxfleet_tests::grpc::runs(&node.addr())
         .await
         .expect("connect");
     let entry = boxfleet_tests::wait_for(

@@ -19,7 +19,7 @@ const TTL: u64 = 3;
 
 /// `Runs.Tail` of a turn, asked of `via`.
 async fn tail_via(fleet: &Fleet, via: &str, turn: &str) -> pb::TailReply {
-    let mut runs = pb::runs_client::RunsClient::connect(fleet.node(via).addr())
+    let mut runs = boxfleet_tests::grpc::runs(&fleet.node(via).addr())
         .await
         .expect("connect");
     runs.tail(pb::TailRequest {
@@ -698,11 +698,12 @@ async fn a_node_cut_off_from_etcd_stops_acting_and_none_of_its_old_writes_land()
     );
 }
 
-/// One CLI call against the node at `addr`: (exit code, stdout, stderr).
+/// One CLI call against the node at `addr`, as its admin: (exit code, stdout, stderr).
 fn cli_at(addr: &str, args: &[&str]) -> (i32, String, String) {
     let output = std::process::Command::new(boxfleet_tests::node::boxfleet_bin())
         .args(args)
         .env("BOXFLEET_ADDR", addr)
+        .env("BOXFLEET_TOKEN", boxfleet_tests::grpc::credential(addr))
         .output()
         .expect("run the boxfleet CLI");
     (

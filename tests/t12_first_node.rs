@@ -127,7 +127,9 @@ fn relative_data_and_boxes_dirs_run_jobs() {
         ],
         port,
         &root.join("node.log"),
-    );
+    )
+    // the admin credential is in the data dir the node was given, as the banner says
+    .with_token_file(Path::new("reldata/admin.token"));
     let banner = node.log();
     assert!(
         banner.contains(&format!("data in {}", project.join("reldata").display())),

@@ -110,20 +110,49 @@ impl Keys {
     }
 }
 
-/// Refuses an id that cannot be a key segment: empty, over 256 bytes, or holding `/`,
-/// whitespace or control characters.
-pub fn check_id(what: &'static str, id: &str) -> Result<(), Error> {
-    let bad = id.is_empty()
-        || id.len() > 256
-        || id
-            .chars()
-            .any(|c| c == '/' || c.is_whitespace() || c.is_control());
-    if bad {
-        return Err(Error::Invalid(format!(
-            "{what} {id:?} cannot name a key: use 1-256 characters without '/', spaces or control characters"
-        )));
+/// The longest id.
+pub const MAX_ID_CHARS: usize = 128;
+
+/// The one grammar of every id boxfleet keys on or shows (a turn, a seat, a launch, a node, a
+/// delivery, a unit of work): 1 to [`MAX_ID_CHARS`] ASCII letters, digits, `.`, `_`, `-`, `:`,
+/// `@` or `+`, not starting with `.` or `-`, and without `..`. So an id never escapes its key's
+/// segment (`/`), never climbs a path (`..`), and never carries a control or bidi character
+/// that would make one board row read as another.
+pub fn id_problem(id: &str) -> Option<&'static str> {
+    if id.is_empty() {
+        return Some("it is empty");
     }
-    Ok(())
+    if id.chars().count() > MAX_ID_CHARS {
+        return Some("it is longer than 128 characters");
+    }
+    if !id
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "._-:@+".contains(c))
+    {
+        return Some(
+            "it holds a character other than ASCII letters, digits, '.', '_', '-', ':', '@' and '+'",
+        );
+    }
+    if id.starts_with('.') || id.starts_with('-') {
+        return Some("it starts with '.' or '-'");
+    }
+    if id.contains("..") {
+        return Some("it holds '..'");
+    }
+    None
+}
+
+/// Refuses an id outside the grammar of [`id_problem`], naming the rule it breaks.
+pub fn check_id(what: &'static str, id: &str) -> Result<(), Error> {
+    let Some(problem) = id_problem(id) else {
+        return Ok(());
+    };
+    // the id itself is shown escaped and cut, so a refusal cannot smuggle what it refuses
+    let shown: String = id.chars().take(48).collect();
+    let more = if id.chars().count() > 48 { "…" } else { "" };
+    Err(Error::Invalid(format!(
+        "{what} {shown:?}{more} is not an id: {problem}; use 1-128 ASCII letters, digits, '.', '_', '-', ':', '@' or '+', not starting with '.' or '-' and without '..'"
+    )))
 }
 
 #[cfg(test)]
@@ -146,5 +175,49 @@ mod tests {
         for bad in ["", "a/b", "a b", "a\nb"] {
             assert!(check_id("seat", bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn one_grammar_for_every_id_refused_by_the_rule_it_breaks() {
+        for good in [
+            "eng",
+            "turn-3f2a",
+            "launch-1",
+            "ada@example.com",
+            "copy-ab12",
+            "work:ENG-7",
+            "1700000000.0001",
+            "a+b",
+        ] {
+            assert_eq!(id_problem(good), None, "{good}");
+        }
+        let long = "a".repeat(129);
+        for (bad, rule) in [
+            ("", "empty"),
+            ("..", "starts with"),
+            ("a..b", "'..'"),
+            (".hidden", "starts with"),
+            ("-flag", "starts with"),
+            ("eng\u{202e}gne", "other than ASCII"),
+            ("tab\there", "other than ASCII"),
+            ("nul\0", "other than ASCII"),
+            ("é", "other than ASCII"),
+            (long.as_str(), "longer than 128"),
+        ] {
+            let problem = id_problem(bad).unwrap_or_else(|| panic!("{bad:?} accepted"));
+            assert!(problem.contains(rule), "{bad:?}: {problem}");
+        }
+        let refused = check_id("turn_id", &"x/".repeat(5000))
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            refused.len() < 400,
+            "a refusal does not echo 10 KB: {}",
+            refused.len()
+        );
+        let bidi = check_id("seat", "a\u{202e}b")
+            .expect_err("bidi")
+            .to_string();
+        assert!(bidi.contains("\\u{202e}"), "escaped, not shown: {bidi}");
     }
 }

@@ -117,6 +117,9 @@ pub struct Answer {
     pub text: String,
     /// who answered (a seat handle)
     pub from: String,
+    /// the admin who gave the answer on `from`'s behalf, when it was not `from` itself
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given_by: Option<String>,
     /// the delivery that carried it (spent in the ledger once the reply leaves the run)
     pub delivery_id: String,
     /// the delivery's own post time

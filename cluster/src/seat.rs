@@ -35,6 +35,13 @@ pub struct NodeInfo {
     /// a draining node is placed no seats and is releasing the ones it holds
     #[serde(default)]
     pub draining: bool,
+    /// the node listens beyond loopback without TLS (`--insecure-listen`): its calls and
+    /// credentials cross the network in the clear
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure: bool,
+    /// the node serves TLS (`https://` reaches it)
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tls: bool,
 }
 
 /// The outcome of an acquire.

@@ -33,6 +33,9 @@ pub struct Seat {
     pub manager: Option<String>,
     #[serde(default)]
     pub email: Option<String>,
+    /// the engine that serves the seat's work; empty: its role's, else the node's default
+    #[serde(default)]
+    pub engine: Option<crate::engine::EngineChoice>,
 }
 
 /// A unit as written.
@@ -218,6 +221,53 @@ impl Company {
         self.seats
             .iter()
             .find(|seat| seat.handle.eq_ignore_ascii_case(handle))
+    }
+
+    /// The engine that serves `seat`: the seat's `engine`, else its role's, else `default`.
+    pub fn engine_for(
+        &self,
+        seat: &str,
+        default: crate::engine::EngineChoice,
+    ) -> crate::engine::EngineChoice {
+        let seat = self.seat(seat);
+        let role = seat
+            .and_then(|s| s.role.as_deref())
+            .and_then(|name| self.roles.iter().find(|role| role.name == name));
+        seat.and_then(|s| s.engine)
+            .or_else(|| role.and_then(|role| role.engine))
+            .unwrap_or(default)
+    }
+
+    /// The spec's answer authority: who may answer a question a run of `seat` asked, for a
+    /// turn `requester` woke — the requester, or whoever leads the seat (its lead chain), and
+    /// never a seat (an admin may too; the caller decides that, it is not the chart's).
+    pub fn may_answer(
+        &self,
+        seat: &str,
+        requester: Option<&str>,
+        subject: &str,
+    ) -> Result<(), String> {
+        if self.seat(subject).is_some_and(|s| s.kind == Kind::Agent) {
+            return Err(format!(
+                "{subject} is an agent seat, and a seat never answers a question"
+            ));
+        }
+        if requester.is_some_and(|r| r.eq_ignore_ascii_case(subject)) {
+            return Ok(());
+        }
+        let leads = self.lead_chain(seat);
+        if leads.iter().any(|lead| lead.eq_ignore_ascii_case(subject)) {
+            return Ok(());
+        }
+        let leads = if leads.is_empty() {
+            "nobody".to_owned()
+        } else {
+            leads.join(", ")
+        };
+        Err(format!(
+            "{subject} may not answer seat {seat}'s question: its requester ({}), whoever leads seat {seat} ({leads}) or an admin may",
+            requester.unwrap_or("none recorded")
+        ))
     }
 
     fn unit(&self, name: &str) -> Option<&Unit> {
@@ -419,6 +469,59 @@ units:
 "#,
         )
         .expect("chart parses")
+    }
+
+    /// The spec's answer authority, as a table: who may answer a question of seat `eng`'s run
+    /// that `dave` asked for (an admin may always; that is the caller's to decide).
+    #[test]
+    fn the_requester_and_the_seats_lead_chain_may_answer_and_never_a_seat() {
+        let company = chart();
+        let may = |subject: &str| company.may_answer("eng", Some("dave"), subject).is_ok();
+        let table: Vec<(&str, bool)> = [
+            "dave", "DAVE", "alice", "carol", "bob", "bot2", "eng", "zed",
+        ]
+        .into_iter()
+        .map(|subject| (subject, may(subject)))
+        .collect();
+        assert_eq!(
+            table,
+            [
+                ("dave", true),  // the requester
+                ("DAVE", true),  // handles match without case
+                ("alice", true), // eng's manager
+                ("carol", true), // alice's manager: the lead chain
+                ("bob", false),  // a colleague who leads nobody
+                ("bot2", false), // a seat
+                ("eng", false),  // the run's own seat
+                ("zed", false),  // nobody the chart knows
+            ]
+        );
+        let refused = company
+            .may_answer("eng", Some("dave"), "bob")
+            .expect_err("bob");
+        assert_eq!(
+            refused,
+            "bob may not answer seat eng's question: its requester (dave), whoever leads seat eng (alice, carol) or an admin may"
+        );
+        // a seat nobody manages: its units' leads
+        assert!(company.may_answer("bot2", None, "alice").is_ok());
+        // a requester who is a seat (an agent asked for the work) still cannot answer
+        assert!(company.may_answer("eng", Some("bot2"), "bot2").is_err());
+    }
+
+    #[test]
+    fn a_seats_engine_is_its_own_then_its_roles_then_the_nodes_default() {
+        use crate::engine::EngineChoice::{Builtin, External};
+        let mut company = chart();
+        assert_eq!(company.engine_for("eng", Builtin), Builtin);
+        assert_eq!(company.engine_for("eng", External), External);
+        company
+            .roles
+            .push(serde_yaml::from_str("{ name: engineer, engine: external }").expect("role"));
+        assert_eq!(company.engine_for("eng", Builtin), External);
+        company.seats[0].engine = Some(Builtin);
+        assert_eq!(company.engine_for("eng", External), Builtin);
+        assert_eq!(company.engine_for("somebody-new", External), External);
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! decision that joins them, [`plan::SandboxPlan`]), `validate` (every problem of the company
 //! document); and `paths`, the resolution of relative paths.
 
+pub mod auth;
 pub mod company;
+pub mod engine;
 pub mod expand;
 pub mod paths;
 pub mod plan;
@@ -155,6 +157,12 @@ pub struct NodeSection {
     /// the address other nodes reach this one at (`host:port`); default the listener's, or
     /// `{host}:{port}` when it listens on every interface
     pub advertise: Option<String>,
+    /// the node's TLS; without it a node listens on loopback only (unless `insecure_listen`)
+    pub tls: Option<auth::TlsSection>,
+    /// listen beyond loopback without TLS, on purpose; default false
+    pub insecure_listen: Option<bool>,
+    /// the engine a seat whose seat and role name none is served by; default builtin
+    pub default_engine: Option<engine::EngineChoice>,
 }
 
 /// A config file: `node:` and `store:` (the company section arrives with the fleet work).
@@ -168,6 +176,9 @@ pub struct File {
     /// the org chart questions resolve against; absent: seats are implicit
     #[serde(default)]
     pub company: Option<company::Company>,
+    /// the fleet's keyring; absent: `{data_dir}/keyring.json`, made on first start
+    #[serde(default)]
+    pub auth: Option<auth::AuthSection>,
 }
 
 /// A validated node configuration. Every path in it is absolute ([`paths`]).
@@ -186,6 +197,14 @@ pub struct NodeConfig {
     pub advertise: Option<String>,
     pub store: StoreConfig,
     pub company: company::Company,
+    /// where the keyring comes from
+    pub keys: auth::KeySource,
+    /// the node's TLS, paths absolute
+    pub tls: Option<auth::TlsSection>,
+    /// listen beyond loopback without TLS, on purpose
+    pub insecure_listen: bool,
+    /// the engine a seat whose seat and role name none is served by
+    pub default_engine: engine::EngineChoice,
 }
 
 /// The listener when none is configured.
@@ -218,6 +237,7 @@ impl File {
             node,
             store,
             company,
+            auth,
         } = self;
         let mut company = company.unwrap_or_default();
         let mut problems = company.expand_env(&|name| std::env::var(name).ok());
@@ -235,6 +255,9 @@ impl File {
             boxes_dir,
             host,
             advertise,
+            tls,
+            insecure_listen,
+            default_engine,
         } = node;
         let id = id.unwrap_or_else(default_node_id);
         if id.is_empty() || id.contains('/') || id.chars().any(char::is_whitespace) {
@@ -289,7 +312,13 @@ impl File {
                 });
             }
         }
+        let keys = auth::key_source(auth, &data_dir, base, &|name| std::env::var(name).ok())?;
+        let tls = auth::tls(tls, base)?;
         Ok(NodeConfig {
+            keys,
+            tls,
+            insecure_listen: insecure_listen.unwrap_or(false),
+            default_engine: default_engine.unwrap_or_default(),
             id,
             listen,
             boxes_dir,

@@ -281,6 +281,9 @@ pub struct Role {
     pub llm_sandbox: Option<String>,
     #[serde(default)]
     pub sandbox: Option<RoleSandbox>,
+    /// the engine that serves this role's seats (a seat's own `engine` wins)
+    #[serde(default)]
+    pub engine: Option<crate::engine::EngineChoice>,
 }
 
 /// The runners and cells a plan can name.

@@ -6,6 +6,10 @@
 /// What kind of failure an error is, as a caller must treat it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
+    /// the call carries no credential, or one that does not verify: get one
+    Unauthenticated,
+    /// the credential may not make this call
+    PermissionDenied,
     /// what the call names does not exist (a run, a node)
     NotFound,
     /// the call can never succeed as made: fix the request
@@ -22,7 +26,9 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in the table's order.
-    pub const ALL: [ErrorKind; 5] = [
+    pub const ALL: [ErrorKind; 7] = [
+        ErrorKind::Unauthenticated,
+        ErrorKind::PermissionDenied,
         ErrorKind::NotFound,
         ErrorKind::BadRequest,
         ErrorKind::Conflict,
@@ -33,6 +39,8 @@ impl ErrorKind {
     /// The gRPC code a failure of this kind is answered with.
     pub fn code(self) -> tonic::Code {
         match self {
+            ErrorKind::Unauthenticated => tonic::Code::Unauthenticated,
+            ErrorKind::PermissionDenied => tonic::Code::PermissionDenied,
             ErrorKind::NotFound => tonic::Code::NotFound,
             ErrorKind::BadRequest => tonic::Code::InvalidArgument,
             ErrorKind::Conflict => tonic::Code::FailedPrecondition,
@@ -61,6 +69,8 @@ mod tests {
         assert_eq!(
             table,
             [
+                "Unauthenticated -> Unauthenticated",
+                "PermissionDenied -> PermissionDenied",
                 "NotFound -> NotFound",
                 "BadRequest -> InvalidArgument",
                 "Conflict -> FailedPrecondition",

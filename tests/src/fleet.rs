@@ -35,6 +35,8 @@ pub struct Fleet {
     pub failpoints: String,
     config: PathBuf,
     cli: PathBuf,
+    /// the fleet's one keyring (the first node to start makes it)
+    pub keyring: PathBuf,
 }
 
 impl Fleet {
@@ -85,6 +87,7 @@ impl Fleet {
             failpoints: String::new(),
             config,
             cli,
+            keyring: dir.path().join("keyring.json"),
             dir,
         };
         for name in names {
@@ -124,6 +127,9 @@ impl Fleet {
             self.boxes.to_str().expect("utf-8"),
             "--lease-ttl",
             &self.ttl_seconds.to_string(),
+            // one keyring for the fleet: a node verifies what its peers sign
+            "--keyring",
+            self.keyring.to_str().expect("utf-8"),
         ];
         let node = NodeProcess::start_with_env(
             name,
@@ -179,7 +185,7 @@ impl Fleet {
 
     /// Who holds each seat, as `Ops.Seats` on `via` says.
     pub async fn holders(&self, via: &str) -> BTreeMap<String, String> {
-        let mut ops = pb::ops_client::OpsClient::connect(self.node(via).addr())
+        let mut ops = crate::grpc::ops(&self.node(via).addr())
             .await
             .expect("connect");
         ops.seats(pb::SeatsRequest {})
@@ -201,7 +207,7 @@ impl Fleet {
 
     /// `Runs.Get` of one turn, asked of `via`.
     pub async fn get(&self, via: &str, turn_id: &str) -> pb::GetReply {
-        let mut runs = pb::runs_client::RunsClient::connect(self.node(via).addr())
+        let mut runs = crate::grpc::runs(&self.node(via).addr())
             .await
             .expect("connect");
         runs.get(pb::GetRequest {

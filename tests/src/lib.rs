@@ -26,6 +26,7 @@ pub mod anthropic_standin;
 pub mod claude_cli;
 pub mod e2b_standin;
 pub mod fleet;
+pub mod grpc;
 pub mod node;
 pub mod proxy;
 

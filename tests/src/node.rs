@@ -113,6 +113,7 @@ impl NodeProcess {
             .spawn()
             .expect("spawn boxfleet node");
         self.child = Some(child);
+        crate::grpc::register(&self.addr(), &self.token_file());
         let deadline = Instant::now() + Duration::from_secs(30);
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
@@ -182,11 +183,17 @@ impl NodeProcess {
         self.spawn();
     }
 
-    /// Runs the CLI against this node; returns (exit code, stdout, stderr).
+    /// The admin credential the node writes in its data dir.
+    pub fn token_file(&self) -> PathBuf {
+        self.data_dir.join("admin.token")
+    }
+
+    /// Runs the CLI against this node, as its admin; returns (exit code, stdout, stderr).
     pub fn cli(&self, args: &[&str]) -> (i32, String, String) {
         let output = Command::new(boxfleet_bin())
             .args(args)
             .env("BOXFLEET_ADDR", self.addr())
+            .env("BOXFLEET_TOKEN_FILE", self.token_file())
             .output()
             .expect("run the boxfleet CLI");
         (
@@ -218,9 +225,7 @@ impl NodeProcess {
     /// after `within` it panics with the node's log.
     pub async fn phase_record(&self, turn_id: &str, within: Duration) -> serde_json::Value {
         use boxfleet_proto::v1 as pb;
-        let mut runs = pb::runs_client::RunsClient::connect(self.addr())
-            .await
-            .expect("connect");
+        let mut runs = crate::grpc::runs(&self.addr()).await.expect("connect");
         let started = Instant::now();
         loop {
             let got = runs
@@ -258,6 +263,8 @@ pub struct UserNode {
     pub port: u16,
     log: PathBuf,
     child: Option<Child>,
+    /// the credential the CLI is pointed at (`BOXFLEET_TOKEN_FILE`); `None`: it finds its own
+    token_file: Option<PathBuf>,
 }
 
 impl UserNode {
@@ -280,6 +287,7 @@ impl UserNode {
             port,
             log: log.to_owned(),
             child: Some(child),
+            token_file: None,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         // the listener is bound before the banner is printed: wait for both
@@ -307,15 +315,26 @@ impl UserNode {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Points the CLI at the credential in `file` (relative to the node's directory), as a
+    /// user passes `--token-file`.
+    pub fn with_token_file(mut self, file: &Path) -> UserNode {
+        self.token_file = Some(file.to_owned());
+        self
+    }
+
     /// Runs the CLI against this node from the node's directory, as the same user would;
     /// returns (exit code, stdout, stderr).
     pub fn cli(&self, args: &[&str]) -> (i32, String, String) {
-        let output = Command::new(boxfleet_bin())
-            .args(args)
+        let mut cli = Command::new(boxfleet_bin());
+        cli.args(args)
             .current_dir(&self.cwd)
             .env("BOXFLEET_ADDR", format!("http://127.0.0.1:{}", self.port))
-            .output()
-            .expect("run the boxfleet CLI");
+            .env_remove("BOXFLEET_TOKEN")
+            .env_remove("BOXFLEET_TOKEN_FILE");
+        if let Some(file) = &self.token_file {
+            cli.env("BOXFLEET_TOKEN_FILE", file);
+        }
+        let output = cli.output().expect("run the boxfleet CLI");
         (
             output.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -121,6 +121,7 @@ pub fn answer(delivery_id: &str, posted_at: DateTime<Utc>) -> Answer {
         first_lost_at: None,
         attempts: 0,
         first_failed_at: None,
+        given_by: None,
         conversation_key: Some("dm-alice".into()),
         partition: None,
     }

@@ -19,7 +19,7 @@ use chrono::{DateTime, Utc};
 use tracing::{info, warn};
 
 use super::Coordinator;
-use super::api::{AnswerOutcome, EngineDown, Resume, ResumeKind};
+use super::api::{AnswerOutcome, Answerer, EngineDown, Resume, ResumeKind};
 use super::error::Error;
 use super::follow_ups::AnswerRetry;
 use super::job::StoredJob;
@@ -27,20 +27,32 @@ use super::limits::MAX_ANSWER_RESUME_ATTEMPTS;
 use super::text::new_id;
 
 impl Coordinator {
-    /// answer_run: records the answer on a parked run, then drives its resume.
+    /// answer_run: records the answer on a parked run, then drives its resume. Who may answer
+    /// is the spec's answer authority: the run's requester, whoever leads its seat, or an admin
+    /// — never a seat.
     pub async fn answer(
         &self,
         turn_id: &str,
         launch_id: &str,
         text: &str,
-        from: &str,
+        answerer: &Answerer,
     ) -> Result<AnswerOutcome, Error> {
         let Some(run) = self.runs.read(turn_id).await? else {
             return Ok(AnswerOutcome::Gone);
         };
+        if !answerer.admin {
+            self.company
+                .may_answer(
+                    &run.record.seat,
+                    run.record.requester.as_deref(),
+                    &answerer.from,
+                )
+                .map_err(Error::Denied)?;
+        }
         if !launch_id.is_empty() && run.record.launch_id != launch_id {
             return Ok(AnswerOutcome::WrongLaunch(run.record.launch_id.clone()));
         }
+        let from = answerer.from.as_str();
         let _working = self.working_on(&run.record.seat);
         let fence = self.seat_fence(&run.record.seat).await?;
         let now = Utc::now();
@@ -55,6 +67,7 @@ impl Coordinator {
             first_lost_at: None,
             attempts: 0,
             first_failed_at: None,
+            given_by: answerer.given_by.clone(),
             conversation_key: run.record.conversation_key.clone(),
             partition: run.record.partition.clone(),
         };
@@ -73,7 +86,12 @@ impl Coordinator {
             Err(RunError::Refused(Refusal::Missing)) => return Ok(AnswerOutcome::Gone),
             Err(error) => return Err(error.into()),
         }
-        info!(turn_id, from, "sandbox_answer_recorded");
+        info!(
+            turn_id,
+            from,
+            given_by = answerer.given_by.as_deref(),
+            "sandbox_answer_recorded"
+        );
         self.drive_answer(&fence, turn_id).await?;
         Ok(AnswerOutcome::Recorded)
     }
@@ -194,6 +212,7 @@ mod tests {
             first_lost_at: None,
             attempts,
             first_failed_at: None,
+            given_by: None,
             conversation_key: None,
             partition: None,
         }

@@ -57,6 +57,9 @@ pub struct LaunchRequest {
     pub owes_answer: bool,
     /// the trace context the turn carries
     pub trace: Option<String>,
+    /// variables the job gets beyond its plan's (a relaunch's `BOXFLEET_ANSWER`, …): they go
+    /// into the job's environment only, never into its record
+    pub env: BTreeMap<String, String>,
 }
 
 /// What a launch did.
@@ -136,6 +139,17 @@ pub enum Settle {
     BrokeAfterExternalWrite { error: String },
     /// the turn failed before it changed anything: the claim goes back for a retry
     Retry { error: String },
+}
+
+/// Who is answering a run's question by name (the Runs API's `answer`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answerer {
+    /// the person the answer is from: the caller, or whom an admin answers for
+    pub from: String,
+    /// the admin who gave it on `from`'s behalf
+    pub given_by: Option<String>,
+    /// an admin may answer any question; anyone else as the spec's answer authority allows
+    pub admin: bool,
 }
 
 /// What answering a run by name did.

@@ -38,6 +38,9 @@ pub enum Error {
     /// could not route; a command job with no command).
     #[error("{0}")]
     BadRequest(String),
+    /// The caller may not do this (the spec's answer authority).
+    #[error("permission denied: {0}")]
+    Denied(String),
     /// A setup step did not complete; the box was torn down before any brief ran.
     #[error("sandbox_setup_failed: {0}")]
     Setup(String),
@@ -49,6 +52,7 @@ impl Error {
         match self {
             Error::NotFound(_) => ErrorKind::NotFound,
             Error::BadRequest(_) => ErrorKind::BadRequest,
+            Error::Denied(_) => ErrorKind::PermissionDenied,
             Error::SeatHeldElsewhere { .. } => ErrorKind::Unavailable,
             Error::Box(BoxError::Unreachable(_)) => ErrorKind::Unavailable,
             Error::Box(_) | Error::Setup(_) => ErrorKind::Internal,

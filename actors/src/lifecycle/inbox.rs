@@ -93,6 +93,7 @@ impl Coordinator {
             first_lost_at: None,
             attempts: 0,
             first_failed_at: None,
+            given_by: None,
             conversation_key: delivery.conversation_key.clone(),
             partition: delivery.partition.clone(),
         };

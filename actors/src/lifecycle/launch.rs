@@ -24,7 +24,7 @@ use super::api::{LaunchOutcome, LaunchRequest, RefusalClass};
 use super::error::Error;
 use super::job::StoredJob;
 use super::setup::{apply_setup, with_setup_briefs};
-use super::text::{new_id, shell_quote};
+use super::text::new_id;
 use crate::boxes::BoxOp;
 use crate::ports::{BoxSpec, LaunchSpec, Provider, Runner, Sandbox};
 
@@ -216,8 +216,8 @@ impl Coordinator {
     }
 
     /// A resumed turn's next job (`request`), in the box its run names (`sandbox_id`; none: a
-    /// re-seed, in a new box): the extra environment rides the command, the plan is made
-    /// again, and the job is started and named on the row.
+    /// re-seed, in a new box): the extra environment joins the job's, the plan is made again,
+    /// and the job is started and named on the row.
     pub(super) async fn start_relaunch(
         &self,
         fence: &Fence,
@@ -227,14 +227,9 @@ impl Coordinator {
         mut request: LaunchRequest,
         env: BTreeMap<String, String>,
     ) -> Result<String, Error> {
-        // the extra environment rides the command: the runner's launch env carries it
-        if !env.is_empty() {
-            let exports: String = env
-                .iter()
-                .map(|(k, v)| format!("export {k}={}\n", shell_quote(v)))
-                .collect();
-            request.command = request.command.map(|command| format!("{exports}{command}"));
-        }
+        // the extra environment goes into the job's environment, never into its command: the
+        // command is stored on the run's record, and the environment may carry a secret
+        request.env.extend(env);
         let plan = self.plan(&request.seat, Some(runner.name()), request.model.as_deref())?;
         self.provision_and_start(
             fence,
@@ -312,7 +307,8 @@ impl Coordinator {
         (sandbox, fresh): (&dyn Sandbox, bool),
     ) -> Result<(), Error> {
         let sandbox_id = sandbox.id().to_owned();
-        let env = run_environment(plan, &request.seat, turn_id);
+        let mut env = run_environment(plan, &request.seat, turn_id);
+        env.extend(request.env.clone());
         // a reused box skips the steps: its provisioning survives with its disk
         if fresh && let Err(text) = apply_setup(sandbox, &plan.setup, &env).await {
             warn!(turn_id, sandbox_id, %text, "sandbox_setup_failed");

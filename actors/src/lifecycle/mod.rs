@@ -66,8 +66,8 @@ use tracing::warn;
 
 pub use access::{Access, BACKSTOP_MARGIN, DEFAULT_BOX_TIMEOUT};
 pub use api::{
-    AnswerOutcome, EngineDown, LaunchOutcome, LaunchRequest, RefusalClass, Resume, ResumeKind,
-    Settle,
+    AnswerOutcome, Answerer, EngineDown, LaunchOutcome, LaunchRequest, RefusalClass, Resume,
+    ResumeKind, Settle,
 };
 pub use error::Error;
 pub use follow_ups::{AnswerRetry, Detached, FollowUps};

@@ -152,6 +152,7 @@ pub(super) fn reply(delivery_id: &str) -> Answer {
         first_lost_at: None,
         attempts: 0,
         first_failed_at: None,
+        given_by: None,
         conversation_key: Some("conv-1".into()),
         partition: Some("p-1".into()),
     }

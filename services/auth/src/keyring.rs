@@ -75,7 +75,11 @@ impl std::fmt::Debug for Key {
 impl Key {
     /// A key from its id and its secret as base64 text.
     pub fn from_text(id: &str, secret: &str, retired: bool) -> Result<Key, KeyringError> {
-        if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+        if id.is_empty()
+            || !id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
             return Err(KeyringError::Invalid(format!(
                 "key id {id:?} is not a key id: use letters, digits, '-', '_' or '.'"
             )));
@@ -221,10 +225,16 @@ impl Keyring {
     /// Reads a keyring file.
     pub fn load(path: &Path) -> Result<Keyring, KeyringError> {
         let text = std::fs::read_to_string(path).map_err(|error| {
-            KeyringError::Invalid(format!("cannot read the keyring {}: {error}", path.display()))
+            KeyringError::Invalid(format!(
+                "cannot read the keyring {}: {error}",
+                path.display()
+            ))
         })?;
         let file: KeyringFile = serde_json::from_str(&text).map_err(|error| {
-            KeyringError::Invalid(format!("the keyring {} is not one: {error}", path.display()))
+            KeyringError::Invalid(format!(
+                "the keyring {} is not one: {error}",
+                path.display()
+            ))
         })?;
         let mut keys = Vec::new();
         let mut created = Vec::new();
@@ -259,13 +269,27 @@ impl Keyring {
     }
 
     /// The ring in `path`, or a new one written there when there is none. `true` when made.
+    /// Two nodes starting on one file at once agree: the new file is linked into place only
+    /// if nothing is there yet, and the one that lost reads the winner's.
     pub fn load_or_create(path: &Path) -> Result<(Keyring, bool), KeyringError> {
         if path.exists() {
             return Ok((Keyring::load(path)?, false));
         }
         let ring = Keyring::generate(Utc::now());
-        ring.save(path)?;
-        Ok((ring, true))
+        let staged = path.with_extension(format!("new-{}", std::process::id()));
+        ring.save(&staged)?;
+        let linked = std::fs::hard_link(&staged, path);
+        let _ = std::fs::remove_file(&staged);
+        match linked {
+            Ok(()) => Ok((ring, true)),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                Ok((Keyring::load(path)?, false))
+            }
+            Err(error) => Err(KeyringError::Invalid(format!(
+                "cannot write the keyring {}: {error}",
+                path.display()
+            ))),
+        }
     }
 
     /// Adds a fresh key that signs from now on; the others keep verifying. Returns its id.
@@ -331,8 +355,8 @@ impl Keyring {
     /// Verifies a credential: a key of this ring, not retired, signed it; it has not expired;
     /// its claims are boxfleet's.
     pub fn verify(&self, token: &str) -> Result<Principal, KeyringError> {
-        let header =
-            jsonwebtoken::decode_header(token).map_err(|e| KeyringError::Malformed(e.to_string()))?;
+        let header = jsonwebtoken::decode_header(token)
+            .map_err(|e| KeyringError::Malformed(e.to_string()))?;
         if header.alg != Algorithm::HS256 {
             return Err(KeyringError::Malformed(format!(
                 "it is signed with {:?}, not HS256",
@@ -352,13 +376,16 @@ impl Keyring {
         validation.leeway = LEEWAY_SECONDS;
         validation.set_issuer(&[ISSUER]);
         validation.set_required_spec_claims(&["exp", "iss", "sub"]);
-        let data =
-            jsonwebtoken::decode::<Claims>(token, &DecodingKey::from_secret(&key.secret), &validation)
-                .map_err(|error| match error.kind() {
-                    jsonwebtoken::errors::ErrorKind::InvalidSignature => KeyringError::BadSignature,
-                    jsonwebtoken::errors::ErrorKind::ExpiredSignature => KeyringError::Expired,
-                    _ => KeyringError::Malformed(error.to_string()),
-                })?;
+        let data = jsonwebtoken::decode::<Claims>(
+            token,
+            &DecodingKey::from_secret(&key.secret),
+            &validation,
+        )
+        .map_err(|error| match error.kind() {
+            jsonwebtoken::errors::ErrorKind::InvalidSignature => KeyringError::BadSignature,
+            jsonwebtoken::errors::ErrorKind::ExpiredSignature => KeyringError::Expired,
+            _ => KeyringError::Malformed(error.to_string()),
+        })?;
         let claims = data.claims;
         Ok(Principal {
             subject: claims.sub,
@@ -431,9 +458,14 @@ mod tests {
         let body = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(&parts[1])
             .expect("body");
-        let forged = String::from_utf8(body).expect("utf8").replace("viewer", "admin");
+        let forged = String::from_utf8(body)
+            .expect("utf8")
+            .replace("viewer", "admin");
         parts[1] = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(forged);
-        assert_eq!(ring.verify(&parts.join(".")), Err(KeyringError::BadSignature));
+        assert_eq!(
+            ring.verify(&parts.join(".")),
+            Err(KeyringError::BadSignature)
+        );
         let other = Keyring::generate(Utc::now());
         let foreign = other.issue("ada", Role::Admin, &[], HOUR, Utc::now());
         assert!(matches!(
@@ -455,7 +487,10 @@ mod tests {
         assert_ne!(first, second);
         let after = ring.issue("ada", Role::Operator, &[], HOUR, Utc::now());
         assert!(ring.verify(&before).is_ok() && ring.verify(&after).is_ok());
-        assert!(ring.retire(&second).is_err(), "the signing key is not retired");
+        assert!(
+            ring.retire(&second).is_err(),
+            "the signing key is not retired"
+        );
         ring.retire(&first).expect("retire");
         assert_eq!(ring.verify(&before), Err(KeyringError::RetiredKey(first)));
         assert!(ring.verify(&after).is_ok());
@@ -481,9 +516,15 @@ mod tests {
         let short = Key::from_text("k1", &STANDARD.encode([1u8; 8]), false).expect_err("short");
         assert!(short.to_string().contains("fewer than 32"), "{short}");
         let text = Key::from_text("k1", "not base64!", false).expect_err("text");
-        assert!(text.to_string().contains("boxfleet keyring secret"), "{text}");
+        assert!(
+            text.to_string().contains("boxfleet keyring secret"),
+            "{text}"
+        );
         assert!(Key::from_text("k/1", &fresh_secret_text(), false).is_err());
         let retired = Key::from_text("k1", &fresh_secret_text(), true).expect("key");
-        assert!(Keyring::new(vec![retired], None).is_err(), "nothing to sign with");
+        assert!(
+            Keyring::new(vec![retired], None).is_err(),
+            "nothing to sign with"
+        );
     }
 }

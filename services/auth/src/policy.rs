@@ -85,7 +85,8 @@ impl Call<'_> {
         }
     }
 
-    /// Whether it writes (the audit log records every call that does).
+    /// Whether it writes (the audit log records every call that does). A Fleet call is a call
+    /// another node forwards: the caller's own call is logged where it is answered.
     pub fn mutates(&self) -> bool {
         matches!(
             self,
@@ -94,7 +95,6 @@ impl Call<'_> {
                 | Call::Answer { .. }
                 | Call::Attach { .. }
                 | Call::Drain
-                | Call::Fleet
         )
     }
 }
@@ -123,7 +123,11 @@ pub fn authorize(principal: &Principal, call: &Call<'_>) -> Result<(), Denied> {
             may.join(" or ")
         )));
     }
-    if let Some(seat) = call.seats().into_iter().find(|seat| !principal.covers(seat)) {
+    if let Some(seat) = call
+        .seats()
+        .into_iter()
+        .find(|seat| !principal.covers(seat))
+    {
         return Err(Denied::PermissionDenied(format!(
             "{}'s credential acts for {}, not seat {seat}",
             principal.subject,
@@ -206,7 +210,10 @@ mod tests {
         );
         let both = ["eng".to_owned(), "ops".to_owned()];
         assert!(authorize(&scoped, &Call::Attach { seats: &both }).is_err());
-        assert!(authorize(&scoped, &Call::Board).is_ok(), "reads are not about one seat");
+        assert!(
+            authorize(&scoped, &Call::Board).is_ok(),
+            "reads are not about one seat"
+        );
     }
 
     #[test]

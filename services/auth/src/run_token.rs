@@ -121,7 +121,10 @@ mod tests {
             "another audience's key"
         );
         let later = now + chrono::Duration::seconds(61);
-        assert_eq!(verify(&ring, &token, "mcp", later), Err(KeyringError::Expired));
+        assert_eq!(
+            verify(&ring, &token, "mcp", later),
+            Err(KeyringError::Expired)
+        );
     }
 
     #[test]

@@ -83,6 +83,74 @@ pub enum Command {
 
     /// Release a node's seats gracefully (before shutting it down); other nodes take them.
     Drain(DrainArgs),
+
+    /// Mint a credential from the fleet's keyring (no node is asked).
+    #[command(subcommand)]
+    Token(TokenCommand),
+
+    /// Make, rotate or retire the keys of a keyring file.
+    #[command(subcommand)]
+    Keyring(KeyringCommand),
+}
+
+/// `boxfleet token`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum TokenCommand {
+    /// Mint a credential and print it on stdout.
+    #[command(
+        after_help = "Examples:\n  boxfleet token issue --role operator --subject ada --ttl 30d\n  \
+                      boxfleet token issue --role engine --subject triage-bot --seats eng,ops --keyring /etc/boxfleet/keyring.json"
+    )]
+    Issue(TokenIssueArgs),
+}
+
+/// `boxfleet token issue`.
+#[derive(Debug, Clone, Args)]
+pub struct TokenIssueArgs {
+    /// viewer | operator | engine | admin | node
+    #[arg(long, value_parser = ["viewer", "operator", "engine", "admin", "node"])]
+    pub role: String,
+    /// Who it is: a person's or an engine's handle, or a node's id.
+    #[arg(long)]
+    pub subject: String,
+    /// The seats it acts for, comma-separated [default: every seat].
+    #[arg(long, value_delimiter = ',')]
+    pub seats: Vec<String>,
+    /// How long it is valid: seconds, or with a unit (90m, 12h, 30d) [default: 30d].
+    #[arg(long, default_value = "30d")]
+    pub ttl: String,
+    /// The keyring file [default: ./.boxfleet/keyring.json, the default data dir's].
+    #[arg(long, value_name = "FILE")]
+    pub keyring: Option<PathBuf>,
+}
+
+/// `boxfleet keyring`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum KeyringCommand {
+    /// Make a keyring file with one fresh key (refused if the file exists).
+    New {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Add a fresh key that signs from now on; the others keep verifying until retired.
+    Rotate {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Retire a key: the credentials it signed are refused from now on.
+    Retire {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        #[arg(value_name = "KEY_ID")]
+        key: String,
+    },
+    /// Print a fresh key secret (base64), for a key given in the config as ${VAR}.
+    Secret,
+    /// List a keyring file's keys (ids, which signs, which are retired; never a secret).
+    List {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
 }
 
 /// `boxfleet launch`.
@@ -275,7 +343,9 @@ pub struct Conn {
     /// The node's gRPC address.
     #[arg(long, value_name = "URL", env = "BOXFLEET_ADDR", default_value = DEFAULT_ADDR)]
     pub addr: String,
-    /// A bearer token for the node, sent as `authorization: Bearer <TOKEN>`.
+    /// The credential every call carries (`authorization: Bearer <TOKEN>`); without it, and
+    /// without --token-file, the CLI reads ./.boxfleet/admin.token (what a node started here
+    /// with its default data dir writes).
     #[arg(
         long,
         value_name = "TOKEN",
@@ -283,6 +353,20 @@ pub struct Conn {
         hide_env_values = true
     )]
     pub token: Option<String>,
+    /// A file holding the credential (e.g. DATA_DIR/admin.token, or one `boxfleet token issue`
+    /// wrote).
+    #[arg(long, value_name = "FILE", env = "BOXFLEET_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
+    /// The CA certificate (PEM) a TLS node's certificate is checked against; an https://
+    /// address needs it.
+    #[arg(long, value_name = "FILE", env = "BOXFLEET_CA")]
+    pub ca: Option<PathBuf>,
+    /// A client certificate (PEM) to present, with --key.
+    #[arg(long, value_name = "FILE", env = "BOXFLEET_CERT", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// The client certificate's key (PEM).
+    #[arg(long, value_name = "FILE", env = "BOXFLEET_KEY", requires = "cert")]
+    pub key: Option<PathBuf>,
 }
 
 /// `boxfleet demo`.
@@ -338,6 +422,28 @@ pub struct NodeArgs {
     /// The key prefix every store key lives under (store.prefix) [default: /boxfleet/v1].
     #[arg(long, value_name = "P")]
     pub prefix: Option<String>,
+    /// The fleet's keyring file (auth.keyring_file) [default: DATA_DIR/keyring.json, made on
+    /// first start]. Every node of a fleet reads the same one.
+    #[arg(long, value_name = "FILE")]
+    pub keyring: Option<PathBuf>,
+    /// The node's TLS certificate (node.tls.cert), with --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The node's TLS key (node.tls.key).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// The CA that signs the fleet's node certificates (node.tls.ca): calls between nodes
+    /// are then mutual TLS.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_ca: Option<PathBuf>,
+    /// Listen beyond loopback without TLS, on purpose (node.insecure_listen): calls and their
+    /// credentials cross the network in the clear.
+    #[arg(long)]
+    pub insecure_listen: bool,
+    /// The engine a seat whose seat and role name none is served by (node.default_engine)
+    /// [default: builtin].
+    #[arg(long, value_name = "ENGINE", value_parser = ["builtin", "external"])]
+    pub default_engine: Option<String>,
 }
 
 /// The coding agent a job runs.

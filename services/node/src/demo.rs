@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use boxfleet_cluster::events::kind;
+
+use crate::trust::BearerToken;
 use boxfleet_proto::v1 as pb;
 use futures::StreamExt;
 use tokio::sync::mpsc;
@@ -78,6 +80,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<i32> {
         },
         store: None,
         company: None,
+        auth: None,
     };
     let node = Node::start(file.validate()?).await?;
     let addr = format!("http://{}", node.addr);
@@ -85,8 +88,14 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<i32> {
         "boxfleet demo: node 'demo' on {addr}, embedded store and boxes in {}",
         node.config.data_dir.display()
     );
-    let outcome = walk(&addr).await;
-    let tree = tree_text(&addr).await;
+    // the walk calls the node as its admin, with the credential it wrote in its data dir
+    let admin = node.config.data_dir.join(crate::trust::ADMIN_TOKEN_FILE);
+    let token = BearerToken::new(
+        &std::fs::read_to_string(&admin)
+            .with_context(|| format!("read the node's admin credential {}", admin.display()))?,
+    )?;
+    let outcome = walk(&addr, &token).await;
+    let tree = tree_text(&addr, &token).await;
     node.stop().await;
     // a data dir the caller named is never removed; only the temporary one needs keeping
     if args.keep && args.data_dir.is_none() {
@@ -115,7 +124,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<i32> {
 }
 
 /// The gRPC client of the node's Runs service the walk goes through.
-type Runs = pb::runs_client::RunsClient<tonic::transport::Channel>;
+type Runs = pb::runs_client::RunsClient<Authed>;
+/// A channel whose every call carries the node's admin credential.
+type Authed =
+    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, BearerToken>;
 
 /// The job the walk launched first: its turn, its id and its box.
 struct FirstJob {
@@ -132,9 +144,12 @@ struct Resumed {
 }
 
 /// The walk, step by step; a step that cannot go on ends it with what was observed so far.
-async fn walk(addr: &str) -> anyhow::Result<Steps> {
+async fn walk(addr: &str, token: &BearerToken) -> anyhow::Result<Steps> {
     let mut steps = Steps { passed: Vec::new() };
-    let mut runs = pb::runs_client::RunsClient::connect(addr.to_owned()).await?;
+    let channel = tonic::transport::Endpoint::from_shared(addr.to_owned())?
+        .connect()
+        .await?;
+    let mut runs = pb::runs_client::RunsClient::with_interceptor(channel, token.clone());
     let mut events = subscribe(&mut runs).await?;
     let job = launch(&mut runs, &mut steps).await?;
     let Some(question) = tail_until_asked(&mut runs, &mut events, &job, &mut steps).await? else {
@@ -408,10 +423,14 @@ async fn check_collected(runs: &mut Runs, job: &FirstJob, steps: &mut Steps) -> 
     Ok(())
 }
 
-async fn tree_text(addr: &str) -> String {
-    let Ok(mut ops) = pb::ops_client::OpsClient::connect(addr.to_owned()).await else {
+async fn tree_text(addr: &str, token: &BearerToken) -> String {
+    let Ok(endpoint) = tonic::transport::Endpoint::from_shared(addr.to_owned()) else {
         return "(the node could not be reached)".into();
     };
+    let Ok(channel) = endpoint.connect().await else {
+        return "(the node could not be reached)".into();
+    };
+    let mut ops = pb::ops_client::OpsClient::with_interceptor(channel, token.clone());
     let Ok(tree) = ops.tree(pb::TreeRequest { fleet: false }).await else {
         return "(the tree could not be read)".into();
     };

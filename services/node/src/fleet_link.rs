@@ -51,7 +51,7 @@ impl FleetLink for Link {
             Route::There { node, addr } => {
                 let mut peer = self
                     .peers
-                    .client(&node, &addr)
+                    .client(&node, &addr, None)
                     .map_err(|e| e.message().to_owned())?;
                 peer.seat_complete(pb::CompleteRequest {
                     turn_id: turn_id.to_owned(),

@@ -6,11 +6,13 @@ mod cells;
 mod cli;
 mod client;
 mod demo;
-mod engine;
+mod engines;
 mod fleet_link;
 mod grpc;
+mod keys;
 mod node;
 mod routing;
+mod trust;
 
 use clap::Parser as _;
 
@@ -39,6 +41,8 @@ async fn run(command: cli::Command) -> i32 {
         cli::Command::Node(args) => run_node(args).await,
         cli::Command::Validate { file } => validate(&file),
         cli::Command::Demo(args) => demo(args).await,
+        cli::Command::Token(cli::TokenCommand::Issue(args)) => keys::issue(&args),
+        cli::Command::Keyring(command) => keys::keyring(&command),
         other => client::run(other).await,
     };
     match result {
@@ -79,6 +83,22 @@ fn node_config(args: &cli::NodeArgs) -> anyhow::Result<boxfleet_config::NodeConf
     if let Some(interval) = args.poll_interval {
         file.node.poll_interval_seconds = Some(interval);
     }
+    if let Some(keyring) = &args.keyring {
+        file.auth.get_or_insert_with(Default::default).keyring_file = Some(keyring.clone());
+    }
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        file.node.tls = Some(boxfleet_config::auth::TlsSection {
+            cert: cert.clone(),
+            key: key.clone(),
+            ca: args.tls_ca.clone(),
+        });
+    }
+    if args.insecure_listen {
+        file.node.insecure_listen = Some(true);
+    }
+    if let Some(engine) = args.default_engine.as_deref() {
+        file.node.default_engine = boxfleet_config::engine::EngineChoice::parse(engine);
+    }
     if !args.etcd.is_empty() || args.prefix.is_some() {
         let mut store = file.store.take().unwrap_or(boxfleet_config::StoreSection {
             kind: boxfleet_config::StoreKind::Embedded,
@@ -117,6 +137,18 @@ async fn run_node(args: cli::NodeArgs) -> anyhow::Result<i32> {
         node.config.data_dir.display(),
         node.config.boxes_dir.display()
     );
+    if let Some(keyring) = &node.trust.made_keyring {
+        eprintln!(
+            "made a keyring for this node at {} (share it, or auth.keys, with every node of a fleet)",
+            keyring.display()
+        );
+    }
+    if let Some(admin) = &node.trust.admin_file {
+        eprintln!(
+            "wrote an admin credential to {} (the CLI reads it from ./.boxfleet/admin.token, or pass --token-file)",
+            admin.display()
+        );
+    }
     node.run_until_signal().await?;
     Ok(0)
 }

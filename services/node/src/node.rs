@@ -45,11 +45,12 @@ use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 use crate::cells;
-use crate::engine::{Engines, Router, RouterArgs};
+use crate::engines::{Engines, Router, RouterArgs};
 use crate::grpc::{Api, ApiArgs};
+use crate::trust::Trust;
 
 /// What this node registers: how others reach it, on which host, since when.
-fn node_info(config: &NodeConfig, incarnation: &str, addr: SocketAddr) -> NodeInfo {
+fn node_info(config: &NodeConfig, incarnation: &str, addr: SocketAddr, trust: &Trust) -> NodeInfo {
     NodeInfo {
         node: config.id.clone(),
         addr: config.advertise.clone().unwrap_or_else(|| {
@@ -64,7 +65,28 @@ fn node_info(config: &NodeConfig, incarnation: &str, addr: SocketAddr) -> NodeIn
         build: env!("CARGO_PKG_VERSION").to_owned(),
         host: config.host.clone(),
         draining: false,
+        insecure: !trust.tls() && !addr.ip().is_loopback(),
+        tls: trust.tls(),
     }
+}
+
+/// A node listens beyond loopback only behind TLS, or when told on purpose: a credential sent
+/// in the clear is anyone's on the network, and a launch runs code on this host.
+fn check_listen(config: &NodeConfig) -> anyhow::Result<()> {
+    if config.tls.is_some() || config.listen.ip().is_loopback() {
+        return Ok(());
+    }
+    if !config.insecure_listen {
+        anyhow::bail!(
+            "node.listen {} is not a loopback address, and the node has no TLS: its calls and              their credentials would cross the network in the clear. Give node.tls (cert, key,              and ca for a fleet), or pass --insecure-listen on a network only the fleet reaches",
+            config.listen
+        );
+    }
+    warn!(
+        listen = %config.listen,
+        "node_listens_insecurely: beyond loopback without TLS (--insecure-listen); calls and credentials cross the network in the clear"
+    );
+    Ok(())
 }
 
 /// A running node.
@@ -75,6 +97,8 @@ pub struct Node {
     pub coordinator: Arc<Coordinator>,
     pub root: ActorRef<SupervisorMsg>,
     root_join: tokio::task::JoinHandle<()>,
+    /// the node's keyring and TLS (what the banner reports it made)
+    pub trust: Arc<Trust>,
 }
 
 async fn open_store(config: &NodeConfig) -> anyhow::Result<Arc<dyn Store>> {
@@ -118,6 +142,7 @@ struct Workers {
     addr: SocketAddr,
     lease_ttl_seconds: u64,
     poll_interval: Duration,
+    trust: Arc<Trust>,
 }
 
 impl Workers {
@@ -169,6 +194,7 @@ impl Workers {
             engines: self.engines.clone(),
             errors: self.errors.clone(),
             root: refs.root(),
+            trust: self.trust.clone(),
         };
         let waiter = WaiterArgs {
             coordinator: self.coordinator.clone(),
@@ -222,8 +248,15 @@ impl Node {
     /// Starts a node: store, session, lifecycle, then the tree and the recovery pass of every
     /// seat placed here.
     pub async fn start(config: NodeConfig) -> anyhow::Result<Node> {
+        check_listen(&config)?;
         std::fs::create_dir_all(&config.data_dir)
             .with_context(|| format!("create the data dir {}", config.data_dir.display()))?;
+        let trust = Arc::new(Trust::start(
+            &config.id,
+            &config.keys,
+            config.tls.as_ref(),
+            &config.data_dir,
+        )?);
         let store = open_store(&config).await?;
         let keys = Keys::new(config.store.prefix.clone());
         let id = config.id.clone();
@@ -244,7 +277,7 @@ impl Node {
                 )
             })?;
         let addr = listener.local_addr()?;
-        let info = node_info(&config, &incarnation, addr);
+        let info = node_info(&config, &incarnation, addr, &trust);
         let session =
             Session::open(store.as_ref(), &keys, info, config.lease_ttl_seconds as i64).await?;
         let (engine_tx, engine_rx) = mpsc::unbounded_channel::<EngineDown>();
@@ -266,7 +299,12 @@ impl Node {
         });
         let workers = Workers {
             refs: refs.clone(),
-            engines: Arc::new(Engines::new(coordinator.clone())),
+            engines: Arc::new(Engines::new(
+                coordinator.clone(),
+                config.company.clone(),
+                config.default_engine,
+            )),
+            trust: trust.clone(),
             coordinator: coordinator.clone(),
             errors: Arc::new(Observed::default()),
             engine_queue: Arc::new(tokio::sync::Mutex::new(engine_rx)),
@@ -293,6 +331,7 @@ impl Node {
             coordinator,
             root,
             root_join,
+            trust,
         })
     }
 

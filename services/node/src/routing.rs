@@ -6,7 +6,7 @@
 //! acquires it. [`Peers`] keeps one channel per other node.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use boxfleet_actors::lifecycle::Coordinator;
@@ -14,7 +14,10 @@ use boxfleet_cluster::seat;
 use boxfleet_proto::v1 as pb;
 use pb::fleet_client::FleetClient;
 use tonic::Status as GrpcStatus;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
+
+use crate::trust::{CALLER_HEADER, Trust};
 
 /// How long an asker waits for a run's owner to answer a tail (DESIGN §15: fleet read 2 s).
 pub const OWNER_TAIL_BUDGET: Duration = Duration::from_secs(2);
@@ -76,25 +79,80 @@ pub fn forwarded(node: &str, error: GrpcStatus) -> GrpcStatus {
     )
 }
 
-/// Clients to the other nodes, one channel per address.
-#[derive(Debug, Default)]
+/// What a call to another node carries: this node's own credential, and — for a call made for
+/// a caller — the caller's credential beside it (the holder acts for the caller, not for this
+/// node). An Ops call asked for a caller carries the caller's credential alone.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    /// the `authorization` credential
+    credential: String,
+    /// the caller's, carried in `x-boxfleet-caller`
+    caller: Option<String>,
+}
+
+impl tonic::service::Interceptor for Outgoing {
+    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, GrpcStatus> {
+        let header = |token: &str| {
+            format!("Bearer {token}")
+                .parse::<tonic::metadata::MetadataValue<tonic::metadata::Ascii>>()
+                .map_err(|_| GrpcStatus::internal("a credential is not a header value"))
+        };
+        request
+            .metadata_mut()
+            .insert("authorization", header(&self.credential)?);
+        if let Some(caller) = &self.caller {
+            request
+                .metadata_mut()
+                .insert(CALLER_HEADER, header(caller)?);
+        }
+        Ok(request)
+    }
+}
+
+/// A Fleet client that carries this node's credential.
+pub type FleetPeer = FleetClient<InterceptedService<Channel, Outgoing>>;
+/// An Ops client that carries a caller's credential.
+pub type OpsPeer = pb::ops_client::OpsClient<InterceptedService<Channel, Outgoing>>;
+
+/// Clients to the other nodes, one channel per address, over TLS when this node has it.
+#[derive(Debug)]
 pub struct Peers {
+    trust: Arc<Trust>,
     channels: Mutex<HashMap<String, Channel>>,
 }
 
 impl Peers {
-    /// The Fleet client of the node at `addr` (`host:port`).
-    pub fn client(&self, node: &str, addr: &str) -> Result<FleetClient<Channel>, GrpcStatus> {
-        self.channel(node, addr).map(FleetClient::new)
+    pub fn new(trust: Arc<Trust>) -> Self {
+        Peers {
+            trust,
+            channels: Mutex::new(HashMap::new()),
+        }
     }
 
-    /// The Ops client of the node at `addr`.
-    pub fn ops(
+    /// The Fleet client of the node at `addr` (`host:port`), under this node's credential, for
+    /// `caller` when the call is made for one.
+    pub fn client(
         &self,
         node: &str,
         addr: &str,
-    ) -> Result<pb::ops_client::OpsClient<Channel>, GrpcStatus> {
-        self.channel(node, addr).map(pb::ops_client::OpsClient::new)
+        caller: Option<&str>,
+    ) -> Result<FleetPeer, GrpcStatus> {
+        let outgoing = Outgoing {
+            credential: self.trust.node_credential(),
+            caller: caller.map(str::to_owned),
+        };
+        self.channel(node, addr)
+            .map(|channel| FleetClient::with_interceptor(channel, outgoing))
+    }
+
+    /// The Ops client of the node at `addr`, asked for `caller` (under its credential).
+    pub fn ops(&self, node: &str, addr: &str, caller: &str) -> Result<OpsPeer, GrpcStatus> {
+        let outgoing = Outgoing {
+            credential: caller.to_owned(),
+            caller: None,
+        };
+        self.channel(node, addr)
+            .map(|channel| pb::ops_client::OpsClient::with_interceptor(channel, outgoing))
     }
 
     fn channel(&self, node: &str, addr: &str) -> Result<Channel, GrpcStatus> {
@@ -102,16 +160,31 @@ impl Peers {
         if let Some(channel) = channels.get(addr) {
             return Ok(channel.clone());
         }
+        let tls = self.trust.client_tls();
         let url = if addr.contains("://") {
             addr.to_owned()
+        } else if tls.is_some() {
+            format!("https://{addr}")
         } else {
             format!("http://{addr}")
         };
-        let endpoint = Endpoint::from_shared(url).map_err(|e| {
+        let bad = |e: &dyn std::fmt::Display| {
             GrpcStatus::internal(format!(
                 "node {node} registered a bad address {addr:?}: {e}"
             ))
-        })?;
+        };
+        let mut endpoint = Endpoint::from_shared(url).map_err(|e| bad(&e))?;
+        if let Some(tls) = tls {
+            // the peer's certificate must name the host it is dialled by
+            let host = addr
+                .rsplit_once(':')
+                .map_or(addr, |(host, _)| host)
+                .trim_start_matches('[')
+                .trim_end_matches(']');
+            endpoint = endpoint
+                .tls_config(tls.domain_name(host))
+                .map_err(|e| bad(&e))?;
+        }
         let channel = endpoint.connect_timeout(CONNECT_BOUND).connect_lazy();
         channels.insert(addr.to_owned(), channel.clone());
         Ok(channel)

@@ -94,16 +94,17 @@ impl fmt::Display for Failure {
             ),
             Failure::BadToken { why } => write!(
                 f,
-                "the token cannot be sent as an authorization header ({why}); check --token or \
-                 BOXFLEET_TOKEN"
+                "the credential cannot be used ({why}); check --token, BOXFLEET_TOKEN, \
+                 --token-file and --ca"
             ),
             Failure::Rpc { addr, what, status } => {
                 let message = one_line(status.message());
                 match status.code() {
                     Code::Unauthenticated => write!(
                         f,
-                        "the node at {addr} refused {what}: {message}. Pass --token or set \
-                         BOXFLEET_TOKEN."
+                        "the node at {addr} refused {what}: {message}. Pass --token, \
+                         BOXFLEET_TOKEN or --token-file (a node writes an admin credential to \
+                         DATA_DIR/admin.token; `boxfleet token issue` mints one)."
                     ),
                     Code::PermissionDenied => {
                         write!(f, "{what} is not allowed: {message}")
@@ -130,11 +131,55 @@ impl fmt::Display for Failure {
     }
 }
 
+/// The credential file a node started in this directory with its default data dir writes.
+const DEFAULT_TOKEN_FILE: &str = ".boxfleet/admin.token";
+
+/// The credential a command carries: `--token` (or `BOXFLEET_TOKEN`), else the file
+/// `--token-file` (or `BOXFLEET_TOKEN_FILE`) names, else the default data dir's admin
+/// credential when there is one.
+fn credential(conn: &Conn) -> Result<Option<String>, Failure> {
+    if let Some(token) = conn.token.as_ref().filter(|t| !t.trim().is_empty()) {
+        return Ok(Some(token.trim().to_owned()));
+    }
+    let (path, named) = match &conn.token_file {
+        Some(path) => (path.clone(), true),
+        None => (std::path::PathBuf::from(DEFAULT_TOKEN_FILE), false),
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) if !text.trim().is_empty() => Ok(Some(text.trim().to_owned())),
+        Ok(_) if named => Err(Failure::BadToken {
+            why: format!("{} is empty", path.display()),
+        }),
+        Err(error) if named => Err(Failure::BadToken {
+            why: format!("cannot read {}: {error}", path.display()),
+        }),
+        _ => Ok(None),
+    }
+}
+
+/// The TLS a command dials an `https://` node with.
+fn tls(conn: &Conn) -> Result<Option<tonic::transport::ClientTlsConfig>, Failure> {
+    use tonic::transport::{Certificate, ClientTlsConfig, Identity};
+    let read = |path: &std::path::Path| {
+        std::fs::read(path).map_err(|error| Failure::BadToken {
+            why: format!("cannot read {}: {error}", path.display()),
+        })
+    };
+    let Some(ca) = &conn.ca else {
+        return Ok(None);
+    };
+    let mut tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(read(ca)?));
+    if let (Some(cert), Some(key)) = (&conn.cert, &conn.key) {
+        tls = tls.identity(Identity::from_pem(read(cert)?, read(key)?));
+    }
+    Ok(Some(tls))
+}
+
 /// Connects to the node `conn` names, within [`CONNECT_TIMEOUT`].
 pub(super) async fn connect(conn: &Conn) -> Result<Node, Failure> {
-    let auth = match &conn.token {
-        Some(token) if !token.trim().is_empty() => {
-            let bearer = format!("Bearer {}", token.trim())
+    let auth = match credential(conn)? {
+        Some(token) => {
+            let bearer = format!("Bearer {token}")
                 .parse::<MetadataValue<Ascii>>()
                 .map_err(|error| Failure::BadToken {
                     why: error.to_string(),
@@ -154,10 +199,25 @@ pub(super) async fn connect(conn: &Conn) -> Result<Node, Failure> {
         addr: addr.to_owned(),
         why,
     };
-    let endpoint = Endpoint::from_shared(with_scheme(addr))
+    let tls = tls(conn)?;
+    let url = with_scheme(addr, tls.is_some());
+    let mut endpoint = Endpoint::from_shared(url.clone())
         .map_err(|error| unreachable(format!("not an address ({})", error_chain(&error))))?
         .connect_timeout(CONNECT_TIMEOUT)
         .tcp_nodelay(true);
+    match tls {
+        Some(tls) => {
+            endpoint = endpoint
+                .tls_config(tls)
+                .map_err(|error| unreachable(format!("TLS: {}", error_chain(&error))))?;
+        }
+        None if url.starts_with("https://") => {
+            return Err(unreachable(
+                "an https:// node's certificate is checked against a CA: pass --ca FILE (or BOXFLEET_CA)".into(),
+            ));
+        }
+        None => {}
+    }
     let channel = match tokio::time::timeout(CONNECT_TIMEOUT, endpoint.connect()).await {
         Err(_) => {
             return Err(unreachable(format!(
@@ -238,10 +298,13 @@ impl Node {
     }
 }
 
-/// An address with no scheme is taken as plain-text HTTP/2 (`127.0.0.1:7400`).
-fn with_scheme(addr: &str) -> String {
+/// An address with no scheme is taken as plain-text HTTP/2 (`127.0.0.1:7400`), or as TLS when
+/// a CA was given.
+fn with_scheme(addr: &str, tls: bool) -> String {
     if addr.contains("://") {
         addr.to_owned()
+    } else if tls {
+        format!("https://{addr}")
     } else {
         format!("http://{addr}")
     }
@@ -284,13 +347,16 @@ mod tests {
         assert!(
             denied
                 .to_string()
-                .contains("Pass --token or set BOXFLEET_TOKEN")
+                .contains("Pass --token, BOXFLEET_TOKEN or --token-file")
         );
     }
 
     #[test]
     fn small_helpers() {
-        assert_eq!(with_scheme("127.0.0.1:7400"), "http://127.0.0.1:7400");
-        assert_eq!(with_scheme("https://n:1"), "https://n:1");
+        assert_eq!(
+            with_scheme("127.0.0.1:7400", false),
+            "http://127.0.0.1:7400"
+        );
+        assert_eq!(with_scheme("https://n:1", false), "https://n:1");
     }
 }

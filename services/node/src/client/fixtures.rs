@@ -165,6 +165,7 @@ pub(super) fn a_full_record() -> boxfleet_cluster::record::RunRecord {
         first_lost_at: None,
         attempts: 0,
         first_failed_at: None,
+        given_by: None,
         conversation_key: None,
         partition: None,
     });

@@ -54,8 +54,14 @@ use crate::cli::Command;
 /// exits 1; only a command that is not a client command (`demo`, `node`, `validate`) is an `Err`.
 pub async fn run(command: Command) -> anyhow::Result<i32> {
     let result = match command {
-        Command::Demo(_) | Command::Node(_) | Command::Validate { .. } => {
-            bail!("demo, node and validate run in this process; they are not client commands")
+        Command::Demo(_)
+        | Command::Node(_)
+        | Command::Validate { .. }
+        | Command::Token(_)
+        | Command::Keyring(_) => {
+            bail!(
+                "demo, node, validate, token and keyring run in this process; they are not client commands"
+            )
         }
         Command::Launch(args) => launch::launch(&args).await,
         Command::Runs(args) => show::runs(&args).await,

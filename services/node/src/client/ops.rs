@@ -106,6 +106,8 @@ fn node_json(info: &NodeInfo) -> Value {
         "host": info.host,
         "draining": info.draining,
         "seats": info.seats,
+        "insecure": info.insecure,
+        "tls": info.tls,
     })
 }
 
@@ -113,12 +115,16 @@ fn nodes_table(nodes: &[NodeInfo]) -> String {
     let rows: Vec<Vec<String>> = nodes
         .iter()
         .map(|info| {
-            let state = if info.draining { "draining" } else { "live" };
+            let mut state = if info.draining { "draining" } else { "live" }.to_owned();
+            if info.insecure {
+                // it listens beyond loopback without TLS: say so wherever the fleet is listed
+                state.push_str(", insecure (no TLS)");
+            }
             [
                 &info.node,
                 &info.addr,
                 &info.host,
-                state,
+                &state,
                 &info.seats.to_string(),
                 &info.incarnation,
                 &info.started_at,
@@ -276,15 +282,26 @@ mod tests {
             host: "h".to_owned(),
             draining: true,
             seats: 2,
+            insecure: false,
+            tls: false,
         };
         assert_eq!(
             pretty(&json!({"nodes": [node_json(&node)]})),
             PIN_NODES_JSON
         );
         assert_eq!(
-            nodes_table(&[node]),
+            nodes_table(std::slice::from_ref(&node)),
             "NODE    ADDR           HOST  STATE     SEATS  INCARNATION  STARTED  BUILD\n\
              node-a  10.0.0.2:7400  h     draining  2      node-a-1     s        0.1.0\n"
+        );
+        let open = NodeInfo {
+            insecure: true,
+            draining: false,
+            ..node
+        };
+        assert!(
+            nodes_table(&[open]).contains("live, insecure (no TLS)"),
+            "a node that listens without TLS says so"
         );
         let seat = SeatInfo {
             seat: "alice".to_owned(),
@@ -319,7 +336,7 @@ mod tests {
         assert_eq!(pretty(&tree_json(&tree)), PIN_TREE_JSON);
     }
 
-    const PIN_NODES_JSON: &str = "{\n  \"nodes\": [\n    {\n      \"addr\": \"10.0.0.2:7400\",\n      \"build\": \"0.1.0\",\n      \"draining\": true,\n      \"host\": \"h\",\n      \"incarnation\": \"node-a-1\",\n      \"node\": \"node-a\",\n      \"seats\": 2,\n      \"started_at\": \"s\"\n    }\n  ]\n}";
+    const PIN_NODES_JSON: &str = "{\n  \"nodes\": [\n    {\n      \"addr\": \"10.0.0.2:7400\",\n      \"build\": \"0.1.0\",\n      \"draining\": true,\n      \"host\": \"h\",\n      \"incarnation\": \"node-a-1\",\n      \"insecure\": false,\n      \"node\": \"node-a\",\n      \"seats\": 2,\n      \"started_at\": \"s\",\n      \"tls\": false\n    }\n  ]\n}";
 
     const PIN_SEATS_JSON: &str = "{\n  \"seats\": [\n    {\n      \"active_runs\": 1,\n      \"awaiting\": 2,\n      \"epoch\": 4,\n      \"holder_node\": \"node-a\",\n      \"inbox\": 3,\n      \"incarnation\": \"node-a-1\",\n      \"seat\": \"alice\"\n    }\n  ]\n}";
 

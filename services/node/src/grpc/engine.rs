@@ -12,9 +12,36 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status as GrpcStatus};
 use tracing::warn;
 
+use boxfleet_auth::Call;
+
+use super::inputs;
 use super::runs::Stream_;
 use super::status::none_if_empty;
-use crate::engine::Engines;
+use crate::engines::Engines;
+use crate::trust::{authorize, principal_of};
+
+/// Whether engine `id` may send `message`: an ack or defer of a seat it serves, a take or a
+/// settle of a run of a seat it serves.
+async fn engine_may(engines: &Engines, id: u64, message: &pb::EngineUp) -> Result<(), String> {
+    let seat = match &message.msg {
+        Some(pb::engine_up::Msg::Ack(ack)) => ack.seat.clone(),
+        Some(pb::engine_up::Msg::Defer(defer)) => defer.seat.clone(),
+        Some(pb::engine_up::Msg::Take(pb::Take { turn_id, .. }))
+        | Some(pb::engine_up::Msg::Settle(pb::Settle { turn_id, .. })) => {
+            match engines.coordinator().runs.read(turn_id).await {
+                Ok(Some(run)) => run.record.seat,
+                Ok(None) => return Ok(()),
+                Err(error) => return Err(format!("run {turn_id} could not be read: {error}")),
+            }
+        }
+        Some(pb::engine_up::Msg::Hello(_)) | None => return Ok(()),
+    };
+    if engines.serves(id, &seat) {
+        Ok(())
+    } else {
+        Err(format!("seat {seat} is not this engine's"))
+    }
+}
 
 /// The Engine service.
 #[derive(Debug)]
@@ -66,6 +93,7 @@ impl pb::engine_server::Engine for EngineService {
         &self,
         request: Request<tonic::Streaming<pb::EngineUp>>,
     ) -> Result<Response<Self::AttachStream>, GrpcStatus> {
+        let caller = principal_of(&request)?;
         let mut up = request.into_inner();
         let hello = match up.message().await? {
             Some(pb::EngineUp {
@@ -77,12 +105,27 @@ impl pb::engine_server::Engine for EngineService {
                 ));
             }
         };
+        for seat in &hello.seats {
+            inputs::id("hello.seats", seat)?;
+        }
+        authorize(
+            &caller,
+            &Call::Attach {
+                seats: &hello.seats,
+            },
+            &format!("engine={} seats={}", hello.engine, hello.seats.join(",")),
+        )?;
         let (down_tx, down_rx) = mpsc::channel::<EngineDown>(256);
         let engines = self.engines.clone();
-        let id = engines.attach(hello.engine.clone(), down_tx);
-        // anything waiting on the seats is offered to the new engine
+        let id = engines
+            .attach(hello.engine.clone(), caller, hello.seats.clone(), down_tx)
+            .map_err(GrpcStatus::failed_precondition)?;
+        engines.send_waiting(id);
+        // anything waiting on the seats it serves is offered to the new engine
         for fence in engines.coordinator().held_seats() {
-            engines.coordinator().pump(&fence.seat).await;
+            if engines.serves(id, &fence.seat) {
+                engines.coordinator().pump(&fence.seat).await;
+            }
         }
         tokio::spawn(async move {
             let coordinator = engines.coordinator().clone();
@@ -95,13 +138,19 @@ impl pb::engine_server::Engine for EngineService {
                         break;
                     }
                 };
+                if let Err(refusal) = engine_may(&engines, id, &message).await {
+                    warn!(engine = id, %refusal, "engine_message_refused");
+                    continue;
+                }
                 let result = match message.msg {
                     Some(pb::engine_up::Msg::Ack(ack)) => {
+                        engines.holds_turn(id, &ack.seat, &ack.delivery_id);
                         coordinator
                             .turn_done(&ack.seat, &ack.delivery_id, true)
                             .await
                     }
                     Some(pb::engine_up::Msg::Defer(defer)) => {
+                        engines.holds_turn(id, &defer.seat, &defer.delivery_id);
                         coordinator
                             .turn_done(&defer.seat, &defer.delivery_id, false)
                             .await
@@ -109,12 +158,12 @@ impl pb::engine_server::Engine for EngineService {
                     Some(pb::engine_up::Msg::Take(take)) => {
                         let taken = coordinator.take(&take.turn_id, &take.launch_id).await;
                         if taken.is_ok() {
-                            engines.taken(&take.turn_id);
+                            engines.taken(id, &take.turn_id);
                         }
                         taken
                     }
                     Some(pb::engine_up::Msg::Settle(settle)) => {
-                        engines.taken(&settle.turn_id);
+                        engines.taken(id, &settle.turn_id);
                         let outcome = match settle.outcome {
                             Some(pb::settle::Outcome::Finished(f)) => {
                                 lifecycle::Settle::Finished { reply: f.reply }

@@ -4,15 +4,20 @@
 
 use std::sync::Arc;
 
-use boxfleet_actors::lifecycle::{self, AnswerOutcome, Coordinator, LaunchOutcome, RefusalClass};
+use boxfleet_actors::lifecycle::{
+    self, AnswerOutcome, Answerer, Coordinator, LaunchOutcome, RefusalClass,
+};
 use boxfleet_actors::names::NodeRefs;
 use boxfleet_actors::tail::TailMsg;
+use boxfleet_auth::{Call, Principal, Role};
 use boxfleet_cluster::inbox::{Delivery, Enqueued};
 use boxfleet_cluster::record::Status;
 use boxfleet_proto::v1 as pb;
 use tonic::{Response, Status as GrpcStatus};
 
+use super::inputs;
 use super::status::{none_if_empty, status};
+use crate::trust::authorize;
 
 /// The calls about a seat, answered here.
 #[derive(Debug, Clone)]
@@ -32,10 +37,34 @@ fn parse_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>, GrpcStatus> {
 }
 
 impl Local {
+    /// A launch for `caller`. A person's launch records them as its requester (so a question
+    /// to `requester` is put to them); an engine or an admin names the requester of the turn
+    /// it launches for.
     pub(crate) async fn launch_here(
         &self,
+        caller: &Principal,
         r: pb::LaunchRequest,
     ) -> Result<Response<pb::LaunchReply>, GrpcStatus> {
+        inputs::launch(&r)?;
+        authorize(
+            caller,
+            &Call::Launch { seat: &r.seat },
+            &format!("seat={}", r.seat),
+        )?;
+        let requester = match caller.role {
+            Role::Engine | Role::Admin => {
+                none_if_empty(r.requester).or_else(|| Some(caller.subject.clone()))
+            }
+            _ if r.requester.is_empty() || r.requester == caller.subject => {
+                Some(caller.subject.clone())
+            }
+            _ => {
+                return Err(GrpcStatus::permission_denied(format!(
+                    "permission denied: {} launches as itself; only an engine or an admin names another requester ({})",
+                    caller.subject, r.requester
+                )));
+            }
+        };
         let launch = lifecycle::LaunchRequest {
             seat: r.seat,
             turn_id: none_if_empty(r.turn_id),
@@ -43,7 +72,7 @@ impl Local {
             brief: r.brief,
             task: r.task,
             conversation: r.conversation,
-            requester: none_if_empty(r.requester),
+            requester,
             work_item: none_if_empty(r.work_item),
             conversation_key: none_if_empty(r.conversation_key),
             partition: none_if_empty(r.partition),
@@ -54,6 +83,7 @@ impl Local {
             timeout_seconds: (r.timeout_seconds > 0).then_some(r.timeout_seconds),
             owes_answer: r.owes_answer,
             trace: none_if_empty(r.trace),
+            env: Default::default(),
         };
         let outcome = match self.coordinator.launch(launch).await {
             LaunchOutcome::Launched {
@@ -83,10 +113,33 @@ impl Local {
         }))
     }
 
+    /// A message into a seat's inbox from `caller`. A person's message is from them (it may
+    /// answer a question of theirs on its conversation); an engine or an admin relays a
+    /// message from whoever wrote it.
     pub(crate) async fn deliver_here(
         &self,
+        caller: &Principal,
         r: pb::DeliverRequest,
     ) -> Result<Response<pb::DeliverReply>, GrpcStatus> {
+        inputs::deliver(&r)?;
+        authorize(
+            caller,
+            &Call::Deliver { seat: &r.seat },
+            &format!("seat={}", r.seat),
+        )?;
+        let from = match caller.role {
+            Role::Engine | Role::Admin if !r.from.is_empty() => r.from.clone(),
+            Role::Engine | Role::Admin => "operator".into(),
+            _ if r.from.is_empty() || r.from == "operator" || r.from == caller.subject => {
+                caller.subject.clone()
+            }
+            _ => {
+                return Err(GrpcStatus::permission_denied(format!(
+                    "permission denied: {} delivers as itself; only an engine or an admin relays a message from {}",
+                    caller.subject, r.from
+                )));
+            }
+        };
         let delivery_id = if r.delivery_id.is_empty() {
             format!("msg-{}", uuid::Uuid::new_v4().simple())
         } else {
@@ -96,11 +149,7 @@ impl Local {
             delivery_id: delivery_id.clone(),
             conversation_key: none_if_empty(r.conversation_key),
             partition: none_if_empty(r.partition),
-            from: if r.from.is_empty() {
-                "operator".into()
-            } else {
-                r.from
-            },
+            from,
             text: r.text,
             posted_at: parse_time(&r.posted_at)?,
         };
@@ -123,9 +172,11 @@ impl Local {
 
     pub(crate) async fn tail_here(
         &self,
+        caller: &Principal,
         r: pb::TailRequest,
     ) -> Result<Response<pb::TailReply>, GrpcStatus> {
         use pb::tail_reply::Outcome;
+        inputs::tail(&r)?;
         let reply = |outcome: Outcome, detail: String| pb::TailReply {
             outcome: outcome as i32,
             detail,
@@ -138,12 +189,20 @@ impl Local {
             .await
             .map_err(status)?
         else {
+            authorize(caller, &Call::Tail { seat: None }, "")?;
             return Ok(Response::new(reply(
                 Outcome::NotRunning,
                 "collected".into(),
             )));
         };
         let record = run.record;
+        authorize(
+            caller,
+            &Call::Tail {
+                seat: Some(&record.seat),
+            },
+            "",
+        )?;
         if !r.launch_id.is_empty() && r.launch_id != record.launch_id {
             return Ok(Response::new(reply(
                 Outcome::NotRunning,
@@ -209,21 +268,54 @@ impl Local {
         }
     }
 
+    /// An answer to a run's question by name, from `caller`: as the caller, or — an admin
+    /// only — on somebody's behalf (both recorded). Who may answer is the spec's answer
+    /// authority (the run's requester, whoever leads its seat, an admin; never a seat).
     pub(crate) async fn answer_here(
         &self,
+        caller: &Principal,
         r: pb::AnswerRequest,
     ) -> Result<Response<pb::AnswerReply>, GrpcStatus> {
+        inputs::answer(&r)?;
         if r.text.trim().is_empty() {
             return Err(GrpcStatus::invalid_argument("an answer needs --text"));
         }
-        let from = if r.as_whom.is_empty() {
-            "operator".into()
+        let seat = self
+            .coordinator
+            .runs
+            .read(&r.turn_id)
+            .await
+            .map_err(status)?
+            .map(|run| run.record.seat);
+        authorize(
+            caller,
+            &Call::Answer {
+                seat: seat.as_deref(),
+            },
+            &format!("turn_id={} launch_id={}", r.turn_id, r.launch_id),
+        )?;
+        let admin = caller.role == Role::Admin;
+        let answerer = if r.as_whom.is_empty() || r.as_whom == caller.subject {
+            Answerer {
+                from: caller.subject.clone(),
+                given_by: None,
+                admin,
+            }
+        } else if admin {
+            Answerer {
+                from: r.as_whom.clone(),
+                given_by: Some(caller.subject.clone()),
+                admin,
+            }
         } else {
-            r.as_whom
+            return Err(GrpcStatus::permission_denied(format!(
+                "permission denied: {} answers as itself; only an admin answers on {}'s behalf",
+                caller.subject, r.as_whom
+            )));
         };
         let outcome = self
             .coordinator
-            .answer(&r.turn_id, &r.launch_id, &r.text, &from)
+            .answer(&r.turn_id, &r.launch_id, &r.text, &answerer)
             .await
             .map_err(status)?;
         let detail = match &outcome {

@@ -13,6 +13,7 @@
 
 mod engine;
 mod fleet;
+mod inputs;
 mod local;
 mod ops;
 mod runs;
@@ -26,8 +27,11 @@ use boxfleet_proto::v1 as pb;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
-use crate::engine::Engines;
+use tonic::service::interceptor::InterceptedService;
+
+use crate::engines::Engines;
 use crate::routing::Peers;
+use crate::trust::Trust;
 use engine::EngineService;
 use fleet::FleetService;
 use local::Local;
@@ -49,6 +53,8 @@ pub struct ApiArgs {
     pub errors: Arc<Observed>,
     /// the root supervisor's name, for Ops.Tree
     pub root: String,
+    /// the keyring every call is checked against, and the node's TLS
+    pub trust: Arc<Trust>,
 }
 
 #[derive(Debug)]
@@ -125,7 +131,8 @@ async fn serve(
         .set_serving::<pb::fleet_server::FleetServer<FleetService>>()
         .await;
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-    let peers = Arc::new(Peers::default());
+    let trust = args.trust.clone();
+    let peers = Arc::new(Peers::new(trust.clone()));
     args.coordinator
         .set_fleet_link(Arc::new(crate::fleet_link::Link {
             coordinator: Arc::downgrade(&args.coordinator),
@@ -138,20 +145,43 @@ async fn serve(
         local: local.clone(),
         peers: peers.clone(),
     });
-    tonic::transport::Server::builder()
+    let fleet = FleetService {
+        local,
+        trust: trust.clone(),
+        mutual_tls: trust.client_tls().is_some(),
+    };
+    let mut server = tonic::transport::Server::builder();
+    if let Some(tls) = trust.server_tls() {
+        server = server.tls_config(tls)?;
+    }
+    // every surface but health and reflection is behind the credential check
+    let checked = trust.interceptor();
+    server
         .add_service(health)
         .add_service(reflection)
-        .add_service(pb::runs_server::RunsServer::from_arc(runs.clone()))
-        .add_service(pb::fleet_server::FleetServer::new(FleetService { local }))
-        .add_service(pb::engine_server::EngineServer::new(EngineService {
-            engines: args.engines.clone(),
-        }))
-        .add_service(pb::ops_server::OpsServer::new(OpsService {
-            peers,
-            coordinator: args.coordinator.clone(),
-            errors: args.errors.clone(),
-            root: args.root.clone(),
-        }))
+        .add_service(InterceptedService::new(
+            pb::runs_server::RunsServer::from_arc(runs.clone()),
+            checked.clone(),
+        ))
+        .add_service(pb::fleet_server::FleetServer::with_interceptor(
+            fleet,
+            checked.clone(),
+        ))
+        .add_service(pb::engine_server::EngineServer::with_interceptor(
+            EngineService {
+                engines: args.engines.clone(),
+            },
+            checked.clone(),
+        ))
+        .add_service(pb::ops_server::OpsServer::with_interceptor(
+            OpsService {
+                peers,
+                coordinator: args.coordinator.clone(),
+                errors: args.errors.clone(),
+                root: args.root.clone(),
+            },
+            checked,
+        ))
         .serve_with_incoming_shutdown(incoming, cancel.cancelled_owned())
         .await?;
     Ok(())

@@ -11,8 +11,11 @@ use boxfleet_cluster::seat;
 use boxfleet_proto::v1 as pb;
 use tonic::{Request, Response, Status as GrpcStatus};
 
+use boxfleet_auth::Call;
+
 use super::status::status;
 use crate::routing::{OWNER_TAIL_BUDGET, Peers, forwarded};
+use crate::trust::{authorize, bearer, principal_of};
 
 /// The Ops service.
 #[derive(Debug)]
@@ -97,6 +100,11 @@ impl pb::ops_server::Ops for OpsService {
         &self,
         request: Request<pb::TreeRequest>,
     ) -> Result<Response<pb::TreeReply>, GrpcStatus> {
+        let caller = principal_of(&request)?;
+        authorize(&caller, &Call::Tree, "")?;
+        let token = bearer(request.metadata(), "authorization")
+            .unwrap_or_default()
+            .to_owned();
         let mut reply = self.own_tree().await?;
         if !request.into_inner().fleet {
             return Ok(Response::new(reply));
@@ -109,25 +117,28 @@ impl pb::ops_server::Ops for OpsService {
         let asks = nodes
             .into_iter()
             .filter(|n| n.node != self.coordinator.node)
-            .map(|n| async move {
-                let asked = match self.peers.ops(&n.node, &n.addr) {
-                    Ok(mut ops) => tokio::time::timeout(
-                        OWNER_TAIL_BUDGET,
-                        ops.tree(pb::TreeRequest::default()),
-                    )
-                    .await
-                    .map_err(|_| "did not answer inside 2 s".to_owned())
-                    .and_then(|r| r.map_err(|e| e.message().to_owned())),
-                    Err(error) => Err(error.message().to_owned()),
-                };
-                match asked {
-                    Ok(tree) => tree.into_inner().roots,
-                    Err(error) => vec![pb::ActorInfo {
-                        name: format!("node/{}", n.node),
-                        state: "silent".into(),
-                        last_error: error,
-                        ..pb::ActorInfo::default()
-                    }],
+            .map(|n| {
+                let token = &token;
+                async move {
+                    let asked = match self.peers.ops(&n.node, &n.addr, token) {
+                        Ok(mut ops) => tokio::time::timeout(
+                            OWNER_TAIL_BUDGET,
+                            ops.tree(pb::TreeRequest::default()),
+                        )
+                        .await
+                        .map_err(|_| "did not answer inside 2 s".to_owned())
+                        .and_then(|r| r.map_err(|e| e.message().to_owned())),
+                        Err(error) => Err(error.message().to_owned()),
+                    };
+                    match asked {
+                        Ok(tree) => tree.into_inner().roots,
+                        Err(error) => vec![pb::ActorInfo {
+                            name: format!("node/{}", n.node),
+                            state: "silent".into(),
+                            last_error: error,
+                            ..pb::ActorInfo::default()
+                        }],
+                    }
                 }
             });
         for roots in futures::future::join_all(asks).await {
@@ -137,8 +148,9 @@ impl pb::ops_server::Ops for OpsService {
     }
     async fn nodes(
         &self,
-        _request: Request<pb::NodesRequest>,
+        request: Request<pb::NodesRequest>,
     ) -> Result<Response<pb::NodesReply>, GrpcStatus> {
+        authorize(&principal_of(&request)?, &Call::Nodes, "")?;
         let store = self.coordinator.store.as_ref();
         let keys = &self.coordinator.keys;
         let nodes = seat::nodes(store, keys).await.map_err(status)?;
@@ -158,6 +170,8 @@ impl pb::ops_server::Ops for OpsService {
                     build: n.build,
                     host: n.host,
                     draining: n.draining,
+                    insecure: n.insecure,
+                    tls: n.tls,
                 })
                 .collect(),
         }))
@@ -165,8 +179,9 @@ impl pb::ops_server::Ops for OpsService {
 
     async fn seats(
         &self,
-        _request: Request<pb::SeatsRequest>,
+        request: Request<pb::SeatsRequest>,
     ) -> Result<Response<pb::SeatsReply>, GrpcStatus> {
+        authorize(&principal_of(&request)?, &Call::Seats, "")?;
         let coordinator = &self.coordinator;
         let held = seat::holders(coordinator.store.as_ref(), &coordinator.keys)
             .await
@@ -212,7 +227,12 @@ impl pb::ops_server::Ops for OpsService {
         &self,
         request: Request<pb::DrainRequest>,
     ) -> Result<Response<pb::DrainReply>, GrpcStatus> {
+        let caller = principal_of(&request)?;
+        let token = bearer(request.metadata(), "authorization")
+            .unwrap_or_default()
+            .to_owned();
         let node = request.into_inner().node;
+        authorize(&caller, &Call::Drain, &format!("node={node}"))?;
         let coordinator = &self.coordinator;
         if !node.is_empty() && node != coordinator.node {
             // asked of another node: pass it to that node
@@ -224,7 +244,7 @@ impl pb::ops_server::Ops for OpsService {
                     "no live node {node}: `boxfleet nodes` lists the live ones"
                 )));
             };
-            let mut ops = self.peers.ops(&target.node, &target.addr)?;
+            let mut ops = self.peers.ops(&target.node, &target.addr, &token)?;
             return ops
                 .drain(pb::DrainRequest { node })
                 .await

@@ -14,9 +14,13 @@ use boxfleet_proto::v1 as pb;
 use futures::{Stream, StreamExt};
 use tonic::{Request, Response, Status as GrpcStatus};
 
+use boxfleet_auth::{Call, Principal};
+
+use super::inputs;
 use super::local::Local;
 use super::status::status;
 use crate::routing::{OWNER_TAIL_BUDGET, Peers, Route, forwarded};
+use crate::trust::{bearer, denied, principal_of};
 
 pub(crate) type Stream_<T> = Pin<Box<dyn Stream<Item = Result<T, GrpcStatus>> + Send>>;
 
@@ -49,6 +53,22 @@ impl RunsService {
     }
 }
 
+/// The caller a request's credential names (the interceptor verified it), and the credential
+/// itself, which a call forwarded to the seat's holder carries for the caller.
+fn caller_of<T>(request: &Request<T>) -> Result<(Principal, String), GrpcStatus> {
+    let principal = principal_of(request)?;
+    let token = bearer(request.metadata(), "authorization")
+        .unwrap_or_default()
+        .to_owned();
+    Ok((principal, token))
+}
+
+/// The caller's role may make `call` at all (its seat scope is checked where the seat is
+/// known): refused here, before a hop to another node.
+fn may(caller: &Principal, call: &Call<'_>) -> Result<(), GrpcStatus> {
+    boxfleet_auth::authorize(caller, call).map_err(denied)
+}
+
 fn event_json(stored: &events::Stored) -> String {
     let mut value = serde_json::to_value(&stored.event).unwrap_or_default();
     if let Some(object) = value.as_object_mut() {
@@ -75,11 +95,14 @@ impl pb::runs_server::Runs for RunsService {
         &self,
         request: Request<pb::LaunchRequest>,
     ) -> Result<Response<pb::LaunchReply>, GrpcStatus> {
+        let (caller, token) = caller_of(&request)?;
         let r = request.into_inner();
+        inputs::launch(&r)?;
+        may(&caller, &Call::Launch { seat: &r.seat })?;
         match self.route(&r.seat).await? {
-            Route::Here => self.local.launch_here(r).await,
+            Route::Here => self.local.launch_here(&caller, r).await,
             Route::There { node, addr } => {
-                let mut peer = self.peers.client(&node, &addr)?;
+                let mut peer = self.peers.client(&node, &addr, Some(&token))?;
                 peer.seat_launch(r).await.map_err(|e| forwarded(&node, e))
             }
         }
@@ -89,11 +112,14 @@ impl pb::runs_server::Runs for RunsService {
         &self,
         request: Request<pb::DeliverRequest>,
     ) -> Result<Response<pb::DeliverReply>, GrpcStatus> {
+        let (caller, token) = caller_of(&request)?;
         let r = request.into_inner();
+        inputs::deliver(&r)?;
+        may(&caller, &Call::Deliver { seat: &r.seat })?;
         match self.route(&r.seat).await? {
-            Route::Here => self.local.deliver_here(r).await,
+            Route::Here => self.local.deliver_here(&caller, r).await,
             Route::There { node, addr } => {
-                let mut peer = self.peers.client(&node, &addr)?;
+                let mut peer = self.peers.client(&node, &addr, Some(&token))?;
                 peer.seat_deliver(r).await.map_err(|e| forwarded(&node, e))
             }
         }
@@ -103,11 +129,14 @@ impl pb::runs_server::Runs for RunsService {
         &self,
         request: Request<pb::AnswerRequest>,
     ) -> Result<Response<pb::AnswerReply>, GrpcStatus> {
+        let (caller, token) = caller_of(&request)?;
         let r = request.into_inner();
+        inputs::answer(&r)?;
+        may(&caller, &Call::Answer { seat: None })?;
         match self.route_turn(&r.turn_id).await? {
-            Route::Here => self.local.answer_here(r).await,
+            Route::Here => self.local.answer_here(&caller, r).await,
             Route::There { node, addr } => {
-                let mut peer = self.peers.client(&node, &addr)?;
+                let mut peer = self.peers.client(&node, &addr, Some(&token))?;
                 peer.seat_answer(r).await.map_err(|e| forwarded(&node, e))
             }
         }
@@ -117,13 +146,16 @@ impl pb::runs_server::Runs for RunsService {
         &self,
         request: Request<pb::TailRequest>,
     ) -> Result<Response<pb::TailReply>, GrpcStatus> {
+        let (caller, token) = caller_of(&request)?;
         let r = request.into_inner();
+        inputs::tail(&r)?;
+        may(&caller, &Call::Tail { seat: None })?;
         let (node, addr) = match self.route_turn(&r.turn_id).await? {
-            Route::Here => return self.local.tail_here(r).await,
+            Route::Here => return self.local.tail_here(&caller, r).await,
             Route::There { node, addr } => (node, addr),
         };
         // the owner answers inside the asker's budget, or the asker says it was silent
-        let mut peer = self.peers.client(&node, &addr)?;
+        let mut peer = self.peers.client(&node, &addr, Some(&token))?;
         let mut ask = Request::new(r);
         ask.set_timeout(OWNER_TAIL_BUDGET);
         match tokio::time::timeout(OWNER_TAIL_BUDGET, peer.owner_tail(ask)).await {
@@ -150,7 +182,10 @@ impl pb::runs_server::Runs for RunsService {
         &self,
         request: Request<pb::GetRequest>,
     ) -> Result<Response<pb::GetReply>, GrpcStatus> {
+        let caller = principal_of(&request)?;
         let turn_id = request.into_inner().turn_id;
+        inputs::turn("turn_id", &turn_id)?;
+        may(&caller, &Call::Get { seat: None })?;
         let record = self
             .local
             .coordinator
@@ -167,6 +202,22 @@ impl pb::runs_server::Runs for RunsService {
         .map_err(status)?;
         let mut phase_records_json = Vec::new();
         let mut events_json = Vec::new();
+        // a seat-scoped credential reads its seats' runs alone
+        let seat = record
+            .as_ref()
+            .map(|run| run.record.seat.clone())
+            .or_else(|| {
+                stored
+                    .iter()
+                    .find(|s| s.event.turn_id == turn_id)
+                    .map(|s| s.event.seat.clone())
+            });
+        may(
+            &caller,
+            &Call::Get {
+                seat: seat.as_deref(),
+            },
+        )?;
         for event in stored.iter().filter(|s| s.event.turn_id == turn_id) {
             if event.event.kind == events::kind::PHASE_COMPLETED {
                 phase_records_json.push(event_json(event));
@@ -189,6 +240,8 @@ impl pb::runs_server::Runs for RunsService {
         &self,
         request: Request<pb::BoardRequest>,
     ) -> Result<Response<pb::BoardReply>, GrpcStatus> {
+        let caller = principal_of(&request)?;
+        may(&caller, &Call::Board)?;
         let audience = request.into_inner().audience;
         let Some(board) = ractor::ActorRef::<BoardMsg>::where_is(
             NodeRefs::new(self.local.coordinator.node.clone()).board(),
@@ -210,6 +263,8 @@ impl pb::runs_server::Runs for RunsService {
         };
         let entries = rows
             .into_iter()
+            // a seat-scoped credential sees its seats' runs alone
+            .filter(|record| caller.covers(&record.seat))
             .map(|record| pb::BoardEntry {
                 turn_id: record.turn_id.clone(),
                 role: record.role.clone().unwrap_or_default(),
@@ -250,15 +305,19 @@ impl pb::runs_server::Runs for RunsService {
         &self,
         request: Request<pb::EventsRequest>,
     ) -> Result<Response<Self::EventsStream>, GrpcStatus> {
+        let caller = principal_of(&request)?;
+        may(&caller, &Call::Events)?;
         let r = request.into_inner();
         let store = self.local.coordinator.store.clone();
         let keys = self.local.coordinator.keys.clone();
         let range = store.range(&keys.events()).await.map_err(status)?;
+        // a seat-scoped credential reads its seats' events alone
         let mut backlog: Vec<events::Stored> = range
             .kvs
             .iter()
             .filter(|kv| kv.create_revision >= r.from_revision)
             .filter_map(|kv| events::from_watch(kv).ok())
+            .filter(|stored| caller.covers(&stored.event.seat))
             .collect();
         backlog.sort_by_key(|stored| stored.revision);
         let backlog = futures::stream::iter(backlog.into_iter().map(|s| Ok(event_message(&s))));
@@ -269,15 +328,19 @@ impl pb::runs_server::Runs for RunsService {
             .watch(&keys.events(), range.revision + 1)
             .await
             .map_err(status)?;
-        let live = watch.filter_map(|event| async move {
-            match event {
-                Ok(WatchEvent::Put(kv)) if kv.version == 1 => {
-                    events::from_watch(&kv).ok().map(|s| Ok(event_message(&s)))
+        let live = watch.filter_map(move |event| {
+            let caller = caller.clone();
+            async move {
+                match event {
+                    Ok(WatchEvent::Put(kv)) if kv.version == 1 => events::from_watch(&kv)
+                        .ok()
+                        .filter(|s| caller.covers(&s.event.seat))
+                        .map(|s| Ok(event_message(&s))),
+                    Ok(_) => None,
+                    Err(error) => Some(Err(GrpcStatus::unavailable(format!(
+                        "the events watch broke: {error}; resume from your last revision + 1"
+                    )))),
                 }
-                Ok(_) => None,
-                Err(error) => Some(Err(GrpcStatus::unavailable(format!(
-                    "the events watch broke: {error}; resume from your last revision + 1"
-                )))),
             }
         });
         Ok(Response::new(Box::pin(backlog.chain(live))))

@@ -1,0 +1,155 @@
+//! The built-in engine (DESIGN §8.3): boxfleet useful with no engine at all. A delivery
+//! becomes a `command` launch whose command is the message; a resume with findings settles the
+//! turn and publishes the findings as the turn's reply event; a resume with an answer
+//! relaunches into the same box with the answer in `BOXFLEET_ANSWER`; a re-seed relaunches in a
+//! new box.
+
+use std::collections::BTreeMap;
+
+use boxfleet_actors::lifecycle::{
+    self, EngineDown, LaunchOutcome, LaunchRequest, RefusalClass, Resume, ResumeKind, Settle,
+};
+use boxfleet_cluster::events::{self, Event};
+use boxfleet_cluster::store::{Op, Txn};
+use tracing::{info, warn};
+
+use super::Engines;
+
+impl Engines {
+    /// The built-in engine's handling of one piece of work.
+    pub(super) async fn builtin(&self, work: EngineDown) {
+        match work {
+            EngineDown::Turn { seat, delivery } => {
+                let request = LaunchRequest {
+                    seat: seat.clone(),
+                    brief: delivery.text.clone(),
+                    task: delivery.text.clone(),
+                    runner: "command".into(),
+                    command: Some(delivery.text.clone()),
+                    requester: Some(delivery.from.clone()),
+                    conversation_key: delivery.conversation_key.clone(),
+                    partition: delivery.partition.clone(),
+                    owes_answer: true,
+                    ..LaunchRequest::default()
+                };
+                let worked = match self.coordinator.launch(request).await {
+                    LaunchOutcome::Launched { turn_id, .. } => {
+                        info!(seat, turn_id, "builtin_engine_launched");
+                        true
+                    }
+                    LaunchOutcome::Refused {
+                        class: RefusalClass::Unavailable,
+                        reason,
+                    } => {
+                        warn!(seat, reason, "builtin_engine_deferred");
+                        false
+                    }
+                    LaunchOutcome::Refused { reason, .. } => {
+                        warn!(seat, reason, "builtin_engine_refused");
+                        true
+                    }
+                };
+                if let Err(error) = self
+                    .coordinator
+                    .turn_done(&seat, &delivery.delivery_id, worked)
+                    .await
+                {
+                    warn!(seat, %error, "builtin_engine_ack_failed");
+                }
+            }
+            EngineDown::Resume(resume) => {
+                if let Err(error) = self.resume(*resume).await {
+                    warn!(%error, "builtin_engine_resume_failed");
+                }
+            }
+        }
+    }
+
+    async fn resume(&self, resume: Resume) -> Result<(), lifecycle::Error> {
+        let Resume {
+            turn_id,
+            launch_id,
+            kind,
+            conversation,
+            reply,
+            question,
+            command,
+            succeeded,
+            seat,
+            branch,
+            ..
+        } = resume;
+        // a test failpoint: the first resume of this process is slow to be taken, as an
+        // engine's can be, so a scenario can hand the seat over while the resume is in flight
+        if boxfleet_actors::workers::failpoint_once("engine-resume-slow") {
+            tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+        }
+        self.coordinator.take(&turn_id, &launch_id).await?;
+        match kind {
+            ResumeKind::Findings => {
+                self.publish_reply(&turn_id, &launch_id, &seat, &reply, succeeded)
+                    .await;
+                self.coordinator
+                    .settle(&turn_id, &launch_id, Settle::Finished { reply })
+                    .await?;
+            }
+            ResumeKind::Answer | ResumeKind::Reseed => {
+                let question = question.unwrap_or_default();
+                let mut env = BTreeMap::new();
+                env.insert("BOXFLEET_ANSWER".to_owned(), reply.clone());
+                env.insert("BOXFLEET_QUESTION".to_owned(), question.clone());
+                if let Some(branch) = &branch {
+                    // a re-seeded box starts empty: the job checks its work out from here
+                    env.insert("BOXFLEET_BRANCH".to_owned(), branch.clone());
+                }
+                let relaunch = Settle::Relaunched {
+                    brief: format!("{question}\nThe answer: {reply}"),
+                    conversation,
+                    command,
+                    env,
+                };
+                self.coordinator
+                    .settle(&turn_id, &launch_id, relaunch)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The built-in engine's turn reply: the findings, as an event of the turn.
+    async fn publish_reply(
+        &self,
+        turn_id: &str,
+        launch_id: &str,
+        seat: &str,
+        reply: &str,
+        succeeded: bool,
+    ) {
+        let coordinator = &self.coordinator;
+        let now = chrono::Utc::now();
+        let event = Event::new(
+            events::kind::TURN_REPLIED,
+            &[turn_id, launch_id],
+            turn_id,
+            launch_id,
+            seat,
+            now,
+            serde_json::json!({ "reply": reply, "succeeded": succeeded }),
+        );
+        let lease = match self.retention.lease(coordinator.store.as_ref(), now).await {
+            Ok(lease) => lease,
+            Err(error) => {
+                warn!(turn_id, %error, "turn_reply_not_published");
+                return;
+            }
+        };
+        let (compare, put) = events::create(&coordinator.keys, &event, lease);
+        let txn = Txn::new()
+            .when([compare])
+            .and_then([put])
+            .or_else([Op::get(coordinator.keys.event(&event.id))]);
+        if let Err(error) = coordinator.store.txn(txn).await {
+            warn!(turn_id, %error, "turn_reply_not_published");
+        }
+    }
+}

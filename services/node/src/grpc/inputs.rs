@@ -1,0 +1,190 @@
+//! What a request may carry: every id in the one id grammar (`cluster::keys::id_problem`), and
+//! every string and byte field under a bound, refused as `INVALID_ARGUMENT` naming the field
+//! and the rule — before anything is routed, read or written, so a refused request changes
+//! nothing and is never retried as if the node were unavailable.
+//!
+//! The bounds leave room for what the record and the store must carry after them: a run's
+//! record holds the brief, the task and the conversation (base64) under etcd's 1.5 MiB request
+//! limit, and a box's environment takes an answer as one variable (under the kernel's 128 KiB
+//! per-string limit).
+
+use boxfleet_cluster::keys::id_problem;
+use boxfleet_proto::v1 as pb;
+use tonic::Status;
+
+/// A brief.
+pub const MAX_BRIEF_BYTES: usize = 256 * 1024;
+/// A task as the board shows it.
+pub const MAX_TASK_BYTES: usize = 16 * 1024;
+/// A `command` job's shell command.
+pub const MAX_COMMAND_BYTES: usize = 64 * 1024;
+/// The suspended conversation an engine hands over.
+pub const MAX_CONVERSATION_BYTES: usize = 1024 * 1024;
+/// A delivered message.
+pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
+/// An answer.
+pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
+/// A short field: a requester, a work item, a conversation key, a partition, a model, a runner,
+/// a name, an instant.
+pub const MAX_SHORT_BYTES: usize = 512;
+/// A trace context.
+pub const MAX_TRACE_BYTES: usize = 2048;
+
+fn refuse(field: &str, rule: String) -> Status {
+    Status::invalid_argument(format!("{field}: {rule}"))
+}
+
+/// An id field: required, in the id grammar.
+pub fn id(field: &str, value: &str) -> Result<(), Status> {
+    match id_problem(value) {
+        None => Ok(()),
+        Some(problem) => Err(refuse(
+            field,
+            format!(
+                "{problem}; an id is 1-128 ASCII letters, digits, '.', '_', '-', ':', '@' or '+', not starting with '.' or '-' and without '..'"
+            ),
+        )),
+    }
+}
+
+/// An id field that may be empty.
+pub fn optional_id(field: &str, value: &str) -> Result<(), Status> {
+    if value.is_empty() {
+        return Ok(());
+    }
+    id(field, value)
+}
+
+/// A text field under `max` bytes; `line` texts may hold no control characters at all.
+fn text(field: &str, value: &str, max: usize, line: bool) -> Result<(), Status> {
+    if value.len() > max {
+        return Err(refuse(
+            field,
+            format!("{} bytes is over its bound of {max}", value.len()),
+        ));
+    }
+    let bad = value.chars().find(|c| {
+        (c.is_control() && (line || !matches!(c, '\n' | '\t' | '\r'))) || is_bidi_control(*c)
+    });
+    if let Some(c) = bad {
+        return Err(refuse(
+            field,
+            format!("it holds the control character {c:?}, which no field may carry"),
+        ));
+    }
+    Ok(())
+}
+
+/// A bidi override or isolate: it makes a text read in another order than it is stored.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
+}
+
+/// A short one-line field.
+fn short(field: &str, value: &str) -> Result<(), Status> {
+    text(field, value, MAX_SHORT_BYTES, true)
+}
+
+pub fn launch(r: &pb::LaunchRequest) -> Result<(), Status> {
+    id("seat", &r.seat)?;
+    optional_id("turn_id", &r.turn_id)?;
+    text("brief", &r.brief, MAX_BRIEF_BYTES, false)?;
+    text("task", &r.task, MAX_TASK_BYTES, false)?;
+    text("command", &r.command, MAX_COMMAND_BYTES, false)?;
+    if r.conversation.len() > MAX_CONVERSATION_BYTES {
+        return Err(refuse(
+            "conversation",
+            format!(
+                "{} bytes is over its bound of {MAX_CONVERSATION_BYTES}",
+                r.conversation.len()
+            ),
+        ));
+    }
+    for (field, value) in [
+        ("requester", &r.requester),
+        ("work_item", &r.work_item),
+        ("conversation_key", &r.conversation_key),
+        ("partition", &r.partition),
+        ("runner", &r.runner),
+        ("model", &r.model),
+    ] {
+        short(field, value)?;
+    }
+    text("trace", &r.trace, MAX_TRACE_BYTES, true)
+}
+
+pub fn deliver(r: &pb::DeliverRequest) -> Result<(), Status> {
+    id("seat", &r.seat)?;
+    optional_id("delivery_id", &r.delivery_id)?;
+    text("text", &r.text, MAX_MESSAGE_BYTES, false)?;
+    for (field, value) in [
+        ("conversation_key", &r.conversation_key),
+        ("partition", &r.partition),
+        ("from", &r.from),
+        ("posted_at", &r.posted_at),
+    ] {
+        short(field, value)?;
+    }
+    Ok(())
+}
+
+pub fn answer(r: &pb::AnswerRequest) -> Result<(), Status> {
+    id("turn_id", &r.turn_id)?;
+    optional_id("launch_id", &r.launch_id)?;
+    text("text", &r.text, MAX_ANSWER_BYTES, false)?;
+    short("as_whom", &r.as_whom)
+}
+
+pub fn turn(field: &str, turn_id: &str) -> Result<(), Status> {
+    id(field, turn_id)
+}
+
+pub fn tail(r: &pb::TailRequest) -> Result<(), Status> {
+    id("turn_id", &r.turn_id)?;
+    optional_id("launch_id", &r.launch_id)?;
+    short("digest", &r.digest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_refused_naming_the_field_and_its_rule() {
+        let launch = |seat: &str, brief: String| pb::LaunchRequest {
+            seat: seat.into(),
+            brief,
+            ..pb::LaunchRequest::default()
+        };
+        assert!(super::launch(&launch("eng", "fix it\nplease".into())).is_ok());
+        let refused = super::launch(&launch("../etc", String::new())).expect_err("dots");
+        assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+        assert!(
+            refused.message().starts_with("seat: "),
+            "{}",
+            refused.message()
+        );
+        let spoof = super::launch(&launch("eng\u{202e}", String::new())).expect_err("bidi");
+        assert!(spoof.message().starts_with("seat: "));
+        let big = super::launch(&launch("eng", "x".repeat(MAX_BRIEF_BYTES + 1))).expect_err("big");
+        assert!(
+            big.message().contains("over its bound"),
+            "{}",
+            big.message()
+        );
+        let hidden = super::launch(&launch("eng", "ok\u{202e}drowssap".into())).expect_err("bidi");
+        assert!(hidden.message().starts_with("brief: "));
+        let answer = pb::AnswerRequest {
+            turn_id: "turn-1".into(),
+            text: "y".repeat(200 * 1024),
+            ..pb::AnswerRequest::default()
+        };
+        assert!(super::answer(&answer).is_err(), "a 200 KB answer");
+        let nul = pb::DeliverRequest {
+            seat: "eng".into(),
+            text: "a\0b".into(),
+            ..pb::DeliverRequest::default()
+        };
+        assert!(super::deliver(&nul).is_err());
+    }
+}
