@@ -29,6 +29,7 @@ pub mod fleet;
 pub mod grpc;
 pub mod node;
 pub mod proxy;
+pub mod tls;
 
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};

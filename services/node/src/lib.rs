@@ -21,9 +21,12 @@ pub fn main() -> ! {
     let cli = cli::Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_env("BOXFLEET_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // colour only on a terminal: a log redirected to a file or a collector reads as plain text
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .init();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
