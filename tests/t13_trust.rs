@@ -739,3 +739,120 @@ async fn three_nodes_over_mutual_tls_forward_and_collect_and_nothing_plain_gets_
         .expect_err("no client certificate");
     assert_eq!(refused.code(), Code::PermissionDenied, "{refused}");
 }
+
+/// An external engine that takes a turn and goes away without acking it: the turn is deferred
+/// (it keeps its place), and the next engine to attach for the seat is given it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_an_engine_took_and_never_acked_goes_to_the_next_engine() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("chart.yaml");
+    std::fs::write(&config, CHART).expect("chart");
+    let node = NodeProcess::start(
+        "engines",
+        dir.path(),
+        &["--config", config.to_str().expect("utf-8")],
+    );
+    let keyring = Keyring::load(&dir.path().join("keyring.json")).expect("the node's keyring");
+    let now = chrono::Utc::now();
+    let bot = keyring.issue("bot", Role::Engine, &["sink".into()], DAY, now);
+    let other = keyring.issue("other-bot", Role::Engine, &["ops".into()], DAY, now);
+
+    println!("--- phase: an engine scoped to seat ops may not attach for sink");
+    let attach = |token: String, seats: Vec<String>| {
+        let addr = node.addr();
+        async move {
+            let mut engine = pb::engine_client::EngineClient::with_interceptor(
+                channel(&addr).await,
+                Bearer::new(&token),
+            );
+            let (up, rx) = tokio::sync::mpsc::channel::<pb::EngineUp>(8);
+            up.send(pb::EngineUp {
+                msg: Some(pb::engine_up::Msg::Hello(pb::Hello {
+                    engine: "test".into(),
+                    seats,
+                })),
+            })
+            .await
+            .expect("hello");
+            let down = engine
+                .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
+                .await
+                .map(tonic::Response::into_inner);
+            (up, down)
+        }
+    };
+    let (_up, refused) = attach(other, vec!["sink".into()]).await;
+    assert_eq!(refused.expect_err("scoped").code(), Code::PermissionDenied);
+    let (_up, refused) = attach(bot.clone(), vec!["eng".into()]).await;
+    assert_eq!(
+        refused.expect_err("eng is builtin").code(),
+        Code::PermissionDenied
+    );
+
+    println!("--- phase: two messages for sink; the first goes to the engine, which leaves");
+    for text in ["one", "two"] {
+        let (code, out, err) = node.cli(&[
+            "deliver",
+            "--seat",
+            "sink",
+            "--conversation",
+            "c1",
+            "--text",
+            text,
+        ]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    let (up, down) = attach(bot.clone(), vec!["sink".into()]).await;
+    let mut down = down.expect("attached");
+    let first = tokio::time::timeout(Duration::from_secs(10), futures::StreamExt::next(&mut down))
+        .await
+        .expect("a turn within 10 s")
+        .expect("open")
+        .expect("message");
+    let Some(pb::engine_down::Msg::Turn(turn)) = first.msg else {
+        panic!("expected a turn, got {first:?}")
+    };
+    assert_eq!(turn.text, "one");
+    drop(up);
+    drop(down);
+
+    println!("--- phase: the next engine for sink is given the same turn, first");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (up, down) = attach(bot.clone(), vec!["sink".into()]).await;
+        if let Ok(mut down) = down {
+            let next =
+                tokio::time::timeout(Duration::from_secs(10), futures::StreamExt::next(&mut down))
+                    .await
+                    .expect("a turn within 10 s")
+                    .expect("open")
+                    .expect("message");
+            let Some(pb::engine_down::Msg::Turn(again)) = next.msg else {
+                panic!("expected a turn, got {next:?}")
+            };
+            assert_eq!(
+                again.delivery_id, turn.delivery_id,
+                "the unacked turn, not the next one"
+            );
+            drop(up);
+            break;
+        }
+        // the first engine's stream is still closing: its seat is still served
+        assert!(Instant::now() < deadline, "no second engine could attach");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[test]
+fn an_id_outside_the_grammar_is_refused_by_name_and_never_retried() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = NodeProcess::start("ids", dir.path(), &[]);
+    for seat in ["../etc", "eng\u{202e}gne", &"x".repeat(200)] {
+        let (code, out, err) = node.cli(&["launch", "--seat", seat, "--command", "true"]);
+        assert_ne!(code, 0, "{out}");
+        assert!(
+            err.contains("seat: ") && err.contains("InvalidArgument"),
+            "{err}"
+        );
+    }
+}
