@@ -841,11 +841,13 @@ async fn apply_line(runs: &Runs, fence: &Fence, turn: &str, n: u64) {
 
 /// The etcd-client options `EtcdStore::connect` uses, so both sides ride the same transport.
 fn connect_options() -> etcd::ConnectOptions {
-    let timeout = boxfleet_tests::STORE_CALL_TIMEOUT;
+    // one attempt's bound: a third of the call's
+    let timeout = boxfleet_tests::STORE_CALL_TIMEOUT / 3;
     etcd::ConnectOptions::new()
         .with_connect_timeout(timeout)
         .with_timeout(timeout)
         .with_keep_alive(Duration::from_secs(5), Duration::from_secs(5))
+        .with_require_leader(true)
 }
 
 /// A node session holding [`SEAT`] on `store`.
@@ -1080,5 +1082,8 @@ impl Store for Counting {
     async fn watch(&self, prefix: &str, from_revision: Revision) -> Result<WatchStream, Error> {
         self.timed(self.others(), self.inner.watch(prefix, from_revision))
             .await
+    }
+    fn health(&self) -> boxfleet_cluster::store::health::StoreHealth {
+        self.inner.health()
     }
 }

@@ -248,6 +248,10 @@ impl<S: Store + ?Sized> Store for Faulty<S> {
     async fn watch(&self, prefix: &str, from_revision: Revision) -> Result<WatchStream, Error> {
         self.inner.watch(prefix, from_revision).await
     }
+
+    fn health(&self) -> super::health::StoreHealth {
+        self.inner.health()
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! - [`embedded::EmbeddedStore`]: the single-node default, durable in a data directory.
 //! - [`failpoint::Faulty`] (feature `failpoints`): wraps either to make a write land and its
 //!   reply be lost, so tests can drive the indeterminate path.
+//! - [`health::StoreHealth`]: whether the store can be reached, as its calls last found it.
 //!
 //! The semantics are etcd's: one global revision counter bumped by every write txn; each key
 //! carries `create_revision`, `mod_revision` and `version`; a txn evaluates all compares
@@ -15,6 +16,7 @@ pub mod embedded;
 pub mod etcd;
 #[cfg(feature = "failpoints")]
 pub mod failpoint;
+pub mod health;
 
 use std::fmt;
 use std::pin::Pin;
@@ -280,6 +282,11 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Watches every key under `prefix`, starting with the changes at `from_revision`
     /// (`0` = from now on).
     async fn watch(&self, prefix: &str, from_revision: Revision) -> Result<WatchStream, Error>;
+    /// Whether the store can be reached, as its calls last found it. A store that cannot be
+    /// cut off from its data (the embedded one) is always reachable.
+    fn health(&self) -> health::StoreHealth {
+        health::StoreHealth::new()
+    }
 }
 
 /// Convenience reads and writes built on the trait.

@@ -1,0 +1,261 @@
+//! etcd as a cluster (issue 22): the store over a real 3-member etcd on loopback keeps
+//! working when a member dies, rides out a leader change, says when the quorum is gone and
+//! comes back when it returns; a secured etcd (TLS, client certificates, user auth) is
+//! reached as configured and refused clearly when not.
+//!
+//! The fleet-level scenarios (nodes, launches, seats across these faults) are the
+//! `etcd_cluster` benchmark program, which runs in the suite as a test and checks its goals.
+
+use std::time::{Duration, Instant};
+
+use boxfleet_cluster::store::etcd::{EtcdOptions, EtcdStore, EtcdTls};
+use boxfleet_cluster::store::health::Reachability;
+use boxfleet_cluster::store::{Op, Store, StoreExt, Txn};
+use boxfleet_tests::tls::TlsFiles;
+use boxfleet_tests::{EtcdCluster, EtcdServer, Secured, unique_prefix, wait_until};
+
+/// A write that must land: the test fails naming the key when it does not.
+async fn put(store: &EtcdStore, key: &str, value: &str) {
+    match store.txn(Txn::new().and_then([Op::put(key, value)])).await {
+        Ok(response) => assert!(response.succeeded),
+        Err(error) => panic!("put {key}: {error}"),
+    }
+}
+
+async fn value(store: &EtcdStore, key: &str) -> Option<String> {
+    store
+        .get(key)
+        .await
+        .unwrap_or_else(|error| panic!("get {key}: {error}"))
+        .map(|kv| String::from_utf8_lossy(&kv.value).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_any_follower_dead_every_read_write_and_lease_call_succeeds() {
+    let cluster = EtcdCluster::start(3);
+    let store = cluster.store().await;
+    let prefix = unique_prefix("member-down");
+    let lease = store.lease_grant(10).await.expect("grant");
+    // each follower in turn (a leader's death is the next test's: a write in flight when the
+    // leader dies may be indeterminate, and is resolved by re-reading)
+    let leader = cluster.leader().await.expect("a leader");
+    let followers: Vec<usize> = (0..cluster.size()).filter(|&i| i != leader).collect();
+    let mut rounds = 0;
+    for dead in followers {
+        if cluster.leader().await == Some(dead) {
+            continue; // leadership moved to it after the last restart
+        }
+        cluster.kill(dead);
+        // every call, many times over: with etcd-client's balancing a third of these failed
+        for n in 0..30 {
+            let key = format!("{prefix}/{dead}/{n}");
+            put(&store, &key, "v").await;
+            assert_eq!(value(&store, &key).await.as_deref(), Some("v"));
+            store
+                .lease_keep_alive(lease)
+                .await
+                .unwrap_or_else(|error| panic!("keep-alive with member {dead} dead: {error}"));
+        }
+        assert_eq!(
+            store.range(&prefix).await.expect("range").kvs.len(),
+            30 * (rounds + 1)
+        );
+        rounds += 1;
+        cluster.restart(dead);
+        cluster
+            .wait_quorum(Duration::from_secs(30))
+            .await
+            .expect("quorum after restart");
+    }
+    assert_eq!(rounds, 2, "both followers were killed in turn");
+    assert!(!store.health().is_down());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_kept_alive_lives_through_the_leaders_death_and_the_election() {
+    let cluster = EtcdCluster::start(3);
+    let store = cluster.store().await;
+    let prefix = unique_prefix("leader-kill");
+    // the shortest TTL a session may have (node.lease_ttl_seconds: 2..), kept alive at a
+    // third of it, as a node does
+    let ttl = 3;
+    let lease = store.lease_grant(ttl).await.expect("grant");
+    let key = format!("{prefix}/holder");
+    store
+        .txn(Txn::new().and_then([Op::put_on_lease(&key, "me", lease)]))
+        .await
+        .expect("put on lease");
+    let leader = cluster.leader().await.expect("a leader");
+    let keeper = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let until = Instant::now() + Duration::from_secs(8);
+            let mut failures = Vec::new();
+            while Instant::now() < until {
+                if let Err(error) = store.lease_keep_alive(lease).await {
+                    failures.push(error.to_string());
+                }
+                tokio::time::sleep(Duration::from_millis(1000)).await;
+            }
+            failures
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let killed = Instant::now();
+    cluster.kill(leader);
+    let mut writes_until_accepted = 0;
+    let accepted_after = loop {
+        writes_until_accepted += 1;
+        match store
+            .txn(Txn::new().and_then([Op::put(format!("{prefix}/after"), "x")]))
+            .await
+        {
+            Ok(_) => break killed.elapsed(),
+            Err(error) => assert!(
+                error.is_retryable() || error.is_indeterminate(),
+                "a leader change is transient: {error}"
+            ),
+        }
+    };
+    let failures = keeper.await.expect("keeper");
+    assert!(
+        failures.is_empty(),
+        "the keep-alive failed across the election: {failures:?}"
+    );
+    assert_eq!(
+        value(&store, &key).await.as_deref(),
+        Some("me"),
+        "the key on the kept-alive lease is still there"
+    );
+    let new_leader = cluster.leader().await.expect("a new leader");
+    assert_ne!(new_leader, leader);
+    eprintln!(
+        "leader m{leader} killed: a write accepted after {accepted_after:?} \
+         ({writes_until_accepted} call(s)); new leader m{new_leader}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_quorum_nothing_lands_the_store_says_so_once_and_recovers_when_it_returns() {
+    let cluster = EtcdCluster::start(3);
+    let store = EtcdStore::connect(&cluster.endpoints(), Duration::from_secs(3))
+        .await
+        .expect("connect");
+    let prefix = unique_prefix("quorum");
+    let health = store.health();
+    let mut changes = health.subscribe();
+    put(&store, &format!("{prefix}/before"), "1").await;
+    cluster.kill(0);
+    cluster.kill(1);
+    let started = Instant::now();
+    let refused = store
+        .txn(Txn::new().and_then([Op::put(format!("{prefix}/during"), "2")]))
+        .await;
+    let took = started.elapsed();
+    let error = refused.expect_err("no write lands without a quorum");
+    assert!(
+        error.is_retryable() || error.is_indeterminate(),
+        "no quorum is not a refusal: {error}"
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "bounded by the call timeout: {took:?}"
+    );
+    // reads too: a lone member has no leader and serves nothing
+    let read = store.get(&format!("{prefix}/before")).await;
+    assert!(read.is_err(), "a lone member serves no read: {read:?}");
+    assert!(health.is_down(), "the store knows it is down");
+    match health.now() {
+        Reachability::Unreachable { error, .. } => {
+            assert!(error.contains("no etcd member took the call"), "{error}")
+        }
+        Reachability::Reachable => unreachable!(),
+    }
+    // one change for the outage, however many calls failed
+    let _ = store.get("x").await;
+    assert!(changes.has_changed().expect("open"));
+    changes.mark_unchanged();
+    let _ = store.get("y").await;
+    assert!(
+        !changes.has_changed().expect("open"),
+        "one change, not one a call"
+    );
+
+    cluster.restart(0);
+    cluster.restart(1);
+    wait_until(
+        "the store answers again",
+        Duration::from_secs(30),
+        async || store.get(&format!("{prefix}/before")).await.is_ok(),
+    )
+    .await;
+    assert!(!health.is_down());
+    assert_eq!(
+        value(&store, &format!("{prefix}/during")).await,
+        None,
+        "the write refused during the outage did not land later"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secured_etcd_is_reached_over_tls_with_a_client_certificate_and_a_password() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secured = Secured {
+        tls: TlsFiles::make(dir.path()),
+        user: "boxfleet".into(),
+        password: "s3cret-etcd-password".into(),
+    };
+    let server = EtcdServer::start_secured(&secured);
+    let store = server.store().await;
+    let prefix = unique_prefix("secured");
+    put(&store, &format!("{prefix}/k"), "v").await;
+    assert_eq!(
+        value(&store, &format!("{prefix}/k")).await.as_deref(),
+        Some("v")
+    );
+    let lease = store.lease_grant(5).await.expect("grant");
+    store.lease_keep_alive(lease).await.expect("keep-alive");
+    assert!(store.revision().await.expect("revision") > 0);
+
+    let read = |path: &std::path::Path| std::fs::read(path).expect("read pem");
+    let tls = EtcdTls {
+        ca: read(&secured.tls.ca),
+        identity: Some((read(&secured.tls.cert), read(&secured.tls.key))),
+    };
+    let options = |tls: Option<EtcdTls>, user: Option<(&str, &str)>| EtcdOptions {
+        endpoints: server.endpoints(),
+        call_timeout: Duration::from_secs(3),
+        tls,
+        user: user.map(|(u, p)| (u.to_owned(), p.to_owned())),
+    };
+    // a wrong password is refused at connect, by name
+    let error = EtcdStore::connect_with(options(Some(tls.clone()), Some(("boxfleet", "wrong"))))
+        .await
+        .expect_err("wrong password");
+    assert!(
+        error.to_string().contains("authentication failed")
+            || error.to_string().contains("credentials"),
+        "{error}"
+    );
+    // no password at all: etcd's auth refuses the read
+    let error = EtcdStore::connect_with(options(Some(tls.clone()), None))
+        .await
+        .expect_err("no user");
+    eprintln!("without a user: {error}");
+    assert!(error.to_string().contains("credentials"), "{error}");
+    // no client certificate: the handshake fails, and the error says it was TLS
+    let no_cert = EtcdTls {
+        identity: None,
+        ..tls.clone()
+    };
+    let error = EtcdStore::connect_with(options(Some(no_cert), Some(("boxfleet", "x"))))
+        .await
+        .expect_err("no client certificate");
+    eprintln!("without a client certificate: {error}");
+    assert!(error.to_string().contains("store.tls"), "{error}");
+    // https without a CA, and a CA with http://, are refused before any call
+    let error = EtcdStore::connect_with(options(None, Some(("boxfleet", "x"))))
+        .await
+        .expect_err("https without a CA");
+    assert!(error.to_string().contains("store.tls.ca"), "{error}");
+}
