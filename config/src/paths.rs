@@ -22,7 +22,7 @@ use crate::Error;
 use crate::company::Company;
 
 /// Where relative paths are resolved: the node's working directory and its `$HOME`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Base {
     /// the directory the node was started in; `None` when it cannot be read (removed under
     /// the process), which only a relative path needs

@@ -7,7 +7,7 @@ use std::error::Error as _;
 use etcd_client as etcd;
 use tonic::Code;
 
-use super::super::Error;
+use crate::store::Error;
 
 /// Whether the failed call could have written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,12 +72,19 @@ fn classify_status(status: &tonic::Status) -> Failure {
             )))
         }
         // "too many requests": refused before applying
-        Code::ResourceExhausted => Failure::NotSent(described()),
-        Code::InvalidArgument if message.contains("request is too large") => {
-            Failure::Final(Error::Invalid(format!(
-                "{message}: the write is larger than etcd's --max-request-bytes allows (README, \
-                 Operating etcd)"
-            )))
+        Code::ResourceExhausted if !message.contains("larger than max") => {
+            Failure::NotSent(described())
+        }
+        // the raft layer's refusal, or the gRPC layer's ("received message larger than max")
+        Code::InvalidArgument | Code::ResourceExhausted => {
+            if message.contains("request is too large") || message.contains("larger than max") {
+                Failure::Final(Error::Invalid(format!(
+                    "{message}: the request is larger than etcd's --max-request-bytes allows \
+                     (README, Operating etcd)"
+                )))
+            } else {
+                Failure::Final(Error::Invalid(described()))
+            }
         }
         Code::Unauthenticated | Code::PermissionDenied => Failure::Final(Error::Invalid(format!(
             "{}: etcd refused boxfleet's credentials; check store.username, store.password and \

@@ -2,7 +2,7 @@
 
 use etcd_client as etcd;
 
-use super::super::{Compare, CompareOp, KeyValue, Op, OpResult, Target, Txn, TxnResponse};
+use crate::store::{Compare, CompareOp, KeyValue, Op, OpResult, Target, Txn, TxnResponse};
 
 pub(super) fn key_value(kv: &etcd::KeyValue) -> KeyValue {
     KeyValue {

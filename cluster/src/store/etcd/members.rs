@@ -26,9 +26,9 @@ use etcd_client as etcd;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
-use super::super::Error;
-use super::super::health::StoreHealth;
 use super::classify::{Effect, Failure, classify, lost};
+use crate::store::Error;
+use crate::store::health::StoreHealth;
 
 /// The first pause after a round in which no member took the call.
 const FIRST_ROUND_PAUSE: Duration = Duration::from_millis(50);

@@ -6,7 +6,8 @@
 //!   bounded by `call_timeout` (I11);
 //! - `classify`: what each etcd-client error means for the call;
 //! - `convert`: our types to etcd's and back;
-//! - `watch`: a watch on one member as our stream.
+//! - `watch`: a watch on one member as our stream;
+//! - [`limits`]: what boxfleet needs of etcd, checked against the cluster it is given.
 //!
 //! Every client asks etcd to *require a leader*: a member cut off from the quorum refuses
 //! at once ("no leader") instead of serving a stale read or holding a write, so the call goes
@@ -15,6 +16,7 @@
 
 mod classify;
 mod convert;
+pub mod limits;
 mod members;
 mod watch;
 

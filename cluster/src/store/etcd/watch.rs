@@ -5,10 +5,10 @@
 use etcd_client as etcd;
 use futures::StreamExt;
 
-use super::super::{Error, Revision, WatchEvent, WatchStream};
 use super::classify::{Failure, classify};
 use super::convert::key_value;
 use super::members::SharedMembers;
+use crate::store::{Error, Revision, WatchEvent, WatchStream};
 
 /// Turns etcd's watch stream from member `member` into ours.
 pub(super) fn events(

@@ -1,0 +1,379 @@
+//! The `store:` section: which coordination store a node uses, and for etcd how to reach it
+//! (its members, TLS and client certificate, etcd's user auth, the bound on a call).
+//!
+//! ```yaml
+//! store:
+//!   kind: etcd
+//!   endpoints: [https://etcd-1:2379, https://etcd-2:2379, https://etcd-3:2379]
+//!   tls: { ca: etcd-ca.pem, cert: boxfleet-client.pem, key: boxfleet-client.key }
+//!   username: boxfleet
+//!   password: ${BOXFLEET_ETCD_PASSWORD}
+//!   call_timeout_seconds: 10
+//! ```
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::Error;
+use crate::paths::Base;
+
+/// Which coordination store a node uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StoreKind {
+    /// The single-node store, durable in the node's data directory. The default.
+    #[default]
+    Embedded,
+    /// A fleet's etcd cluster.
+    Etcd,
+}
+
+/// The `store:` section as written in the file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreSection {
+    /// embedded | etcd; default embedded
+    #[serde(default)]
+    pub kind: StoreKind,
+    /// etcd client URLs, every member's; default `[http://127.0.0.1:2379]`
+    #[serde(default)]
+    pub endpoints: Vec<String>,
+    /// every key lives under this prefix; default `/boxfleet/v1`
+    #[serde(default)]
+    pub prefix: Option<String>,
+    /// TLS to etcd, for `https://` endpoints
+    #[serde(default)]
+    pub tls: Option<StoreTlsSection>,
+    /// etcd's user auth: the user boxfleet logs in as
+    #[serde(default)]
+    pub username: Option<String>,
+    /// its password, as `${VAR}`
+    #[serde(default)]
+    pub password: Option<String>,
+    /// the bound on one store call, every member tried included; default 10
+    #[serde(default)]
+    pub call_timeout_seconds: Option<u64>,
+}
+
+/// `store.tls` as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreTlsSection {
+    /// the CA that signed etcd's server certificates
+    pub ca: PathBuf,
+    /// the client certificate, for an etcd started with `--client-cert-auth`
+    #[serde(default)]
+    pub cert: Option<PathBuf>,
+    #[serde(default)]
+    pub key: Option<PathBuf>,
+}
+
+/// TLS to etcd, validated: paths absolute, a certificate always with its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreTls {
+    pub ca: PathBuf,
+    pub identity: Option<(PathBuf, PathBuf)>,
+}
+
+/// etcd's user auth, validated. Its Debug form hides the password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoreUser {
+    pub name: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for StoreUser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreUser")
+            .field("name", &self.name)
+            .field("password", &"<hidden>")
+            .finish()
+    }
+}
+
+/// A validated store configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreConfig {
+    pub kind: StoreKind,
+    pub endpoints: Vec<String>,
+    pub prefix: String,
+    pub tls: Option<StoreTls>,
+    pub user: Option<StoreUser>,
+    pub call_timeout: Duration,
+}
+
+/// The key prefix when none is configured.
+pub const DEFAULT_PREFIX: &str = "/boxfleet/v1";
+/// The etcd endpoint when none is configured.
+pub const DEFAULT_ETCD_ENDPOINT: &str = "http://127.0.0.1:2379";
+/// The bound on one store call when none is configured.
+pub const DEFAULT_CALL_TIMEOUT_SECONDS: u64 = 10;
+
+impl StoreSection {
+    /// Checks the section and fills its defaults, relative paths resolved against the
+    /// process's working directory and `${VAR}`s from its environment.
+    pub fn validate(self) -> Result<StoreConfig, Error> {
+        self.validate_in(&Base::of_process(), &|name| std::env::var(name).ok())
+    }
+
+    /// [`StoreSection::validate`] with paths resolved against `base` and `${VAR}`s looked
+    /// up in `lookup`.
+    pub fn validate_in(
+        self,
+        base: &Base,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<StoreConfig, Error> {
+        let Self {
+            kind,
+            endpoints,
+            prefix,
+            tls,
+            username,
+            password,
+            call_timeout_seconds,
+        } = self;
+        let prefix = prefix.unwrap_or_else(|| DEFAULT_PREFIX.to_owned());
+        if !prefix.starts_with('/') || prefix.ends_with('/') || prefix.len() < 2 {
+            return Err(Error::Invalid {
+                field: "store.prefix",
+                problem: format!("{prefix:?} is not an absolute key prefix"),
+                remedy: "write it like /boxfleet/v1: a leading slash and no trailing one",
+            });
+        }
+        if kind == StoreKind::Embedded
+            && (tls.is_some() || username.is_some() || password.is_some())
+        {
+            return Err(Error::Invalid {
+                field: "store.kind",
+                problem: "is embedded, but tls, username or password are given for etcd".into(),
+                remedy: "write kind: etcd with the endpoints, or drop the etcd settings",
+            });
+        }
+        let endpoints = if endpoints.is_empty() {
+            vec![DEFAULT_ETCD_ENDPOINT.to_owned()]
+        } else {
+            endpoints
+        };
+        let secure = check_endpoints(&endpoints)?;
+        let tls = store_tls(tls, secure, base)?;
+        let user = store_user(username, password, lookup)?;
+        let call_timeout_seconds = call_timeout_seconds.unwrap_or(DEFAULT_CALL_TIMEOUT_SECONDS);
+        if !(1..=300).contains(&call_timeout_seconds) {
+            return Err(Error::Invalid {
+                field: "store.call_timeout_seconds",
+                problem: format!("{call_timeout_seconds} is out of range"),
+                remedy: "use 1 to 300 seconds (default 10)",
+            });
+        }
+        Ok(StoreConfig {
+            kind,
+            endpoints,
+            prefix,
+            tls,
+            user,
+            call_timeout: Duration::from_secs(call_timeout_seconds),
+        })
+    }
+}
+
+/// Every endpoint an http(s) URL, all of one scheme; `true` for https.
+fn check_endpoints(endpoints: &[String]) -> Result<bool, Error> {
+    for endpoint in endpoints {
+        if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+            return Err(Error::Invalid {
+                field: "store.endpoints",
+                problem: format!("{endpoint:?} is not an http(s) URL"),
+                remedy: "write each endpoint as http://HOST:PORT (or https:// with store.tls)",
+            });
+        }
+    }
+    let secure = endpoints
+        .iter()
+        .filter(|e| e.starts_with("https://"))
+        .count();
+    if secure != 0 && secure != endpoints.len() {
+        return Err(Error::Invalid {
+            field: "store.endpoints",
+            problem: "mixes http:// and https:// members".into(),
+            remedy: "every member of one etcd cluster is reached the same way: use one scheme",
+        });
+    }
+    Ok(secure != 0)
+}
+
+fn store_tls(
+    tls: Option<StoreTlsSection>,
+    secure: bool,
+    base: &Base,
+) -> Result<Option<StoreTls>, Error> {
+    match (tls, secure) {
+        (None, false) => Ok(None),
+        (None, true) => Err(Error::Invalid {
+            field: "store.tls",
+            problem: "is missing, but the endpoints are https://".into(),
+            remedy: "name the CA that signed etcd's certificates as store.tls.ca",
+        }),
+        (Some(_), false) => Err(Error::Invalid {
+            field: "store.tls",
+            problem: "is given, but the endpoints are http://".into(),
+            remedy: "write the endpoints as https://HOST:PORT, or drop store.tls",
+        }),
+        (Some(StoreTlsSection { ca, cert, key }), true) => {
+            let identity = match (cert, key) {
+                (None, None) => None,
+                (Some(cert), Some(key)) => Some((
+                    base.absolute("store.tls.cert", &cert)?,
+                    base.absolute("store.tls.key", &key)?,
+                )),
+                _ => {
+                    return Err(Error::Invalid {
+                        field: "store.tls",
+                        problem: "names a client certificate without its key, or a key without \
+                                  its certificate"
+                            .into(),
+                        remedy: "give both store.tls.cert and store.tls.key, or neither",
+                    });
+                }
+            };
+            Ok(Some(StoreTls {
+                ca: base.absolute("store.tls.ca", &ca)?,
+                identity,
+            }))
+        }
+    }
+}
+
+fn store_user(
+    username: Option<String>,
+    password: Option<String>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<StoreUser>, Error> {
+    match (username, password) {
+        (None, None) => Ok(None),
+        (Some(name), Some(password)) => {
+            let password =
+                crate::expand::expand(&password, lookup).map_err(|problem| Error::Located {
+                    field: "store.password".into(),
+                    problem,
+                    remedy: "export the variable in the node's environment",
+                })?;
+            if name.trim().is_empty() || password.is_empty() {
+                return Err(Error::Invalid {
+                    field: "store.username",
+                    problem: "the user or its password is empty".into(),
+                    remedy: "name etcd's user and give its password as ${VAR}",
+                });
+            }
+            Ok(Some(StoreUser { name, password }))
+        }
+        _ => Err(Error::Invalid {
+            field: "store.username",
+            problem: "is given without store.password, or the password without the user".into(),
+            remedy: "give both (the password as ${VAR}), or neither",
+        }),
+    }
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreSection::default()
+            .validate_in(&Base::default(), &|_| None)
+            .unwrap_or_else(|error| panic!("the built-in store defaults are valid: {error}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn validated(yaml: &str, env: &[(&str, &str)]) -> Result<StoreConfig, Error> {
+        let section: StoreSection = serde_yaml::from_str(yaml).expect("parses");
+        let base = Base {
+            cwd: Some(PathBuf::from("/srv/bf")),
+            home: Some(PathBuf::from("/home/ada")),
+        };
+        section.validate_in(&base, &|name| {
+            env.iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value).to_owned())
+        })
+    }
+
+    #[test]
+    fn defaults_are_embedded_under_the_v1_prefix() {
+        let config = StoreConfig::default();
+        assert_eq!(config.kind, StoreKind::Embedded);
+        assert_eq!(config.prefix, DEFAULT_PREFIX);
+        assert_eq!(config.call_timeout, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_prefixes_are_refused_by_name() {
+        let unknown = serde_yaml::from_str::<StoreSection>("kind: etcd\nendpoint: x\n");
+        assert!(unknown.is_err());
+        let error = validated("prefix: boxfleet/\n", &[]).expect_err("relative prefix refused");
+        assert!(error.to_string().contains("store.prefix"), "{error}");
+    }
+
+    #[test]
+    fn a_secured_etcd_takes_a_ca_a_client_certificate_and_a_password_from_the_environment() {
+        let config = validated(
+            "kind: etcd\nendpoints: [https://e1:2379, https://e2:2379]\n\
+             tls: { ca: ca.pem, cert: client.pem, key: client.key }\n\
+             username: boxfleet\npassword: ${ETCD_PW}\ncall_timeout_seconds: 4\n",
+            &[("ETCD_PW", "hunter2")],
+        )
+        .expect("valid");
+        let tls = config.tls.expect("tls");
+        assert_eq!(tls.ca, PathBuf::from("/srv/bf/ca.pem"));
+        assert_eq!(
+            tls.identity,
+            Some((
+                PathBuf::from("/srv/bf/client.pem"),
+                PathBuf::from("/srv/bf/client.key")
+            ))
+        );
+        let user = config.user.expect("user");
+        assert_eq!(
+            (user.name.as_str(), user.password.as_str()),
+            ("boxfleet", "hunter2")
+        );
+        assert!(!format!("{user:?}").contains("hunter2"), "Debug hides it");
+        assert_eq!(config.call_timeout, Duration::from_secs(4));
+    }
+
+    #[test]
+    fn each_inconsistent_etcd_setting_is_refused_naming_its_field() {
+        let cases = [
+            ("kind: etcd\nendpoints: [https://e1:2379]\n", "store.tls"),
+            (
+                "kind: etcd\nendpoints: [http://e1:2379]\ntls: { ca: ca.pem }\n",
+                "store.tls",
+            ),
+            (
+                "kind: etcd\nendpoints: [http://e1:2379, https://e2:2379]\n",
+                "store.endpoints",
+            ),
+            (
+                "kind: etcd\nendpoints: [https://e1:2379]\ntls: { ca: ca.pem, cert: c.pem }\n",
+                "store.tls",
+            ),
+            ("kind: etcd\nusername: boxfleet\n", "store.username"),
+            (
+                "kind: etcd\nusername: u\npassword: ${UNSET_PW}\n",
+                "UNSET_PW",
+            ),
+            ("username: u\npassword: p\n", "store.kind"),
+            (
+                "kind: etcd\ncall_timeout_seconds: 0\n",
+                "store.call_timeout_seconds",
+            ),
+        ];
+        for (yaml, named) in cases {
+            let error = validated(yaml, &[]).expect_err(yaml);
+            assert!(error.to_string().contains(named), "{yaml}: {error}");
+        }
+    }
+}
