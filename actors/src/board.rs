@@ -17,6 +17,8 @@ use futures::StreamExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::warn;
 
+use crate::outage::duty_failed;
+
 /// How often the board re-reads the whole record (livestate.ReconcileInterval).
 pub const RECONCILE: Duration = Duration::from_secs(30);
 
@@ -47,6 +49,7 @@ pub struct BoardArgs {
 #[derive(Debug)]
 pub struct BoardState {
     records: Runs,
+    store: Arc<dyn Store>,
     runs: BTreeMap<String, RunRecord>,
     watch: tokio::task::JoinHandle<()>,
     /// when the record was last read whole
@@ -80,6 +83,7 @@ impl Actor for Board {
         ));
         let state = BoardState {
             records: args.runs,
+            store: args.store.clone(),
             runs: BTreeMap::new(),
             watch,
             // never read yet: the first ask reads it whole
@@ -115,7 +119,7 @@ impl Actor for Board {
                 if state.reconciled.elapsed() > FRESH_FOR
                     && let Err(error) = state.reconcile().await
                 {
-                    warn!(%error, "board_reconcile_failed");
+                    duty_failed(state.store.as_ref(), "board_reconcile_failed", &error);
                 }
                 let rows = state
                     .runs
@@ -142,7 +146,7 @@ impl Actor for Board {
             },
             BoardMsg::Reconcile => {
                 if let Err(error) = state.reconcile().await {
-                    warn!(%error, "board_reconcile_failed");
+                    duty_failed(state.store.as_ref(), "board_reconcile_failed", &error);
                 }
             }
         }
@@ -172,13 +176,13 @@ async fn watch_events(store: Arc<dyn Store>, keys: Keys, feed: ActorRef<BoardMsg
                         }
                         Ok(WatchEvent::Delete { .. }) => {}
                         Err(error) => {
-                            warn!(%error, "board_watch_broke");
+                            duty_failed(store.as_ref(), "board_watch_broke", &error);
                             break;
                         }
                     }
                 }
             }
-            Err(error) => warn!(%error, "board_watch_not_opened"),
+            Err(error) => duty_failed(store.as_ref(), "board_watch_not_opened", &error),
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_secs(5));

@@ -15,6 +15,7 @@ pub mod boxes;
 pub mod credentials;
 pub mod lifecycle;
 pub mod names;
+pub mod outage;
 pub mod ports;
 pub mod run;
 pub mod seat;

@@ -20,6 +20,8 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::Semaphore;
 use tracing::{info, warn};
 
+use crate::outage::duty_failed;
+
 use crate::lifecycle::Coordinator;
 
 /// Polls in flight at once across the node (sandbox.MaxConcurrentPolls).
@@ -128,7 +130,7 @@ impl Actor for SessionKeeper {
         let coordinator = &state.coordinator;
         // a lost lease loses every seat at once and opens a new session
         if let Err(error) = coordinator.renew_session().await {
-            warn!(node = %coordinator.node, %error, "session_renew_failed");
+            duty_failed(coordinator.store.as_ref(), "session_renew_failed", &error);
             state.errors.record("session", &error.to_string());
         }
         Ok(())
@@ -186,7 +188,11 @@ impl Actor for Placement {
             }
             Ok(_) => {}
             Err(error) => {
-                warn!(%error, "seat_placement_failed");
+                duty_failed(
+                    state.coordinator.store.as_ref(),
+                    "seat_placement_failed",
+                    &error,
+                );
                 state.errors.record("placement", &error.to_string());
             }
         }
@@ -266,7 +272,7 @@ impl Actor for Waiter {
         let mut runs = match coordinator.runs.list().await {
             Ok(runs) => runs,
             Err(error) => {
-                warn!(%error, "waiter_list_failed");
+                duty_failed(coordinator.store.as_ref(), "waiter_list_failed", &error);
                 state.args.errors.record("waiter", &error.to_string());
                 return Ok(());
             }
@@ -302,7 +308,12 @@ impl Actor for Waiter {
             {
                 // the pause reaper: a parked box is bounded by its run's pause TTL
                 if let Err(error) = coordinator.expire_pause(&record).await {
-                    warn!(turn_id = %record.turn_id, %error, "sandbox_pause_reap_failed");
+                    let error = format!("{}: {error}", record.turn_id);
+                    duty_failed(
+                        coordinator.store.as_ref(),
+                        "sandbox_pause_reap_failed",
+                        &error,
+                    );
                     state.args.errors.record("waiter", &error.to_string());
                 }
                 continue;
@@ -342,7 +353,11 @@ impl WaiterState {
                 }
             }
             Err(error) => {
-                warn!(%error, "waiter_duty_claim_failed");
+                duty_failed(
+                    coordinator.store.as_ref(),
+                    "waiter_duty_claim_failed",
+                    &error,
+                );
                 self.args.errors.record("waiter", &error.to_string());
             }
         }

@@ -12,6 +12,7 @@ mod grpc;
 mod keys;
 mod node;
 mod routing;
+mod store_link;
 mod trust;
 
 use clap::Parser as _;
@@ -42,7 +43,7 @@ pub fn main() -> ! {
 async fn run(command: cli::Command) -> i32 {
     let result = match command {
         cli::Command::Node(args) => run_node(args).await,
-        cli::Command::Validate { file } => validate(&file),
+        cli::Command::Validate { file } => validate(&file).await,
         cli::Command::Demo(args) => demo(args).await,
         cli::Command::Token(cli::TokenCommand::Issue(args)) => keys::issue(&args),
         cli::Command::Keyring(command) => keys::keyring(&command),
@@ -103,11 +104,7 @@ fn node_config(args: &cli::NodeArgs) -> anyhow::Result<boxfleet_config::NodeConf
         file.node.default_engine = boxfleet_config::engine::EngineChoice::parse(engine);
     }
     if !args.etcd.is_empty() || args.prefix.is_some() {
-        let mut store = file.store.take().unwrap_or(boxfleet_config::StoreSection {
-            kind: boxfleet_config::StoreKind::Embedded,
-            endpoints: Vec::new(),
-            prefix: None,
-        });
+        let mut store = file.store.take().unwrap_or_default();
         if !args.etcd.is_empty() {
             store.kind = boxfleet_config::StoreKind::Etcd;
             store.endpoints = args.etcd.clone();
@@ -156,7 +153,7 @@ async fn run_node(args: cli::NodeArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-fn validate(file: &std::path::Path) -> anyhow::Result<i32> {
+async fn validate(file: &std::path::Path) -> anyhow::Result<i32> {
     match boxfleet_config::File::load(file).and_then(boxfleet_config::File::validate) {
         Ok(config) => {
             println!(
@@ -167,6 +164,9 @@ fn validate(file: &std::path::Path) -> anyhow::Result<i32> {
                 config.company.seats.len(),
                 config.company.units.len()
             );
+            if config.store.kind == boxfleet_config::StoreKind::Etcd {
+                check_etcd(&config.store).await;
+            }
             Ok(0)
         }
         Err(boxfleet_config::Error::Many(problems)) => {
@@ -179,6 +179,32 @@ fn validate(file: &std::path::Path) -> anyhow::Result<i32> {
             eprintln!("{}: {error}", file.display());
             Ok(1)
         }
+    }
+}
+
+/// What `validate` says of the etcd a config names: its version and size, and each way it
+/// falls short of what boxfleet needs (warnings: the config itself is valid either way).
+async fn check_etcd(store: &boxfleet_config::StoreConfig) {
+    let mut store = store.clone();
+    store.call_timeout = store.call_timeout.min(std::time::Duration::from_secs(5));
+    let checked = match store_link::connect_etcd(&store).await {
+        Ok(etcd) => etcd.check_limits().await.map_err(anyhow::Error::from),
+        Err(error) => Err(error),
+    };
+    match checked {
+        Ok(check) => {
+            println!(
+                "store: etcd {} at {}, {} on disk, revision {}",
+                check.version,
+                store.endpoints.join(","),
+                client::render::human_bytes(check.db_size.max(0) as u64),
+                check.revision
+            );
+            for warning in &check.warnings {
+                eprintln!("warning: {warning}");
+            }
+        }
+        Err(error) => eprintln!("warning: could not reach etcd to check its limits: {error:#}"),
     }
 }
 

@@ -35,11 +35,9 @@ use boxfleet_actors::workers::{
     Collectors, CollectorsArgs, Observed, Placement, PlacementArgs, SessionArgs, SessionKeeper,
     Waiter, WaiterArgs, WaiterMsg,
 };
+use boxfleet_cluster::Keys;
 use boxfleet_cluster::seat::{NodeInfo, Session};
-use boxfleet_cluster::store::embedded::EmbeddedStore;
-use boxfleet_cluster::store::etcd::EtcdStore;
-use boxfleet_cluster::{Keys, Store};
-use boxfleet_config::{NodeConfig, StoreKind};
+use boxfleet_config::NodeConfig;
 use ractor::{Actor, ActorRef};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
@@ -99,26 +97,8 @@ pub struct Node {
     root_join: tokio::task::JoinHandle<()>,
     /// the node's keyring and TLS (what the banner reports it made)
     pub trust: Arc<Trust>,
-}
-
-async fn open_store(config: &NodeConfig) -> anyhow::Result<Arc<dyn Store>> {
-    Ok(match config.store.kind {
-        StoreKind::Embedded => {
-            let dir = config.data_dir.join("store");
-            Arc::new(
-                EmbeddedStore::open(&dir)
-                    .await
-                    .with_context(|| format!("open the embedded store in {}", dir.display()))?,
-            )
-        }
-        StoreKind::Etcd => Arc::new(
-            EtcdStore::connect(&config.store.endpoints, Duration::from_secs(10))
-                .await
-                .with_context(|| {
-                    format!("connect to etcd at {}", config.store.endpoints.join(","))
-                })?,
-        ),
-    })
+    /// logs the store's outages, once at each start and end
+    outages: tokio::task::JoinHandle<()>,
 }
 
 /// How often the placement pass runs: a seat whose holder died is taken within the lease's
@@ -257,7 +237,8 @@ impl Node {
             config.tls.as_ref(),
             &config.data_dir,
         )?);
-        let store = open_store(&config).await?;
+        let store = crate::store_link::open(&config).await?;
+        let outages = crate::store_link::log_outages(store.health(), config.id.clone());
         let keys = Keys::new(config.store.prefix.clone());
         let id = config.id.clone();
         let incarnation = format!("{id}-{}", uuid::Uuid::new_v4().simple());
@@ -318,7 +299,11 @@ impl Node {
             .context("start the node's supervision tree")?;
         // the recovery pass for every seat placed here; the waiter polls what it finds running
         if let Err(error) = coordinator.rebalance().await {
-            warn!(%error, "seat_placement_failed");
+            boxfleet_actors::outage::duty_failed(
+                coordinator.store.as_ref(),
+                "seat_placement_failed",
+                &error,
+            );
         }
         // what the recovery found running is polled at once, not at the next tick
         if let Some(waiter) = ActorRef::<WaiterMsg>::where_is(refs.waiter()) {
@@ -332,6 +317,7 @@ impl Node {
             root,
             root_join,
             trust,
+            outages,
         })
     }
 
@@ -353,6 +339,7 @@ impl Node {
             .session()
             .close(self.coordinator.store.as_ref())
             .await;
+        self.outages.abort();
         info!(node = %self.config.id, "node_stopped");
     }
 

@@ -40,7 +40,7 @@ mod events;
 mod launch;
 mod ops;
 mod records;
-mod render;
+pub(crate) mod render;
 mod show;
 mod tail;
 

@@ -123,7 +123,7 @@ pub(super) fn count(n: usize, noun: &str) -> String {
     }
 }
 
-pub(super) fn human_bytes(bytes: u64) -> String {
+pub(crate) fn human_bytes(bytes: u64) -> String {
     if bytes < 1024 {
         format!("{bytes} B")
     } else if bytes < 1024 * 1024 {

@@ -10,9 +10,11 @@
 //! | `engine` | the Engine service: an external engine's stream |
 //! | `ops` | the Ops service: tree, nodes, seats, drain |
 //! | `status` | an error as a status, by its kind |
+//! | `health` | gRPC health, `NOT_SERVING` while the store is down |
 
 mod engine;
 mod fleet;
+mod health;
 mod inputs;
 mod local;
 mod ops;
@@ -115,21 +117,14 @@ async fn serve(
     cancel: CancellationToken,
 ) -> anyhow::Result<()> {
     let (health_reporter, health) = tonic_health::server::health_reporter();
-    health_reporter
-        .set_serving::<pb::runs_server::RunsServer<RunsService>>()
-        .await;
-    health_reporter
-        .set_serving::<pb::engine_server::EngineServer<EngineService>>()
-        .await;
-    health_reporter
-        .set_serving::<pb::ops_server::OpsServer<OpsService>>()
-        .await;
+    tokio::spawn(health::follow_store(
+        health_reporter,
+        args.coordinator.store.health(),
+        cancel.clone(),
+    ));
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(boxfleet_proto::FILE_DESCRIPTOR_SET)
         .build_v1()?;
-    health_reporter
-        .set_serving::<pb::fleet_server::FleetServer<FleetService>>()
-        .await;
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
     let trust = args.trust.clone();
     let peers = Arc::new(Peers::new(trust.clone()));
