@@ -259,3 +259,72 @@ async fn a_secured_etcd_is_reached_over_tls_with_a_client_certificate_and_a_pass
         .expect_err("https without a CA");
     assert!(error.to_string().contains("store.tls.ca"), "{error}");
 }
+
+/// `boxfleet validate FILE` on a config naming `endpoint`: (exit code, stdout, stderr).
+fn validate_against(endpoint: &str) -> (i32, String, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("node.yaml");
+    std::fs::write(
+        &file,
+        format!("store:\n  kind: etcd\n  endpoints: [{endpoint}]\n  prefix: /t/validate\n"),
+    )
+    .expect("write the config");
+    let out = std::process::Command::new(boxfleet_tests::node::boxfleet_bin())
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .expect("run boxfleet validate");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_limits_check_warns_of_what_a_default_etcd_lacks_and_is_silent_on_a_tuned_one() {
+    let default = EtcdServer::start();
+    let check = default.store().await.check_limits().await.expect("check");
+    assert!(check.version.starts_with("3."), "{check:?}");
+    assert!(
+        check
+            .warnings
+            .iter()
+            .any(|w| w.contains("--max-request-bytes=10485760")),
+        "a default etcd refuses boxfleet's largest write: {check:?}"
+    );
+    let (code, out, err) = validate_against(&default.client_url());
+    assert_eq!(code, 0, "warnings do not fail validate: {out}{err}");
+    assert!(out.contains("store: etcd 3."), "{out}");
+    assert!(
+        err.contains("warning:") && err.contains("--max-request-bytes"),
+        "{err}"
+    );
+
+    let tuned = EtcdServer::start_with_flags(&[
+        "--max-request-bytes",
+        "10485760",
+        "--quota-backend-bytes",
+        "8589934592",
+        "--auto-compaction-mode",
+        "periodic",
+        "--auto-compaction-retention",
+        "1h",
+    ]);
+    let check = tuned.store().await.check_limits().await.expect("check");
+    assert!(check.warnings.is_empty(), "{check:?}");
+    let (code, out, err) = validate_against(&tuned.client_url());
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("store: etcd 3.") && !err.contains("warning"),
+        "{out}{err}"
+    );
+
+    drop(tuned);
+    let (code, _, err) = validate_against("http://127.0.0.1:1");
+    assert_eq!(
+        code, 0,
+        "an unreachable etcd is a warning, the file is valid: {err}"
+    );
+    assert!(err.contains("could not reach etcd"), "{err}");
+}

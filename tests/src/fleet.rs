@@ -27,7 +27,10 @@ pub const MODEL: &str = "claude-fleet-test";
 pub struct Fleet {
     pub dir: tempfile::TempDir,
     pub prefix: String,
+    /// what the nodes' `--etcd` names (one URL, or several comma-separated)
     pub etcd_url: String,
+    /// where [`Fleet::store`] reads (the etcd behind any proxy the nodes are pointed at)
+    pub store_endpoints: Vec<String>,
     pub boxes: PathBuf,
     pub ttl_seconds: u64,
     pub nodes: Vec<NodeProcess>,
@@ -81,6 +84,7 @@ impl Fleet {
         let mut fleet = Fleet {
             prefix: format!("/fleet-{}", uuid::Uuid::new_v4().simple()),
             etcd_url: etcd_url.to_owned(),
+            store_endpoints: EtcdServer::shared().endpoints(),
             boxes,
             ttl_seconds,
             nodes: Vec::new(),
@@ -90,6 +94,21 @@ impl Fleet {
             keyring: dir.path().join("keyring.json"),
             dir,
         };
+        for name in names {
+            fleet.add(name);
+        }
+        fleet
+    }
+
+    /// [`Fleet::start`] on every member of `cluster` (each node's `--etcd` names them all).
+    pub fn start_on_cluster(
+        cluster: &crate::EtcdCluster,
+        names: &[&str],
+        ttl_seconds: u64,
+    ) -> Fleet {
+        let mut fleet =
+            Self::start_configured(&cluster.endpoints().join(","), &[], ttl_seconds, "");
+        fleet.store_endpoints = cluster.endpoints();
         for name in names {
             fleet.add(name);
         }
@@ -180,7 +199,9 @@ impl Fleet {
 
     /// A store client on the fleet's etcd (for what the CLI does not show: spend counters).
     pub async fn store(&self) -> crate::EtcdStore {
-        EtcdServer::shared().store().await
+        crate::EtcdStore::connect(&self.store_endpoints, crate::STORE_CALL_TIMEOUT)
+            .await
+            .unwrap_or_else(|error| panic!("connect to the fleet's etcd: {error}"))
     }
 
     /// Who holds each seat, as `Ops.Seats` on `via` says.

@@ -32,6 +32,7 @@ pub mod e2b_standin;
 pub mod etcd;
 pub mod fleet;
 pub mod grpc;
+pub mod launcher;
 pub mod node;
 pub mod proxy;
 pub mod tls;

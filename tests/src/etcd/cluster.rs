@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use boxfleet_cluster::store::etcd::EtcdStore;
 
+use super::bounds::{ETCD_UP_WITHIN, STORE_CALL_TIMEOUT, block_on_own_runtime};
 use super::process::{Member, base_dir, free_ports, listening, next_seq, sweep_stale_dirs};
-use super::{ETCD_UP_WITHIN, STORE_CALL_TIMEOUT, block_on_own_runtime};
 
 /// How many times a start is retried when a port picked was taken before etcd bound it.
 const START_ATTEMPTS: usize = 5;
@@ -194,13 +194,17 @@ impl EtcdCluster {
     /// `within`; `Err` says what the last try met.
     pub async fn wait_quorum(&self, within: Duration) -> Result<(), String> {
         let deadline = Instant::now() + within;
-        let store = EtcdStore::connect(&self.endpoints(), Duration::from_secs(2)).await;
-        let mut last = match &store {
-            Ok(_) => String::new(),
-            Err(error) => error.to_string(),
-        };
+        let mut store = None;
+        let mut last = String::new();
         loop {
-            if let Ok(store) = &store {
+            // connecting reads once, so it fails while there is no quorum: try again each round
+            if store.is_none() {
+                match EtcdStore::connect(&self.endpoints(), Duration::from_secs(2)).await {
+                    Ok(connected) => store = Some(connected),
+                    Err(error) => last = error.to_string(),
+                }
+            }
+            if let Some(store) = &store {
                 match boxfleet_cluster::Store::get(store, "/boxfleet-tests/probe").await {
                     Ok(_) => return Ok(()),
                     Err(error) => last = error.to_string(),

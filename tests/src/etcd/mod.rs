@@ -1,35 +1,11 @@
 //! Real etcd on loopback, never a mock: [`EtcdServer`] (one member: shared, dedicated or
 //! secured) and [`EtcdCluster`] (several members a test kills, stops and restarts).
 
+mod bounds;
 mod cluster;
 mod process;
 mod server;
 
-use std::time::Duration;
-
+pub use bounds::{ETCD_UP_WITHIN, STORE_CALL_TIMEOUT};
 pub use cluster::EtcdCluster;
 pub use server::{EtcdServer, Secured};
-
-/// How long a started etcd has to answer a get before the harness gives up on it.
-pub const ETCD_UP_WITHIN: Duration = Duration::from_secs(30);
-/// The call timeout of the stores the harness hands out.
-pub const STORE_CALL_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Runs `future` to its end from a sync caller, which may itself be on a tokio runtime: on a
-/// thread of its own with a runtime of its own.
-pub(crate) fn block_on_own_runtime<T: Send>(
-    future: impl std::future::Future<Output = T> + Send,
-) -> T {
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap_or_else(|error| panic!("could not build a runtime: {error}"));
-                runtime.block_on(future)
-            })
-            .join()
-            .unwrap_or_else(|_| panic!("the harness's own runtime panicked"))
-    })
-}

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use boxfleet_cluster::store::etcd::{EtcdOptions, EtcdStore, EtcdTls};
 
+use super::bounds::{ETCD_UP_WITHIN, STORE_CALL_TIMEOUT, block_on_own_runtime};
 use super::process::{LOG_TAIL_LINES, Member, base_dir, free_ports, next_seq, sweep_stale_dirs};
-use super::{ETCD_UP_WITHIN, STORE_CALL_TIMEOUT, block_on_own_runtime};
 
 /// How many times a start is retried when the ports picked were taken before etcd bound them.
 const START_ATTEMPTS: usize = 5;
@@ -52,20 +52,26 @@ impl EtcdServer {
     /// [`ETCD_UP_WITHIN`].
     pub fn shared() -> &'static EtcdServer {
         static SHARED: OnceLock<EtcdServer> = OnceLock::new();
-        SHARED.get_or_init(|| Self::launch(false, None))
+        SHARED.get_or_init(|| Self::launch(false, None, &[]))
     }
 
     /// Starts a dedicated etcd, for a test that kills, pauses or restarts it. Dropping it kills
     /// it and removes its directory (kept, and named on stderr, when the test is panicking).
     pub fn start() -> EtcdServer {
-        Self::launch(true, None)
+        Self::launch(true, None, &[])
+    }
+
+    /// [`EtcdServer::start`] with etcd `flags` beside the harness's own (`--max-request-bytes
+    /// 10485760`, …).
+    pub fn start_with_flags(flags: &[&str]) -> EtcdServer {
+        Self::launch(true, None, flags)
     }
 
     /// Starts a dedicated etcd that serves `https://` with `secured.tls`'s certificate,
     /// requires a client certificate its CA signed (`--client-cert-auth`), and has etcd's
     /// auth enabled with a `root` user and `secured.user`, who may read and write every key.
     pub fn start_secured(secured: &Secured) -> EtcdServer {
-        Self::launch(true, Some(secured))
+        Self::launch(true, Some(secured), &[])
     }
 
     /// The client URLs, as [`EtcdStore::connect`] takes them.
@@ -156,7 +162,7 @@ impl EtcdServer {
         self.member.signal("-CONT");
     }
 
-    fn launch(dedicated: bool, secured: Option<&Secured>) -> EtcdServer {
+    fn launch(dedicated: bool, secured: Option<&Secured>, flags: &[&str]) -> EtcdServer {
         sweep_stale_dirs();
         let mut last_error = String::new();
         for attempt in 1..=START_ATTEMPTS {
@@ -165,6 +171,9 @@ impl EtcdServer {
             let scheme = if secured.is_some() { "https" } else { "http" };
             let mut member = Member::new(format!("boxfleet-test-{seq}"), dir, scheme, free_ports());
             member.flags = lone_member_flags(&member);
+            member
+                .flags
+                .extend(flags.iter().map(|flag| flag.to_string()));
             if let Some(secured) = secured {
                 member.flags.extend(tls_flags(&secured.tls));
             }
