@@ -23,8 +23,9 @@
 //! a quorum existed (goal: all), the seats the nodes dropped (`sandbox_seat_not_held` lines in
 //! their logs; goal: none while a quorum existed or was lost for less than the TTL), and
 //! whether the nodes reported `NOT_SERVING`. After the last scenario it waits for every run to
-//! settle and counts each run's `agent_phase_completed` events in the store (goal: exactly one
-//! per run started, including runs whose launch the client saw fail).
+//! settle and counts each run's `agent_phase_completed` and `sandbox_run_failed` events in the
+//! store (goal: one phase record per accepted launch; one ending, a phase record or a named
+//! failure, per run started, including runs whose launch the client saw fail).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -192,22 +193,40 @@ async fn kill_two_for(bench: &Bench, outage: Duration) -> (Instant, Option<(Inst
     (from, Some((from, Instant::now())))
 }
 
-/// Every `agent_phase_completed` and `sandbox_run_started` per turn, read from the store.
-async fn events_per_turn(fleet: &Fleet) -> BTreeMap<String, (usize, usize)> {
+/// What the store announced of one turn.
+#[derive(Debug, Default, Clone, Copy)]
+struct Announced {
+    started: usize,
+    completed: usize,
+    failed: usize,
+}
+
+impl Announced {
+    /// Ended exactly once: one phase record, or one named failure (a launch that failed after
+    /// its row opened), never both and never two.
+    fn ended_once(&self) -> bool {
+        self.completed + self.failed == 1
+    }
+}
+
+/// Every `sandbox_run_started`, `agent_phase_completed` and `sandbox_run_failed` per turn,
+/// read from the store.
+async fn events_per_turn(fleet: &Fleet) -> BTreeMap<String, Announced> {
     let store = fleet.store().await;
     let range = store
         .range(&format!("{}/events/", fleet.prefix))
         .await
         .expect("read the events");
-    let mut per_turn: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut per_turn: BTreeMap<String, Announced> = BTreeMap::new();
     for kv in range.kvs {
         let Ok(event) = serde_json::from_slice::<Event>(&kv.value) else {
             continue;
         };
         let counts = per_turn.entry(event.turn_id).or_default();
         match event.kind.as_str() {
-            kind::RUN_STARTED => counts.0 += 1,
-            kind::PHASE_COMPLETED => counts.1 += 1,
+            kind::RUN_STARTED => counts.started += 1,
+            kind::PHASE_COMPLETED => counts.completed += 1,
+            kind::RUN_FAILED => counts.failed += 1,
             _ => {}
         }
     }
@@ -216,17 +235,17 @@ async fn events_per_turn(fleet: &Fleet) -> BTreeMap<String, (usize, usize)> {
 
 /// Waits until every accepted launch's run has its phase record and every run started has
 /// settled; returns the per-turn counts it last read.
-async fn settled(fleet: &Fleet, accepted: &[String]) -> BTreeMap<String, (usize, usize)> {
+async fn settled(fleet: &Fleet, accepted: &[String]) -> BTreeMap<String, Announced> {
     let deadline = Instant::now() + SETTLE_WITHIN;
     loop {
         let counts = events_per_turn(fleet).await;
         let done = accepted.iter().all(|turn| {
             counts
                 .get(turn)
-                .is_some_and(|(_, completed)| *completed >= 1)
+                .is_some_and(|a| a.completed + a.failed >= 1)
         }) && counts
             .values()
-            .all(|(started, completed)| *started == 0 || *completed >= 1);
+            .all(|a| a.started == 0 || a.completed + a.failed >= 1);
         if done || Instant::now() > deadline {
             return counts;
         }
@@ -353,14 +372,18 @@ fn judge(
     bench: &Bench,
     outcomes: &[Outcome],
     accepted: &[String],
-    counts: &BTreeMap<String, (usize, usize)>,
+    counts: &BTreeMap<String, Announced>,
 ) -> bool {
-    let started = counts.values().filter(|(s, _)| *s > 0).count();
-    let once = counts.values().filter(|(s, c)| *s > 0 && *c == 1).count();
+    let started = counts.values().filter(|a| a.started > 0).count();
+    let once = counts
+        .values()
+        .filter(|a| a.started > 0 && a.ended_once())
+        .count();
+    let failed = counts.values().filter(|a| a.failed > 0).count();
     let unaccepted = counts.keys().filter(|t| !accepted.contains(t)).count();
     println!(
         "runs: {} launches accepted, {started} runs started ({unaccepted} of them from a launch \
-         the client saw fail), {once} completed exactly once",
+         the client saw fail), {once} ended exactly once ({failed} of them with a named failure)",
         accepted.len()
     );
     let mut unmet = Vec::new();
@@ -383,14 +406,14 @@ fn judge(
     }
     for turn in accepted {
         match counts.get(turn) {
-            Some((_, 1)) => {}
-            Some((_, completed)) => unmet.push(format!("{turn}: completed {completed} times")),
+            Some(a) if a.completed == 1 && a.failed == 0 => {}
+            Some(a) => unmet.push(format!("{turn}: accepted; then {a:?}")),
             None => unmet.push(format!("{turn}: accepted but never announced")),
         }
     }
-    for (turn, (started, completed)) in counts {
-        if *started > 0 && *completed != 1 && !accepted.contains(turn) {
-            unmet.push(format!("{turn}: started, completed {completed} times"));
+    for (turn, announced) in counts {
+        if announced.started > 0 && !announced.ended_once() && !accepted.contains(turn) {
+            unmet.push(format!("{turn}: started; then {announced:?}"));
         }
     }
     for line in &unmet {
