@@ -12,6 +12,7 @@
 
 pub mod board;
 pub mod boxes;
+pub mod crash;
 pub mod credentials;
 pub mod lifecycle;
 pub mod names;

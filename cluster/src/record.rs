@@ -92,6 +92,22 @@ pub struct Claim {
     pub claimed_at: DateTime<Utc>,
 }
 
+/// What a run's completion claims went through: a claim no turn took whose node stopped is
+/// revived (the run goes back to `running` and the completion is collected again) at most
+/// [`MAX_ANSWER_REVIVALS`](crate::transition::MAX_ANSWER_REVIVALS) times within one pause TTL
+/// of the first loss, as an answer's is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompletionClaims {
+    /// the job whose completion a resumed turn took (its writes may reach outside the engine
+    /// from then on, so the claim is never revived)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taken_launch_id: Option<String>,
+    #[serde(default)]
+    pub lost_claims: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_lost_at: Option<DateTime<Utc>>,
+}
+
 /// A question the run parked on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Question {
@@ -355,6 +371,10 @@ pub struct RunRecord {
     pub paused_at: Option<DateTime<Utc>>,
     #[serde(default)]
     pub collect_failures: u32,
+    /// completion claims: the resumed turn's take, and the claims lost with their node and
+    /// revived (DESIGN §6 I12)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion: Option<CompletionClaims>,
 
     /// the tool bridge's calls, head and tail kept, the middle elided
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -416,6 +436,7 @@ impl RunRecord {
             pause_ttl_seconds: None,
             paused_at: None,
             collect_failures: 0,
+            completion: None,
             bridge_calls: Vec::new(),
             bridge_calls_elided: 0,
             created_at: now,
@@ -436,6 +457,17 @@ impl RunRecord {
     pub fn to_json(&self) -> Vec<u8> {
         // a record of plain strings, numbers and maps always serializes
         serde_json::to_vec(self).unwrap_or_else(|error| panic!("run record serializes: {error}"))
+    }
+
+    /// Whether a resumed turn took the completion the run is claimed for.
+    pub fn completion_taken(&self) -> bool {
+        let claimed = self.claim.as_ref().map(|c| c.launch_id.as_str());
+        claimed.is_some()
+            && self
+                .completion
+                .as_ref()
+                .and_then(|c| c.taken_launch_id.as_deref())
+                == claimed
     }
 
     /// Whether the answer on the row was taken by a turn (and so is spent).

@@ -18,6 +18,8 @@ use boxfleet_cluster::transition::{DEFAULT_PAUSE_TTL_SECONDS, Fence, Refusal, Tr
 use chrono::{DateTime, Utc};
 use tracing::{info, warn};
 
+use crate::crash;
+
 use super::Coordinator;
 use super::api::{AnswerOutcome, Answerer, EngineDown, Resume, ResumeKind};
 use super::error::Error;
@@ -92,6 +94,7 @@ impl Coordinator {
             given_by = answerer.given_by.as_deref(),
             "sandbox_answer_recorded"
         );
+        crash::point(crash::ANSWER_AFTER_RECORD);
         self.drive_answer(&fence, turn_id).await?;
         Ok(AnswerOutcome::Recorded)
     }
@@ -111,6 +114,7 @@ impl Coordinator {
             Outcome::Written(run) => run.record,
             Outcome::Deleted => return Ok(()),
         };
+        crash::point(crash::ANSWER_AFTER_CLAIM);
         self.dispatch(EngineDown::Resume(Box::new(answer_resume(&claimed))));
         Ok(())
     }

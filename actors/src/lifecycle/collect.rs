@@ -25,6 +25,8 @@ use boxfleet_cluster::transition::{EndingGuard, Fence, Refusal, Share, Transitio
 use chrono::Utc;
 use tracing::{info, warn};
 
+use crate::crash;
+
 use super::Coordinator;
 use super::access::BACKSTOP_FILE;
 use super::api::{EngineDown, Resume, ResumeKind};
@@ -66,6 +68,7 @@ impl Coordinator {
             Err(RunError::Refused(_)) => return Ok(()),
             Err(error) => return Err(error.into()),
         };
+        crash::point(crash::COLLECT_AFTER_CLAIM);
         match self.collect_claimed(&fence, &claimed).await {
             Ok(()) => Ok(()),
             Err(error) => {
@@ -120,6 +123,7 @@ impl Coordinator {
         self.access.reachable(run)?;
         let sandbox_id = run.sandbox_id.clone().unwrap_or_default();
         let evidence = self.read_evidence(run, &job, &sandbox_id).await?;
+        crash::point(crash::COLLECT_AFTER_READS);
         let Some(sandbox) = evidence.sandbox.clone() else {
             self.end_run(
                 fence,
@@ -135,6 +139,7 @@ impl Coordinator {
         };
         let collected = &evidence.collected;
         let usage = self.charge(fence, run, collected).await?;
+        crash::point(crash::COLLECT_AFTER_CHARGE);
         for warning in &collected.warnings {
             warn!(turn_id, launch_id, warning = %warning, "{}", warning);
         }
@@ -149,6 +154,7 @@ impl Coordinator {
         }
         self.publish(fence, run, collected, &assessment, usage, &sandbox_id)
             .await?;
+        crash::point(crash::COLLECT_AFTER_PUBLISH);
         self.park_or_resume(fence, run, &job, collected, &assessment, sandbox.as_ref())
             .await
     }
@@ -311,6 +317,7 @@ impl Coordinator {
         // whoever settles the run or by the orphan reaper, gives back what it refreshed later)
         crate::credentials::give_back(sandbox).await;
         self.pause_collected_box(fence, run).await;
+        crash::point(crash::COLLECT_AFTER_PAUSE);
         if let Some(asked) = &collected.question {
             // resolved once, against the org chart, in the same write as the question
             let audience =
@@ -329,6 +336,7 @@ impl Coordinator {
                 question,
             };
             self.runs.apply(fence, turn_id, park).await?;
+            crash::point(crash::COLLECT_AFTER_PARK);
             info!(turn_id, launch_id, "sandbox_clarification_requested");
             // a parked run holds nothing: the seat's mail flows again
             self.pump(&run.seat).await;
@@ -353,6 +361,7 @@ impl Coordinator {
             command: job.command.clone(),
         };
         self.dispatch(EngineDown::Resume(Box::new(resume)));
+        crash::point(crash::COLLECT_AFTER_RESUME_DISPATCH);
         Ok(())
     }
 

@@ -16,6 +16,8 @@ use boxfleet_cluster::transition::{
 use chrono::Utc;
 use tracing::{info, warn};
 
+use crate::crash;
+
 use super::Coordinator;
 use super::error::Error;
 use super::limits::MAX_ENDING_DETAIL_BYTES;
@@ -46,6 +48,7 @@ impl Coordinator {
                 return;
             }
         }
+        crash::point(crash::ENDING_AFTER_DECISION);
         if reason.is_failure() {
             warn!(turn_id, reason = reason.as_str(), "sandbox_run_failed");
         }
@@ -65,6 +68,7 @@ impl Coordinator {
             return Ok(());
         }
         self.publish_hand_backs(fence, &record).await?;
+        crash::point(crash::ENDING_AFTER_HAND_BACK);
         if let Some(sandbox_id) = &record.sandbox_id {
             let cell = self.access.cell_of(&record);
             // a failed kill keeps the id on the record: the box is still ours to reclaim
@@ -72,6 +76,7 @@ impl Coordinator {
                 warn!(turn_id, sandbox_id, %error, "sandbox_kill_failed");
                 return Err(error.into());
             }
+            crash::point(crash::ENDING_AFTER_RECLAIM);
             let release = Transition::ReleaseBox {
                 sandbox_id: sandbox_id.clone(),
             };
@@ -80,6 +85,7 @@ impl Coordinator {
                 Err(error) => return Err(error.into()),
             }
         }
+        crash::point(crash::ENDING_BEFORE_DELETE);
         match self.runs.apply(fence, turn_id, Transition::Finish).await {
             Ok(_) | Err(RunError::Refused(Refusal::Missing)) => Ok(()),
             Err(error) => Err(error.into()),

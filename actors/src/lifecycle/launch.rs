@@ -19,6 +19,8 @@ use boxfleet_config::providers::Wire;
 use chrono::Utc;
 use tracing::{info, warn};
 
+use crate::crash;
+
 use super::Coordinator;
 use super::api::{LaunchOutcome, LaunchRequest, RefusalClass};
 use super::error::Error;
@@ -112,6 +114,7 @@ impl Coordinator {
             .await?;
         // the seat is busy from the open row: a second launch now sees it
         drop(seat_guard);
+        crash::point(crash::LAUNCH_AFTER_OPEN);
         info!(seat = %request.seat, turn_id, launch_id, "sandbox_run_started");
         let started = self
             .provision_and_start(
@@ -133,6 +136,7 @@ impl Coordinator {
                     self.fail_launch(&fence, &turn_id, &error.to_string()).await;
                     return Err(error.into());
                 }
+                crash::point(crash::LAUNCH_AFTER_COMMIT);
                 Ok(LaunchOutcome::Launched {
                     turn_id,
                     launch_id,
@@ -266,7 +270,9 @@ impl Coordinator {
                     env: BTreeMap::new(),
                     timeout_seconds: self.access.box_timeout.as_secs(),
                 };
-                (provider.create(&spec).await?, true)
+                let created = provider.create(&spec).await?;
+                crash::point(crash::LAUNCH_AFTER_BOX_CREATED);
+                (created, true)
             }
         };
         let sandbox_id = sandbox.id().to_owned();
@@ -340,6 +346,11 @@ impl Coordinator {
             env,
         };
         let handle = runner.start(sandbox, &spec).await?;
+        crash::point(if fresh {
+            crash::LAUNCH_AFTER_JOB_STARTED
+        } else {
+            crash::RELAUNCH_AFTER_JOB_STARTED
+        });
         let job = StoredJob {
             runner: runner.name().to_owned(),
             handle,
@@ -355,6 +366,9 @@ impl Coordinator {
             job: Some(job.to_json()),
         };
         self.runs.apply(fence, turn_id, attach).await?;
+        if fresh {
+            crash::point(crash::LAUNCH_AFTER_BOX_NAMED);
+        }
         Ok(())
     }
 }

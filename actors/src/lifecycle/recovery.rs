@@ -1,17 +1,21 @@
 //! The recovery pass (the spec's "Recovery"; DESIGN §6 I9, I12): on acquiring a seat (boot
 //! included) every run of the seat is fenced to the new lease first — the reap's fence — and
 //! then each is taken over as its status says: a launch left half-open is reaped as
-//! `abandoned_tail`; a claim whose node stopped before it settled is reaped, unless it is an
-//! answer no turn took, which is revived within its bounds; an owed answer is resumed; a
-//! decided ending is finished; a parked run's owed reply copies are published. Running jobs
-//! are left to the poll, which the acquire triggers at once.
+//! `abandoned_tail`; a claim whose node stopped before it settled is reaped, unless no turn
+//! took what it claimed — an answer, or a finished job's findings (boxfleet's extension of the
+//! spec's pass, I12) — which is revived within its bounds; an owed answer is resumed; a decided
+//! ending is finished; a parked run's owed reply copies are published. Running jobs (a revived
+//! completion's among them) are left to the poll, which the acquire triggers at once.
 //!
-//! Decisions: `transition::recovery` (fence_run), `transition::answer` (revive).
+//! Decisions: `transition::recovery` (fence_run), `transition::answer` (revive),
+//! `transition::collect` (revive_completion).
 
 use boxfleet_cluster::record::{ClaimKind, EndingReason, Status};
 use boxfleet_cluster::runs::RunError;
 use boxfleet_cluster::transition::{EndingGuard, Fence, Refusal, Transition};
 use tracing::info;
+
+use crate::crash;
 
 use super::Coordinator;
 use super::error::Error;
@@ -24,6 +28,9 @@ impl Coordinator {
             .runs
             .fence_seat_runs_for(fence, Some(&self.incarnation))
             .await?;
+        if !runs.is_empty() {
+            crash::point(crash::RECOVERY_AFTER_FENCE);
+        }
         for run in runs {
             let record = &run.record;
             let turn_id = record.turn_id.as_str();
@@ -41,6 +48,9 @@ impl Coordinator {
                 Status::Resumed => match record.claim.as_ref().map(|c| c.kind) {
                     Some(ClaimKind::Answer) if !record.answer_taken() => {
                         self.revive_answer(fence, turn_id).await?;
+                    }
+                    Some(ClaimKind::Completion) if !record.completion_taken() => {
+                        self.revive_completion(fence, turn_id).await?;
                     }
                     _ => {
                         self.end_run(
@@ -62,6 +72,31 @@ impl Coordinator {
             }
         }
         Ok(())
+    }
+
+    /// A completion's claim whose node stopped before a turn took the findings: the run goes
+    /// back to `running` and the next poll collects it again (charged and published once each,
+    /// by its launch id), within the revival bounds; past them the run is reaped (I12).
+    async fn revive_completion(&self, fence: &Fence, turn_id: &str) -> Result<(), Error> {
+        match self.runs.apply(fence, turn_id, Transition::Revive).await {
+            Ok(_) => {
+                info!(turn_id, "sandbox_completion_revived");
+                Ok(())
+            }
+            Err(RunError::Refused(Refusal::RevivalsSpent { lost_claims })) => {
+                info!(turn_id, lost_claims, "sandbox_completion_not_revived");
+                self.end_run(
+                    fence,
+                    turn_id,
+                    EndingReason::AbandonedTail,
+                    "the completion's collection took its node down too often",
+                    EndingGuard::Any,
+                )
+                .await;
+                Ok(())
+            }
+            Err(error) => Err(error.into()),
+        }
     }
 
     /// An answer's claim whose node stopped before a turn took it: given back to the answer

@@ -13,9 +13,11 @@
 use std::collections::BTreeMap;
 
 use boxfleet_cluster::record::{ClaimKind, EndingReason, RunRecord, Status};
-use boxfleet_cluster::runs::Outcome;
-use boxfleet_cluster::transition::{EndingGuard, Fence, Transition};
+use boxfleet_cluster::runs::{Outcome, RunError};
+use boxfleet_cluster::transition::{EndingGuard, Fence, Refusal, Transition};
 use tracing::{info, warn};
+
+use crate::crash;
 
 use super::Coordinator;
 use super::api::{LaunchRequest, Settle};
@@ -24,23 +26,26 @@ use super::job::StoredJob;
 use super::text::new_id;
 
 impl Coordinator {
-    /// The last moment before the resumed turn runs: an answer's claim records the take.
+    /// The last moment before the resumed turn runs: the claim records the take (an answer is
+    /// spent; findings taken are never collected again, I12).
     pub async fn take(&self, turn_id: &str, launch_id: &str) -> Result<(), Error> {
         let Some(run) = self.runs.read(turn_id).await? else {
             return Err(Error::NotFound(format!("run {turn_id} is gone")));
         };
         let fence = self.in_flight_fence(&run.record.seat).await?;
-        if run
-            .record
-            .claim
-            .as_ref()
-            .is_some_and(|c| c.kind == ClaimKind::Answer)
-        {
-            let take = Transition::Take {
-                launch_id: launch_id.to_owned(),
-            };
-            self.runs.apply(&fence, turn_id, take).await?;
+        let kind = run.record.claim.as_ref().map(|c| c.kind);
+        let take = Transition::Take {
+            launch_id: launch_id.to_owned(),
+        };
+        match self.runs.apply(&fence, turn_id, take).await {
+            Ok(_) | Err(RunError::Refused(Refusal::AlreadyDone)) => {}
+            Err(error) => return Err(error.into()),
         }
+        crash::point(if kind == Some(ClaimKind::Answer) {
+            crash::ANSWER_AFTER_TAKE
+        } else {
+            crash::SETTLE_AFTER_TAKE
+        });
         Ok(())
     }
 
@@ -62,6 +67,7 @@ impl Coordinator {
             Settle::Finished { reply } => {
                 self.end_run(&fence, turn_id, EndingReason::Finished, &reply, guard)
                     .await;
+                crash::point(crash::SETTLE_AFTER_FINISH);
                 self.pump(&run.record.seat).await;
                 Ok(None)
             }
@@ -129,6 +135,7 @@ impl Coordinator {
             Outcome::Written(run) => run.record,
             Outcome::Deleted => return Ok(None),
         };
+        crash::point(crash::RELAUNCH_AFTER_OPEN);
         let last = StoredJob::of(run);
         let runner_name = last
             .as_ref()
@@ -164,6 +171,7 @@ impl Coordinator {
                     conversation: next.conversation,
                 };
                 self.runs.apply(fence, turn_id, commit).await?;
+                crash::point(crash::RELAUNCH_AFTER_COMMIT);
                 info!(turn_id, launch_id = %new_launch, "sandbox_run_started");
                 Ok(Some(new_launch))
             }

@@ -423,15 +423,13 @@ mod tests {
     }
 
     #[test]
-    fn a_completion_claim_has_no_answer_to_take() {
-        assert_eq!(
-            decide_on(&claimed_for_completion(), take()),
-            Err(Refusal::WrongLaunch {
-                transition: "take",
-                asked: LAUNCH.into(),
-                current: LAUNCH.into(),
-            })
-        );
+    fn a_completion_claims_take_records_the_findings_taken_and_spends_nothing() {
+        let taken = decide_on(&claimed_for_completion(), take()).expect("taken");
+        assert!(taken.effects.is_empty(), "{taken:?}");
+        let crate::transition::Next::Write(record) = taken.next else {
+            panic!("a take writes the row");
+        };
+        assert!(record.completion_taken() && record.answer.is_none());
     }
 
     #[test]
@@ -551,14 +549,8 @@ mod tests {
                 found: Status::Answered,
             })
         );
-        assert_eq!(
-            revive_at(&claimed_for_completion(), now()),
-            Err(Refusal::WrongStatus {
-                transition: "revive",
-                expected: "resumed for an answer",
-                found: Status::Resumed,
-            })
-        );
+        // a completion's claim is revived too, by its own rule (transition::collect)
+        assert!(revive_at(&claimed_for_completion(), now()).is_ok());
         let mut unclaimed = claimed_for_answer();
         unclaimed.claim = None;
         assert_eq!(

@@ -6,7 +6,7 @@
 use crate::events::{self, Event};
 use crate::record::{Charged, Claim, ClaimKind, Question, RunRecord, Status, Usage};
 
-use super::step::{Effect, Refusal, Share, Step};
+use super::step::{DEFAULT_PAUSE_TTL_SECONDS, Effect, MAX_ANSWER_REVIVALS, Refusal, Share, Step};
 
 /// At most once per job: the claim every later write of the collection carries (I2, I5).
 pub(super) fn claim_completion(
@@ -25,6 +25,57 @@ pub(super) fn claim_completion(
         epoch: step.fence.epoch,
         claimed_at: step.now,
     });
+    Ok(())
+}
+
+/// The resumed turn takes the findings at the last moment before it runs: from here its
+/// writes may reach outside the engine, so a claim lost with its node is never revived.
+pub(super) fn take_completion(
+    step: &Step<'_>,
+    next: &mut RunRecord,
+    launch_id: &str,
+) -> Result<(), Refusal> {
+    step.own_claim(launch_id, Some(ClaimKind::Completion))?;
+    if step.current.completion_taken() {
+        return Err(Refusal::AlreadyDone);
+    }
+    next.completion
+        .get_or_insert_with(Default::default)
+        .taken_launch_id = Some(launch_id.to_owned());
+    Ok(())
+}
+
+/// A completion claim whose node stopped before a turn took it goes back to `running`, so the
+/// completion is collected again (charged and published once each, by the job's launch id):
+/// at most [`MAX_ANSWER_REVIVALS`] times, within one pause TTL of the first loss (I12).
+pub(super) fn revive_completion(step: &Step<'_>, next: &mut RunRecord) -> Result<(), Refusal> {
+    let current = step.current;
+    step.require_status(Status::Resumed)?;
+    let claim = current
+        .claim
+        .as_ref()
+        .ok_or_else(|| Refusal::Invalid("a resumed run carries no claim".into()))?;
+    if current.completion_taken() {
+        return Err(Refusal::CompletionTaken);
+    }
+    let pause_ttl = current
+        .pause_ttl_seconds
+        .unwrap_or(DEFAULT_PAUSE_TTL_SECONDS);
+    let now = step.now;
+    let revivals = next.completion.get_or_insert_with(Default::default);
+    let window_passed = revivals.first_lost_at.is_some_and(|first| {
+        now.signed_duration_since(first) >= chrono::Duration::seconds(pause_ttl as i64)
+    });
+    if revivals.lost_claims >= MAX_ANSWER_REVIVALS || window_passed {
+        return Err(Refusal::RevivalsSpent {
+            lost_claims: revivals.lost_claims,
+        });
+    }
+    revivals.lost_claims += 1;
+    revivals.first_lost_at.get_or_insert(now);
+    next.status = claim.from;
+    next.claim = None;
+    next.epoch = step.fence.epoch;
     Ok(())
 }
 
@@ -172,6 +223,7 @@ mod tests {
     use crate::transition::{Transition, decide};
 
     use super::*;
+    use crate::record::CompletionClaims;
 
     fn claim_completion(launch_id: &str) -> Transition {
         Transition::ClaimCompletion {
@@ -530,6 +582,75 @@ mod tests {
                 asked: OTHER_BOX.into(),
                 found: Some(BOX.into()),
             })
+        );
+    }
+
+    fn take(launch_id: &str) -> Transition {
+        Transition::Take {
+            launch_id: launch_id.into(),
+        }
+    }
+
+    #[test]
+    fn a_turn_takes_the_findings_once_and_a_taken_claim_is_never_revived() {
+        let current = claimed_for_completion();
+        let mut expected = stamped(&current);
+        expected.completion = Some(CompletionClaims {
+            taken_launch_id: Some(LAUNCH.into()),
+            ..CompletionClaims::default()
+        });
+        assert_eq!(
+            decide_on(&current, take(LAUNCH)),
+            writes(expected.clone(), vec![])
+        );
+        assert_eq!(
+            decide_on(&expected, take(LAUNCH)),
+            Err(Refusal::AlreadyDone)
+        );
+        assert_eq!(
+            decide_on(&expected, Transition::Revive),
+            Err(Refusal::CompletionTaken)
+        );
+    }
+
+    #[test]
+    fn an_untaken_completion_claim_goes_back_to_running_within_its_bounds() {
+        let current = claimed_for_completion();
+        let mut expected = stamped(&current);
+        expected.status = Status::Running;
+        expected.claim = None;
+        expected.completion = Some(CompletionClaims {
+            taken_launch_id: None,
+            lost_claims: 1,
+            first_lost_at: Some(now()),
+        });
+        assert_eq!(
+            decide_on(&current, Transition::Revive),
+            writes(expected, vec![])
+        );
+        // three lost claims spend the revivals
+        let mut spent = claimed_for_completion();
+        spent.completion = Some(CompletionClaims {
+            taken_launch_id: None,
+            lost_claims: MAX_ANSWER_REVIVALS,
+            first_lost_at: Some(minutes_ago(1)),
+        });
+        assert_eq!(
+            decide_on(&spent, Transition::Revive),
+            Err(Refusal::RevivalsSpent {
+                lost_claims: MAX_ANSWER_REVIVALS
+            })
+        );
+        // and so does one pause TTL since the first loss
+        let mut late = claimed_for_completion();
+        late.completion = Some(CompletionClaims {
+            taken_launch_id: None,
+            lost_claims: 1,
+            first_lost_at: Some(minutes_ago(31)),
+        });
+        assert_eq!(
+            decide_on(&late, Transition::Revive),
+            Err(Refusal::RevivalsSpent { lost_claims: 1 })
         );
     }
 }

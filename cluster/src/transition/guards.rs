@@ -16,6 +16,11 @@ impl Step<'_> {
         }
     }
 
+    /// What the run's claim (if any) was taken for.
+    pub(super) fn claim_kind(&self) -> Option<ClaimKind> {
+        self.current.claim.as_ref().map(|claim| claim.kind)
+    }
+
     /// Refuses unless the run is in `status`.
     pub(super) fn require_status(&self, status: Status) -> Result<(), Refusal> {
         if self.current.status == status {
@@ -120,27 +125,24 @@ mod tests {
     }
 
     /// The claim writes of one kind of claim: parking a completion, taking an answer.
-    fn kind_writes(launch_id: &str) -> [(Transition, ClaimKind); 2] {
-        [
-            (
-                Transition::Park {
-                    launch_id: launch_id.into(),
-                    question: question(),
-                },
-                ClaimKind::Completion,
-            ),
-            (
-                Transition::Take {
-                    launch_id: launch_id.into(),
-                },
-                ClaimKind::Answer,
-            ),
-        ]
+    /// The claim writes only one kind of claim takes (a take is either kind's: it records an
+    /// answer's take or the findings').
+    fn kind_writes(launch_id: &str) -> [(Transition, ClaimKind); 1] {
+        [(
+            Transition::Park {
+                launch_id: launch_id.into(),
+                question: question(),
+            },
+            ClaimKind::Completion,
+        )]
     }
 
     fn all_claim_writes(launch_id: &str) -> Vec<Transition> {
         let mut all = claim_writes(launch_id);
         all.extend(kind_writes(launch_id).map(|(transition, _)| transition));
+        all.push(Transition::Take {
+            launch_id: launch_id.into(),
+        });
         all
     }
 

@@ -41,7 +41,7 @@ mod step;
 
 use chrono::{DateTime, Utc};
 
-use crate::record::RunRecord;
+use crate::record::{ClaimKind, RunRecord};
 
 pub use recovery::check_record;
 use step::Step;
@@ -127,7 +127,13 @@ pub fn decide(
         } => collect::park(&step, &mut next, &mut effects, launch_id, question)?,
         Transition::RecordAnswer { answer } => answer::record_answer(&step, &mut next, answer)?,
         Transition::ClaimAnswer { launch_id } => answer::claim_answer(&step, &mut next, launch_id)?,
+        Transition::Take { launch_id } if step.claim_kind() == Some(ClaimKind::Completion) => {
+            collect::take_completion(&step, &mut next, launch_id)?
+        }
         Transition::Take { launch_id } => answer::take(&step, &mut next, &mut effects, launch_id)?,
+        Transition::Revive if step.claim_kind() == Some(ClaimKind::Completion) => {
+            collect::revive_completion(&step, &mut next)?
+        }
         Transition::Revive => answer::revive(&step, &mut next)?,
         Transition::LetGo => answer::let_go(&step, &mut next, &mut effects)?,
         Transition::ClearHandBack { delivery_ids } => {

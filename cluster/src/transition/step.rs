@@ -188,7 +188,9 @@ pub enum Refusal {
     AnswerTaken,
     #[error("no turn took the answer")]
     AnswerNotTaken,
-    #[error("the answer's revivals are spent ({lost_claims} lost claims)")]
+    #[error("a turn took the findings: the claim is never revived")]
+    CompletionTaken,
+    #[error("the claim's revivals are spent ({lost_claims} lost claims)")]
     RevivalsSpent { lost_claims: u32 },
     #[error("the run still owes the seat a reply copy")]
     OwesHandBack,
