@@ -39,6 +39,7 @@ pub const ALL: &[&str] = &[
     RELAUNCH_AFTER_COMMIT,
     COLLECT_AFTER_RESUME_DISPATCH,
     SETTLE_AFTER_TAKE,
+    SETTLE_AFTER_REPLY,
     SETTLE_AFTER_FINISH,
     ENDING_AFTER_DECISION,
     ENDING_AFTER_HAND_BACK,
@@ -66,6 +67,7 @@ pub const RELAUNCH_AFTER_OPEN: &str = "relaunch.after_open";
 pub const RELAUNCH_AFTER_JOB_STARTED: &str = "relaunch.after_job_started";
 pub const RELAUNCH_AFTER_COMMIT: &str = "relaunch.after_commit";
 pub const SETTLE_AFTER_TAKE: &str = "settle.after_take";
+pub const SETTLE_AFTER_REPLY: &str = "settle.after_reply";
 pub const SETTLE_AFTER_FINISH: &str = "settle.after_finish";
 pub const ENDING_AFTER_DECISION: &str = "ending.after_decision";
 pub const ENDING_AFTER_HAND_BACK: &str = "ending.after_hand_back";

@@ -27,6 +27,28 @@ pub fn spend_op(keys: &Keys, delivery_id: &str, lease: LeaseId, now: DateTime<Ut
     Op::put_on_lease(keys.ledger(delivery_id), value, lease)
 }
 
+/// The ledger's name for a launch of `turn_id` at `iteration` as job `launch_id`: a launch is
+/// idempotent per (turn, iteration) while the ledger remembers it (DESIGN §6 I13). `/` never
+/// occurs in an id, so the parts read back unambiguously.
+pub fn launch_entry(turn_id: &str, iteration: u32, launch_id: &str) -> String {
+    format!("launch/{turn_id}/{iteration}/{launch_id}")
+}
+
+/// The job an earlier launch of `turn_id` at `iteration` started, if the ledger remembers one.
+pub async fn earlier_launch(
+    store: &dyn Store,
+    keys: &Keys,
+    turn_id: &str,
+    iteration: u32,
+) -> Result<Option<String>, Error> {
+    let prefix = keys.ledger(&format!("launch/{turn_id}/{iteration}/"));
+    let range = store.range(&prefix).await?;
+    Ok(range
+        .kvs
+        .first()
+        .and_then(|kv| kv.key.strip_prefix(&prefix).map(str::to_owned)))
+}
+
 /// Whether `delivery_id` was worked.
 pub async fn is_worked(store: &dyn Store, keys: &Keys, delivery_id: &str) -> Result<bool, Error> {
     Ok(store.get(&keys.ledger(delivery_id)).await?.is_some())

@@ -36,6 +36,8 @@ pub struct Fleet {
     pub nodes: Vec<NodeProcess>,
     /// test failpoints every node started from here on arms (`BOXFLEET_FAILPOINTS`)
     pub failpoints: String,
+    /// more environment for every node started from here on (e.g. `BOXFLEET_CRASH_AT`)
+    pub env: Vec<(String, String)>,
     config: PathBuf,
     cli: PathBuf,
     /// the fleet's one keyring (the first node to start makes it)
@@ -89,6 +91,7 @@ impl Fleet {
             ttl_seconds,
             nodes: Vec::new(),
             failpoints: String::new(),
+            env: Vec::new(),
             config,
             cli,
             keyring: dir.path().join("keyring.json"),
@@ -150,20 +153,15 @@ impl Fleet {
             "--keyring",
             self.keyring.to_str().expect("utf-8"),
         ];
-        let node = NodeProcess::start_with_env(
-            name,
-            &data_dir,
-            &args,
-            &[
-                ("BOXFLEET_CLAUDE_CLI", self.cli.to_str().expect("utf-8")),
-                // FLEET_LOG=debug for a closer look at a failing scenario
-                (
-                    "BOXFLEET_LOG",
-                    &std::env::var("FLEET_LOG").unwrap_or_else(|_| "info".into()),
-                ),
-                ("BOXFLEET_FAILPOINTS", &self.failpoints),
-            ],
-        );
+        let log = std::env::var("FLEET_LOG").unwrap_or_else(|_| "info".into());
+        let mut env = vec![
+            ("BOXFLEET_CLAUDE_CLI", self.cli.to_str().expect("utf-8")),
+            // FLEET_LOG=debug for a closer look at a failing scenario
+            ("BOXFLEET_LOG", log.as_str()),
+            ("BOXFLEET_FAILPOINTS", self.failpoints.as_str()),
+        ];
+        env.extend(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let node = NodeProcess::start_with_env(name, &data_dir, &args, &env);
         self.nodes.push(node);
         self.nodes.last().expect("just pushed")
     }

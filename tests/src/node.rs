@@ -172,6 +172,15 @@ impl NodeProcess {
         let _ = child.wait();
     }
 
+    /// Whether the node's process has exited (killed, crashed, or stopped by itself); a node
+    /// not started, or killed by [`NodeProcess::kill`], counts as exited.
+    pub fn has_exited(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(child) => !matches!(child.try_wait(), Ok(None)),
+            None => true,
+        }
+    }
+
     /// Starts a terminated or killed node again on the same data directory and port.
     pub fn start_again(&mut self) {
         self.spawn();

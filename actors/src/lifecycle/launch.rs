@@ -90,6 +90,11 @@ impl Coordinator {
         let _working = self.working_on(&request.seat);
         let fence = self.seat_fence(&request.seat).await?;
         let seat_guard = self.seats.seat.lock(&request.seat).await;
+        if let Some(turn_id) = &request.turn_id
+            && let Some(first) = self.earlier_launch(&request, turn_id).await?
+        {
+            return Ok(first);
+        }
         if let Some(busy) = self.runs.list_active(&request.seat).await?.first() {
             return Ok(LaunchOutcome::Refused {
                 class: RefusalClass::Unavailable,
@@ -152,6 +157,47 @@ impl Coordinator {
                 })
             }
         }
+    }
+
+    /// A launch repeated for a (turn, iteration) that already launched gets the first launch's
+    /// outcome, never a second job (DESIGN §6 I13): the run, while its row lives, or the job
+    /// the completion ledger remembers (30 days), whose ending was announced. A turn that
+    /// belongs to another seat is refused.
+    async fn earlier_launch(
+        &self,
+        request: &LaunchRequest,
+        turn_id: &str,
+    ) -> Result<Option<LaunchOutcome>, Error> {
+        if let Some(run) = self.runs.read(turn_id).await? {
+            let record = run.record;
+            if record.seat != request.seat {
+                return Err(Error::BadRequest(format!(
+                    "turn {turn_id} is seat {}'s; launch it for that seat, or under a new turn id",
+                    record.seat
+                )));
+            }
+            info!(turn_id, launch_id = %record.launch_id, "sandbox_launch_repeated");
+            return Ok(Some(LaunchOutcome::Launched {
+                turn_id: turn_id.to_owned(),
+                launch_id: record.launch_id,
+                sandbox_id: record.sandbox_id.unwrap_or_default(),
+            }));
+        }
+        let earlier = boxfleet_cluster::ledger::earlier_launch(
+            self.store.as_ref(),
+            &self.keys,
+            turn_id,
+            request.iteration,
+        )
+        .await?;
+        Ok(earlier.map(|launch_id| {
+            info!(turn_id, launch_id, "sandbox_launch_repeated");
+            LaunchOutcome::Launched {
+                turn_id: turn_id.to_owned(),
+                launch_id,
+                sandbox_id: String::new(),
+            }
+        }))
     }
 
     /// A launch that failed after its row opened ends the run (and gives the seat back).

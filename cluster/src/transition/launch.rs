@@ -54,14 +54,21 @@ pub(super) fn attach_box(
     Ok(())
 }
 
+/// The job runs and the conversation is on the row: the launch is what the caller is told it
+/// is, so the completion ledger remembers it (30 days) and a repeat of it gets this job, never
+/// a second (DESIGN §6 I13). A launch that failed before this told its caller to try again.
 pub(super) fn commit_suspension(
     step: &Step<'_>,
     next: &mut RunRecord,
+    effects: &mut Vec<Effect>,
     launch_id: &str,
     conversation: &[u8],
 ) -> Result<(), Refusal> {
     step.require_status(Status::Launching)?;
     step.same_launch(launch_id)?;
+    effects.push(Effect::Spend {
+        delivery_id: crate::ledger::launch_entry(&next.turn_id, next.iteration, launch_id),
+    });
     next.conversation = Some(conversation.to_vec());
     next.status = Status::Running;
     Ok(())
@@ -239,7 +246,7 @@ mod tests {
     }
 
     #[test]
-    fn the_suspension_commits_the_conversation_and_the_run_is_running() {
+    fn the_suspension_commits_the_conversation_and_the_ledger_remembers_the_launch() {
         let mut current = launching();
         current.sandbox_id = Some(BOX.into());
         let mut expected = stamped(&current);
@@ -247,7 +254,12 @@ mod tests {
         expected.status = Status::Running;
         assert_eq!(
             decide_on(&current, commit(LAUNCH)),
-            writes(expected, vec![])
+            writes(
+                expected,
+                vec![Effect::Spend {
+                    delivery_id: format!("launch/{TURN}/0/{LAUNCH}")
+                }]
+            )
         );
     }
 

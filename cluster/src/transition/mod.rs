@@ -105,7 +105,7 @@ pub fn decide(
         Transition::CommitSuspension {
             launch_id,
             conversation,
-        } => launch::commit_suspension(&step, &mut next, launch_id, conversation)?,
+        } => launch::commit_suspension(&step, &mut next, &mut effects, launch_id, conversation)?,
         Transition::ClaimCompletion { launch_id } => {
             collect::claim_completion(&step, &mut next, launch_id)?
         }

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use boxfleet_actors::crash;
 use boxfleet_actors::lifecycle::{
     self, EngineDown, LaunchOutcome, LaunchRequest, RefusalClass, Resume, ResumeKind, Settle,
 };
@@ -84,11 +85,19 @@ impl Engines {
         if boxfleet_actors::workers::failpoint_once("engine-resume-slow") {
             tokio::time::sleep(std::time::Duration::from_secs(4)).await;
         }
-        self.coordinator.take(&turn_id, &launch_id).await?;
+        // the findings' turn writes only its reply, under an id derived from the run, so it is
+        // not taken: a node that dies before the settle leaves a claim the seat's next holder
+        // revives, collects again and resumes with the same reply (I12). An answer's turn is
+        // taken, which spends its delivery.
+        if kind != ResumeKind::Findings {
+            self.coordinator.take(&turn_id, &launch_id).await?;
+        }
         match kind {
             ResumeKind::Findings => {
+                crash::point(crash::SETTLE_AFTER_TAKE);
                 self.publish_reply(&turn_id, &launch_id, &seat, &reply, succeeded)
                     .await;
+                crash::point(crash::SETTLE_AFTER_REPLY);
                 self.coordinator
                     .settle(&turn_id, &launch_id, Settle::Finished { reply })
                     .await?;
