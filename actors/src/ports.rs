@@ -46,6 +46,10 @@ pub struct BoxSpec {
     pub env: BTreeMap<String, String>,
     /// how long the box lives without a keepalive
     pub timeout_seconds: u64,
+    /// the id the box is to have, chosen before it exists ([`Provider::new_box_id`]) so the run's
+    /// row names it first (DESIGN §6 I13); `None`: the backend names it
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_id: Option<String>,
 }
 
 /// A job started in a box: enough to find it again from another process.
@@ -80,7 +84,14 @@ pub struct TailRead {
 pub trait Provider: Send + Sync + fmt::Debug {
     /// The cell's name (`direct`, `container`, `e2b`, `fake`).
     fn cell(&self) -> &str;
-    /// Makes a new box.
+    /// An id for a box not made yet, for [`BoxSpec::sandbox_id`]: a launch names its box on the
+    /// run's row before [`Provider::create`] makes it, so a launch that dies between the two
+    /// leaves a row whose reaping kills what it started (DESIGN §6 I13). `None` (the default)
+    /// for a backend that names its boxes itself (e2b).
+    fn new_box_id(&self) -> Option<String> {
+        None
+    }
+    /// Makes a new box (under `spec.sandbox_id`, when the backend chose one).
     async fn create(&self, spec: &BoxSpec) -> Result<Arc<dyn Sandbox>, BoxError>;
     /// Reaches a box without waking it: a paused box is refused where reading it would wake it.
     async fn attach(&self, sandbox_id: &str) -> Result<Arc<dyn Sandbox>, BoxError>;

@@ -32,13 +32,14 @@ use crate::ports::{BoxSpec, LaunchSpec, Provider, Runner, Sandbox};
 
 /// Where a job starts: a new box, or the box its run already names.
 enum JobBox {
-    New,
+    /// a new box, under the id the row already names when the backend let us choose it
+    New(Option<String>),
     Reuse(String),
 }
 
 impl JobBox {
     fn of(sandbox_id: Option<String>) -> JobBox {
-        sandbox_id.map_or(JobBox::New, JobBox::Reuse)
+        sandbox_id.map_or(JobBox::New(None), JobBox::Reuse)
     }
 }
 
@@ -107,7 +108,11 @@ impl Coordinator {
         let turn_id = request.turn_id.clone().unwrap_or_else(|| new_id("turn"));
         check_id("turn_id", &turn_id)?;
         let launch_id = new_id("launch");
-        let record = self.launching_record(&request, &turn_id, &launch_id, provider.as_ref());
+        // the box's id is chosen first and named on the row that opens, so reaping a launch
+        // that died before the box was named kills whatever it started (I13)
+        let chosen_box = provider.new_box_id();
+        let mut record = self.launching_record(&request, &turn_id, &launch_id, provider.as_ref());
+        record.sandbox_id = chosen_box.clone();
         self.runs
             .apply(
                 &fence,
@@ -128,7 +133,7 @@ impl Coordinator {
                 (provider.as_ref(), runner.as_ref()),
                 &request,
                 &plan,
-                JobBox::New,
+                JobBox::New(chosen_box),
             )
             .await;
         match started {
@@ -309,12 +314,13 @@ impl Coordinator {
                     .await?,
                 false,
             ),
-            JobBox::New => {
+            JobBox::New(chosen) => {
                 let spec = BoxSpec {
                     turn_id: turn_id.to_owned(),
                     seat: request.seat.clone(),
                     env: BTreeMap::new(),
                     timeout_seconds: self.access.box_timeout.as_secs(),
+                    sandbox_id: chosen.clone(),
                 };
                 let created = provider.create(&spec).await?;
                 crash::point(crash::LAUNCH_AFTER_BOX_CREATED);

@@ -65,6 +65,7 @@ pub fn spec() -> BoxSpec {
         seat: "ada".into(),
         env: Default::default(),
         timeout_seconds: 900,
+        sandbox_id: None,
     }
 }
 

@@ -26,6 +26,7 @@ impl TestBox {
             seat: "ada".into(),
             env: Default::default(),
             timeout_seconds: 900,
+            sandbox_id: None,
         };
         let sandbox = provider.create(&spec).await.expect("create");
         TestBox {

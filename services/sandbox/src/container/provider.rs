@@ -162,16 +162,24 @@ impl Provider for ContainerProvider {
         "container"
     }
 
+    fn new_box_id(&self) -> Option<String> {
+        Some(format!(
+            "c{}-{}",
+            Utc::now().format("%Y%m%d%H%M%S"),
+            &uuid::Uuid::new_v4().simple().to_string()[..12]
+        ))
+    }
+
     async fn create(&self, spec: &BoxSpec) -> Result<Arc<dyn Sandbox>, BoxError> {
         check_env(&spec.env)?;
         let probe = self.probe().await?;
         self.reap_orphans().await;
         let now = Utc::now();
-        let sandbox_id = format!(
-            "c{}-{}",
-            now.format("%Y%m%d%H%M%S"),
-            &uuid::Uuid::new_v4().simple().to_string()[..12]
-        );
+        let sandbox_id = spec
+            .sandbox_id
+            .clone()
+            .or_else(|| self.new_box_id())
+            .unwrap_or_default();
         let sandbox = self.sandbox(&sandbox_id)?;
         let env = box_environment(&self.shared.config.box_path, &spec.env);
         let env_bytes = env_file(&env)?;

@@ -237,16 +237,29 @@ impl Provider for DirectProvider {
         "direct"
     }
 
+    fn new_box_id(&self) -> Option<String> {
+        Some(format!(
+            "d{}-{}",
+            Utc::now().format("%Y%m%d%H%M%S"),
+            &uuid::Uuid::new_v4().simple().to_string()[..12]
+        ))
+    }
+
     async fn create(&self, spec: &BoxSpec) -> Result<Arc<dyn Sandbox>, BoxError> {
         check_env(&spec.env)?;
         self.reap_orphans().await;
         let now = Utc::now();
-        let sandbox_id = format!(
-            "d{}-{}",
-            now.format("%Y%m%d%H%M%S"),
-            &uuid::Uuid::new_v4().simple().to_string()[..12]
-        );
+        let sandbox_id = spec
+            .sandbox_id
+            .clone()
+            .or_else(|| self.new_box_id())
+            .unwrap_or_default();
         let sandbox = self.sandbox(&sandbox_id)?;
+        if sandbox.paths.present().await? {
+            return Err(BoxError::Failed(format!(
+                "box {sandbox_id} exists already: a new box needs an id of its own"
+            )));
+        }
         let record = BoxRecord {
             sandbox_id: sandbox_id.clone(),
             turn_id: spec.turn_id.clone(),
