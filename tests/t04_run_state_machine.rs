@@ -527,6 +527,14 @@ impl Harness {
                 let fresh = self.claimed.insert((turn.to_owned(), launch_id.clone()));
                 assert!(fresh, "completion of {turn}/{launch_id} claimed twice");
             }
+            // I12: a revived completion claim gives the job back to be claimed and collected
+            // again (its charge and phase record stay once each: they are not revived)
+            (Transition::Revive, Some(after)) if after.status == Status::Running => {
+                if let Some(claim) = before.and_then(|run| run.claim.as_ref()) {
+                    self.claimed
+                        .remove(&(turn.to_owned(), claim.launch_id.clone()));
+                }
+            }
             (Transition::HandBackClaim { launch_id, .. }, after) => {
                 self.claimed.remove(&(turn.to_owned(), launch_id.clone()));
                 // a claim given back for a retry un-takes its answer: nothing the turn did
@@ -567,9 +575,13 @@ impl Harness {
                     "re-answered"
                 );
             }
+            // a completion's take records the findings taken; an answer's spends the answer
             (Transition::Take { .. }, Some(after)) => {
-                let answer = after.answer.as_ref().expect("taken answer");
-                self.taken.insert(answer.delivery_id.clone());
+                if let Some(answer) = after.answer.as_ref() {
+                    self.taken.insert(answer.delivery_id.clone());
+                } else {
+                    assert!(after.completion_taken(), "a take that took nothing");
+                }
             }
             (_, None) => {
                 // I7, I8
@@ -755,6 +767,8 @@ mod model {
         pub sandbox: Option<String>,
         pub charged: (bool, bool),
         pub published: bool,
+        /// (the job whose findings a turn took, completion claims lost and revived)
+        pub completion: (Option<String>, u32),
     }
 
     impl Run {
@@ -789,6 +803,10 @@ mod model {
                 sandbox: record.sandbox_id.clone(),
                 charged,
                 published: record.phase_published.as_deref() == Some(record.launch_id.as_str()),
+                completion: record
+                    .completion
+                    .as_ref()
+                    .map_or((None, 0), |c| (c.taken_launch_id.clone(), c.lost_claims)),
             }
         }
 
@@ -837,6 +855,7 @@ mod model {
                 sandbox: None,
                 charged: (false, false),
                 published: false,
+                completion: (None, 0),
             }));
         };
         if run.epoch > epoch {
@@ -944,6 +963,26 @@ mod model {
                     && run.answer.as_ref().is_some_and(|a| !a.1) =>
             {
                 next.answer.as_mut().expect("answer").1 = true;
+            }
+            // a completion's claim: the findings taken once; an untaken claim revived (I12)
+            Transition::Take { launch_id }
+                if run.own_claim(launch_id, epoch, Some(ClaimKind::Completion))
+                    && run.completion.0.as_deref() != Some(launch_id.as_str()) =>
+            {
+                next.completion.0 = Some(launch_id.clone());
+            }
+            Transition::Revive
+                if run.status == Status::Resumed
+                    && run.claim.as_ref().is_some_and(|c| {
+                        c.kind == ClaimKind::Completion
+                            && run.completion.0.as_deref() != Some(c.launch.as_str())
+                    })
+                    && run.completion.1 < 3 =>
+            {
+                next.status = run.claim.as_ref().expect("claim").from;
+                next.claim = None;
+                next.epoch = epoch;
+                next.completion.1 += 1;
             }
             Transition::Revive
                 if run.status == Status::Resumed

@@ -50,7 +50,7 @@ pub(super) fn classify(error: etcd::Error) -> Failure {
 fn classify_status(status: &tonic::Status) -> Failure {
     let message = status.message();
     let described = || describe(status);
-    if never_connected(status) {
+    if never_connected(status) || handed_back_unsent(status) {
         return Failure::NotSent(described());
     }
     match status.code() {
@@ -99,6 +99,15 @@ fn classify_status(status: &tonic::Status) -> Failure {
         | Code::Aborted => Failure::Lost(described()),
         _ => Failure::Final(Error::Invalid(described())),
     }
+}
+
+/// Whether the call was dropped from the client's queue unsent because its connection had
+/// closed: hyper's dispatcher hands such a request back as "operation was canceled: connection
+/// closed" (a request already on the wire fails with the stream's own error instead — a reset,
+/// a broken pipe, an incomplete message). Seen on the first call after a member is SIGKILLed.
+fn handed_back_unsent(status: &tonic::Status) -> bool {
+    status.code() == Code::Cancelled
+        && describe(status).contains("operation was canceled: connection closed")
 }
 
 /// Whether the status comes from a connection that never opened (tonic wraps every connect
@@ -172,6 +181,23 @@ mod tests {
             Failure::Lost(_)
         ));
         let status = tonic::Status::unknown("etcdserver: leader changed");
+        assert!(matches!(
+            classify(etcd::Error::GRpcStatus(status)),
+            Failure::Lost(_)
+        ));
+    }
+
+    #[test]
+    fn a_request_handed_back_from_a_closed_connection_was_never_sent() {
+        let status = tonic::Status::cancelled(
+            "operation was canceled: transport error: operation was canceled: connection closed",
+        );
+        assert!(matches!(
+            classify(etcd::Error::GRpcStatus(status)),
+            Failure::NotSent(_)
+        ));
+        // a cancel for any other reason may have carried the call
+        let status = tonic::Status::cancelled("Timeout expired");
         assert!(matches!(
             classify(etcd::Error::GRpcStatus(status)),
             Failure::Lost(_)
