@@ -1023,13 +1023,7 @@ mod model {
                 launch_id,
                 new_launch_id,
                 ..
-            } if run.own_claim(launch_id, epoch, None)
-                && (run
-                    .claim
-                    .as_ref()
-                    .is_some_and(|c| c.kind == ClaimKind::Completion)
-                    || run.answer.as_ref().is_some_and(|a| a.1)) =>
-            {
+            } if run.own_claim(launch_id, epoch, None) => {
                 next = Run {
                     status: Status::Launching,
                     launch: new_launch_id.clone(),

@@ -33,7 +33,6 @@ pub const ALL: &[&str] = &[
     COLLECT_AFTER_PARK,
     ANSWER_AFTER_RECORD,
     ANSWER_AFTER_CLAIM,
-    ANSWER_AFTER_TAKE,
     RELAUNCH_AFTER_OPEN,
     RELAUNCH_AFTER_JOB_STARTED,
     RELAUNCH_AFTER_COMMIT,
@@ -62,6 +61,8 @@ pub const COLLECT_AFTER_PARK: &str = "collect.after_park";
 pub const COLLECT_AFTER_RESUME_DISPATCH: &str = "collect.after_resume_dispatch";
 pub const ANSWER_AFTER_RECORD: &str = "answer.after_record";
 pub const ANSWER_AFTER_CLAIM: &str = "answer.after_claim";
+/// an external engine's take of an answer (the built-in engine's relaunch takes it in the same
+/// write, so the matrix, which drives the built-in engine, does not reach it)
 pub const ANSWER_AFTER_TAKE: &str = "answer.after_take";
 pub const RELAUNCH_AFTER_OPEN: &str = "relaunch.after_open";
 pub const RELAUNCH_AFTER_JOB_STARTED: &str = "relaunch.after_job_started";

@@ -84,11 +84,19 @@ pub(super) fn relaunch(
     brief: &str,
 ) -> Result<(), Refusal> {
     let claim = step.own_claim(launch_id, None)?;
-    if claim.kind == ClaimKind::Answer && !step.current.answer_taken() {
-        return Err(Refusal::AnswerNotTaken);
-    }
     if new_launch_id == launch_id {
         return Err(Refusal::Invalid("a relaunch needs a new launch id".into()));
+    }
+    // a turn that relaunches without a separate take takes its answer here, in the same write
+    // (the built-in engine's answer turn is the relaunch itself): the delivery is spent as a
+    // take spends it, and no crash can fall between the two
+    if claim.kind == ClaimKind::Answer
+        && !step.current.answer_taken()
+        && let Some(answer) = &step.current.answer
+    {
+        effects.push(Effect::Spend {
+            delivery_id: answer.delivery_id.clone(),
+        });
     }
     next.status = Status::Launching;
     next.launch_id = new_launch_id.to_owned();
@@ -349,10 +357,15 @@ mod tests {
     }
 
     #[test]
-    fn an_untaken_answer_does_not_relaunch() {
-        assert_eq!(
-            decide_on(&claimed_for_answer(), relaunch(LAUNCH, "launch-2")),
-            Err(Refusal::AnswerNotTaken)
+    fn a_relaunch_takes_an_untaken_answer_in_the_same_write() {
+        let relaunched =
+            decide_on(&claimed_for_answer(), relaunch(LAUNCH, "launch-2")).expect("relaunched");
+        let delivery = claimed_for_answer().answer.expect("an answer").delivery_id;
+        assert!(
+            relaunched.effects.contains(&Effect::Spend {
+                delivery_id: delivery
+            }),
+            "{relaunched:?}"
         );
     }
 

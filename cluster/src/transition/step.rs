@@ -186,8 +186,6 @@ pub enum Refusal {
     AlreadyAnswered,
     #[error("a turn took the answer: it is spent")]
     AnswerTaken,
-    #[error("no turn took the answer")]
-    AnswerNotTaken,
     #[error("a turn took the findings: the claim is never revived")]
     CompletionTaken,
     #[error("the claim's revivals are spent ({lost_claims} lost claims)")]

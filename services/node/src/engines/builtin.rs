@@ -85,13 +85,10 @@ impl Engines {
         if boxfleet_actors::workers::failpoint_once("engine-resume-slow") {
             tokio::time::sleep(std::time::Duration::from_secs(4)).await;
         }
-        // the findings' turn writes only its reply, under an id derived from the run, so it is
-        // not taken: a node that dies before the settle leaves a claim the seat's next holder
-        // revives, collects again and resumes with the same reply (I12). An answer's turn is
-        // taken, which spends its delivery.
-        if kind != ResumeKind::Findings {
-            self.coordinator.take(&turn_id, &launch_id).await?;
-        }
+        // the built-in turn takes nothing separately (I12): the findings' turn writes only its
+        // reply, under an id derived from the run, so a node that dies before the settle leaves
+        // a claim the seat's next holder revives, collects again and resumes with the same
+        // reply; an answer's turn is its relaunch, which takes the answer in the same write
         match kind {
             ResumeKind::Findings => {
                 crash::point(crash::SETTLE_AFTER_TAKE);
