@@ -889,6 +889,7 @@ mod model {
                 if run.status == Status::Launching && run.launch == *launch_id =>
             {
                 next.status = Status::Running;
+                next.answer = None;
             }
             Transition::ClaimCompletion { launch_id }
                 if run.status == Status::Running && run.launch == *launch_id =>
@@ -1024,11 +1025,16 @@ mod model {
                 new_launch_id,
                 ..
             } if run.own_claim(launch_id, epoch, None) => {
+                // the answer stays, taken, until the conversation commits (revert_relaunch)
+                let answer = next
+                    .answer
+                    .clone()
+                    .map(|(delivery, _, lost)| (delivery, true, lost));
                 next = Run {
                     status: Status::Launching,
                     launch: new_launch_id.clone(),
                     claim: None,
-                    answer: None,
+                    answer,
                     declined: BTreeSet::new(),
                     charged: (false, false),
                     published: false,

@@ -13,8 +13,9 @@
 use boxfleet_cluster::record::{ClaimKind, EndingReason, Status};
 use boxfleet_cluster::runs::RunError;
 use boxfleet_cluster::transition::{EndingGuard, Fence, Refusal, Transition};
-use tracing::info;
+use tracing::{info, warn};
 
+use crate::boxes::BoxOp;
 use crate::crash;
 
 use super::Coordinator;
@@ -35,6 +36,10 @@ impl Coordinator {
             let record = &run.record;
             let turn_id = record.turn_id.as_str();
             match record.status {
+                // a relaunch that died before its commit still carries its answer: re-seeded
+                Status::Launching if record.answer.is_some() => {
+                    self.revert_relaunch(fence, record).await?;
+                }
                 Status::Launching => {
                     self.end_run(
                         fence,
@@ -72,6 +77,46 @@ impl Coordinator {
             }
         }
         Ok(())
+    }
+
+    /// A relaunch whose node stopped before its conversation committed: its box is killed (with
+    /// whatever the relaunch started in it), and the run goes back to its answer, which
+    /// re-seeds in a new box, within the revival bounds; past them the run is reaped (I12).
+    async fn revert_relaunch(
+        &self,
+        fence: &Fence,
+        record: &boxfleet_cluster::record::RunRecord,
+    ) -> Result<(), Error> {
+        let turn_id = record.turn_id.as_str();
+        if let Some(sandbox_id) = &record.sandbox_id {
+            let cell = self.access.cell_of(record);
+            if let Err(error) = self.access.box_op(&cell, sandbox_id, BoxOp::Kill).await {
+                warn!(turn_id, sandbox_id, %error, "sandbox_kill_failed");
+                return Err(error.into());
+            }
+        }
+        let revert = Transition::RevertRelaunch {
+            launch_id: record.launch_id.clone(),
+        };
+        match self.runs.apply(fence, turn_id, revert).await {
+            Ok(_) => {
+                info!(turn_id, "sandbox_relaunch_reverted");
+                self.drive_answer(fence, turn_id).await
+            }
+            Err(RunError::Refused(Refusal::RevivalsSpent { lost_claims })) => {
+                info!(turn_id, lost_claims, "sandbox_relaunch_not_reverted");
+                self.end_run(
+                    fence,
+                    turn_id,
+                    EndingReason::AbandonedTail,
+                    "the answer's relaunch took its node down too often",
+                    EndingGuard::Any,
+                )
+                .await;
+                Ok(())
+            }
+            Err(error) => Err(error.into()),
+        }
     }
 
     /// A completion's claim whose node stopped before a turn took the findings: the run goes

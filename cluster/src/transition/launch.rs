@@ -7,7 +7,10 @@ use chrono::{DateTime, Utc};
 use crate::events::{self, Event};
 use crate::record::{ClaimKind, RunRecord, Status};
 
-use super::step::{Decision, Effect, Fence, Next, Refusal, Step, Transition};
+use super::step::{
+    DEFAULT_PAUSE_TTL_SECONDS, Decision, Effect, Fence, MAX_ANSWER_REVIVALS, Next, Refusal, Step,
+    Transition,
+};
 
 /// Opens the row: the only transition of an absent row.
 pub(super) fn open_launch(
@@ -69,6 +72,9 @@ pub(super) fn commit_suspension(
     effects.push(Effect::Spend {
         delivery_id: crate::ledger::launch_entry(&next.turn_id, next.iteration, launch_id),
     });
+    // a relaunch's answer is used from here: the job runs with it
+    next.answer = None;
+    next.question = None;
     next.conversation = Some(conversation.to_vec());
     next.status = Status::Running;
     Ok(())
@@ -103,8 +109,11 @@ pub(super) fn relaunch(
     next.iteration += 1;
     next.brief = brief.to_owned();
     next.claim = None;
-    next.question = None;
-    next.answer = None;
+    // the answer and its question stay until the conversation commits: a relaunch whose node
+    // stops before then goes back to them (revert_relaunch) rather than losing the answer
+    if let Some(answer) = next.answer.as_mut() {
+        answer.taken_at.get_or_insert(step.now);
+    }
     next.declined_answers.clear();
     next.conversation = None;
     next.charged = None;
@@ -113,6 +122,44 @@ pub(super) fn relaunch(
     next.collect_failures = 0;
     next.model = None;
     effects.push(started_event(next, step.now));
+    Ok(())
+}
+
+/// A relaunch that died before its conversation committed (the row still carries the answer it
+/// relaunched with): back to `answered`, untaken and without a box — the caller killed the box
+/// and whatever the relaunch started in it — so the answer re-seeds; at most
+/// [`MAX_ANSWER_REVIVALS`] times within one pause TTL of the first loss (I12).
+pub(super) fn revert_relaunch(
+    step: &Step<'_>,
+    next: &mut RunRecord,
+    launch_id: &str,
+) -> Result<(), Refusal> {
+    step.require_status(Status::Launching)?;
+    step.same_launch(launch_id)?;
+    let pause_ttl = step
+        .current
+        .pause_ttl_seconds
+        .unwrap_or(DEFAULT_PAUSE_TTL_SECONDS);
+    let now = step.now;
+    let answer = next
+        .answer
+        .as_mut()
+        .ok_or_else(|| Refusal::Invalid("a first launch has no answer to go back to".into()))?;
+    let window_passed = answer.first_lost_at.is_some_and(|first| {
+        now.signed_duration_since(first) >= chrono::Duration::seconds(pause_ttl as i64)
+    });
+    if answer.lost_claims >= MAX_ANSWER_REVIVALS || window_passed {
+        return Err(Refusal::RevivalsSpent {
+            lost_claims: answer.lost_claims,
+        });
+    }
+    answer.lost_claims += 1;
+    answer.first_lost_at.get_or_insert(now);
+    answer.taken_at = None;
+    next.status = Status::Answered;
+    next.sandbox_id = None;
+    next.job = None;
+    next.epoch = step.fence.epoch;
     Ok(())
 }
 
@@ -346,13 +393,12 @@ mod tests {
         expected.iteration = 1;
         expected.brief = "go on".into();
         expected.claim = None;
-        expected.question = None;
-        expected.answer = None;
+        // the answer and its question stay on the row until the conversation commits
         expected.declined_answers = Vec::new();
         expected.conversation = None;
         assert_eq!(
             decide_on(&current, relaunch(LAUNCH, "launch-2")),
-            writes(expected, vec![started("launch-2", 1)])
+            writes(expected.clone(), vec![started("launch-2", 1)])
         );
     }
 
@@ -404,6 +450,69 @@ mod tests {
                 now()
             ),
             Err(Refusal::NotClaimant)
+        );
+    }
+
+    #[test]
+    fn a_relaunch_that_died_before_its_commit_goes_back_to_its_answer_within_bounds() {
+        let claimed = answer_taken();
+        let Ok(Decision {
+            next: Next::Write(relaunched),
+            ..
+        }) = decide_on(&claimed, relaunch(LAUNCH, "launch-2"))
+        else {
+            panic!("relaunched");
+        };
+        let revert = || Transition::RevertRelaunch {
+            launch_id: "launch-2".into(),
+        };
+        let Ok(Decision {
+            next: Next::Write(reverted),
+            effects,
+        }) = decide_on(&relaunched, revert())
+        else {
+            panic!("reverted");
+        };
+        assert!(effects.is_empty());
+        assert_eq!(reverted.status, Status::Answered);
+        assert_eq!(
+            reverted.sandbox_id, None,
+            "the answer re-seeds: its box was killed"
+        );
+        let answer = reverted.answer.as_ref().expect("the answer is kept");
+        assert_eq!((answer.taken_at, answer.lost_claims), (None, 1));
+        // the commit uses the answer up: nothing to go back to after it
+        let committed = decide_on(
+            &relaunched,
+            Transition::CommitSuspension {
+                launch_id: "launch-2".into(),
+                conversation: b"c".to_vec(),
+            },
+        )
+        .expect("committed");
+        let Next::Write(committed) = committed.next else {
+            panic!("written");
+        };
+        assert!(committed.answer.is_none() && committed.question.is_none());
+        // a first launch has no answer; three lost relaunches spend the revivals
+        assert!(matches!(
+            decide_on(
+                &launching(),
+                Transition::RevertRelaunch {
+                    launch_id: LAUNCH.into()
+                }
+            ),
+            Err(Refusal::Invalid(_))
+        ));
+        let mut spent = relaunched.clone();
+        if let Some(answer) = spent.answer.as_mut() {
+            answer.lost_claims = MAX_ANSWER_REVIVALS;
+        }
+        assert_eq!(
+            decide_on(&spent, revert()),
+            Err(Refusal::RevivalsSpent {
+                lost_claims: MAX_ANSWER_REVIVALS
+            })
         );
     }
 }

@@ -135,6 +135,9 @@ pub fn decide(
             collect::revive_completion(&step, &mut next)?
         }
         Transition::Revive => answer::revive(&step, &mut next)?,
+        Transition::RevertRelaunch { launch_id } => {
+            launch::revert_relaunch(&step, &mut next, launch_id)?
+        }
         Transition::LetGo => answer::let_go(&step, &mut next, &mut effects)?,
         Transition::ClearHandBack { delivery_ids } => {
             answer::clear_hand_back(&step, &mut next, delivery_ids)?
@@ -315,6 +318,7 @@ mod tests {
                 "expire_pause",
                 "mark_paused",
                 "relaunch",
+                "revert_relaunch",
                 "fence_run",
                 "append_bridge_call",
             ]

@@ -108,6 +108,9 @@ pub enum Transition {
         new_launch_id: String,
         brief: String,
     },
+    /// A relaunch whose node stopped before its conversation committed goes back to its
+    /// answer, which re-seeds (its box was killed first), within the revival bounds (I12).
+    RevertRelaunch { launch_id: String },
     /// A seat's new holder stamps its lease on the run (the reap's fence), and itself as the
     /// run's owner when it names one.
     FenceRun { owner: Option<String> },
@@ -136,6 +139,7 @@ impl Transition {
             Transition::DecideEnding { .. } => "decide_ending",
             Transition::ReleaseBox { .. } => "release_box",
             Transition::Finish => "finish",
+            Transition::RevertRelaunch { .. } => "revert_relaunch",
             Transition::ExpirePause { .. } => "expire_pause",
             Transition::MarkPaused { .. } => "mark_paused",
             Transition::Relaunch { .. } => "relaunch",

@@ -293,6 +293,9 @@ pub(super) fn one_of_each() -> Vec<Transition> {
             new_launch_id: "launch-2".into(),
             brief: String::new(),
         },
+        Transition::RevertRelaunch {
+            launch_id: LAUNCH.into(),
+        },
         Transition::FenceRun { owner: None },
         Transition::AppendBridgeCall {
             line: String::new(),
