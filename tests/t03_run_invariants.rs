@@ -801,6 +801,37 @@ async fn seat_leases_acquire_renew_release_and_expire(store: Arc<dyn Store>, pre
     let nodes = seat::nodes(store.as_ref(), &keys).await.expect("nodes");
     assert_eq!(nodes.len(), 2);
 
+    // --- phase: an acquire timed out unapplied (re-read: absent) is sent again, and one
+    // whose reply was lost after it landed reads back as held; either way, one holder
+    let faulty = boxfleet_cluster::store::failpoint::Faulty::from_arc(store.clone());
+    let faults = faulty.faults();
+    let other = "seat-timed-out";
+    faults.time_out_next_writes(1);
+    let timed_out = seat::acquire(&faulty, &keys, other, &holder("a"), a.lease).await;
+    assert!(
+        matches!(timed_out, Ok(Acquire::Held(_))),
+        "an unapplied acquire is sent again: {timed_out:?}"
+    );
+    let lost = "seat-reply-lost";
+    faults.lose_next_reply(1);
+    let landed = seat::acquire(&faulty, &keys, lost, &holder("a"), a.lease).await;
+    assert!(
+        matches!(landed, Ok(Acquire::Held(_))),
+        "a landed acquire reads back as held: {landed:?}"
+    );
+    for released in [other, lost] {
+        let Ok(Acquire::Held(fence)) =
+            seat::acquire(store.as_ref(), &keys, released, &holder("a"), a.lease).await
+        else {
+            panic!("{released} is a's");
+        };
+        assert!(
+            seat::release(store.as_ref(), &keys, &fence)
+                .await
+                .expect("release")
+        );
+    }
+
     // --- phase: a releases; b acquires under a newer epoch; a's fence no longer holds
     assert!(
         seat::release(store.as_ref(), &keys, &fence)

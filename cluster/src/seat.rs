@@ -88,6 +88,9 @@ pub async fn nodes(store: &dyn Store, keys: &Keys) -> Result<Vec<NodeInfo>, Erro
         .collect()
 }
 
+/// How many times an acquire whose outcome was unknown, and re-read as not landed, is sent again.
+const ACQUIRE_RETRIES: u32 = 2;
+
 /// Acquires `seat` for `holder` on its session lease. Idempotent for the same holder: a
 /// second acquire (say after a lost reply) returns the epoch it already has.
 pub async fn acquire(
@@ -104,16 +107,23 @@ pub async fn acquire(
         .when([Compare::absent(key.clone())])
         .and_then([Op::put_on_lease(key.clone(), value, session)])
         .or_else([Op::get(key.clone())]);
-    let response = match store.txn(txn).await {
-        Ok(response) => response,
-        Err(error) if error.is_indeterminate() => {
-            // resolve by re-reading: the key is ours if the write landed
-            return match store.get(&key).await? {
-                Some(kv) => held_or_not(seat, &key, holder, session, kv),
-                None => Err(error),
-            };
+    let mut tries = 0;
+    let response = loop {
+        match store.txn(txn.clone()).await {
+            Ok(response) => break response,
+            Err(error) if error.is_indeterminate() => {
+                // resolve by re-reading: the key is ours if the write landed. A linearizable
+                // read that finds it absent (a leader answered it) means the write did not
+                // land, and the create-if-absent is safe to send again: one that landed after
+                // all fails its compare and reads back as ours.
+                match store.get(&key).await? {
+                    Some(kv) => return held_or_not(seat, &key, holder, session, kv),
+                    None if tries < ACQUIRE_RETRIES => tries += 1,
+                    None => return Err(error),
+                }
+            }
+            Err(error) => return Err(error),
         }
-        Err(error) => return Err(error),
     };
     if response.succeeded {
         return Ok(Acquire::Held(Fence {

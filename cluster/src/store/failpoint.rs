@@ -6,6 +6,9 @@
 //!   and the connection drops before the answer arrives. The caller must re-read.
 //! - [`Faults::fail_next_writes`]: the txn is **not** applied and the caller gets
 //!   [`Error::Unavailable`], as when the store refuses before applying. A retry is safe.
+//! - [`Faults::time_out_next_writes`]: the txn is **not** applied, yet the caller gets
+//!   [`Error::Indeterminate`], as when a call to a member that died is timed out: a re-read
+//!   finds nothing, and the caller must decide whether to send it again.
 //!
 //! Only txns that can write ([`Txn::writes`]) are faulted; reads, read-only txns, leases and
 //! watches pass straight through. [`Faults::only_under`] narrows the faults to txns touching
@@ -21,6 +24,8 @@ use super::{Error, KeyValue, LeaseId, Op, Range, Revision, Store, Txn, TxnRespon
 
 /// The message of the error a lost reply returns.
 pub const REPLY_LOST: &str = "failpoint: reply lost";
+/// The message of the error a timed-out, unapplied write returns.
+pub const WRITE_TIMED_OUT: &str = "failpoint: write timed out";
 /// The message of the error a refused write returns.
 pub const WRITE_REFUSED: &str = "failpoint: write refused";
 
@@ -36,6 +41,8 @@ struct State {
     lose_replies: u64,
     /// writing txns still to be refused unapplied
     fail_writes: u64,
+    /// writing txns still to be timed out unapplied
+    time_out_writes: u64,
     /// faults apply only to txns touching a key under this prefix
     only_under: Option<String>,
     /// replies lost so far (the txn landed)
@@ -55,6 +62,7 @@ enum Fault {
     None,
     Refuse,
     LoseReply,
+    TimeOut,
 }
 
 impl Faults {
@@ -75,6 +83,11 @@ impl Faults {
         self.state().fail_writes = n;
     }
 
+    /// The next `n` writing txns answer [`Error::Indeterminate`] without being applied.
+    pub fn time_out_next_writes(&self, n: u64) {
+        self.state().time_out_writes = n;
+    }
+
     /// Faults only txns with a compare or an op on a key under `prefix` (or a delete of a
     /// prefix covering it); other txns pass through and do not use up armed faults.
     pub fn only_under(&self, prefix: impl Into<String>) {
@@ -86,6 +99,7 @@ impl Faults {
         let mut state = self.state();
         state.lose_replies = 0;
         state.fail_writes = 0;
+        state.time_out_writes = 0;
         state.only_under = None;
     }
 
@@ -124,6 +138,9 @@ impl Faults {
             state.fail_writes -= 1;
             state.writes_failed += 1;
             Fault::Refuse
+        } else if state.time_out_writes > 0 {
+            state.time_out_writes -= 1;
+            Fault::TimeOut
         } else if state.lose_replies > 0 {
             state.lose_replies -= 1;
             Fault::LoseReply
@@ -214,6 +231,7 @@ impl<S: Store + ?Sized> Store for Faulty<S> {
         match self.faults.take(&txn) {
             Fault::None => self.inner.txn(txn).await,
             Fault::Refuse => Err(Error::Unavailable(WRITE_REFUSED.into())),
+            Fault::TimeOut => Err(Error::Indeterminate(WRITE_TIMED_OUT.into())),
             Fault::LoseReply => match self.inner.txn(txn).await {
                 Ok(_) => {
                     self.faults.landed();
