@@ -5,6 +5,10 @@
 //!   (DESIGN §6 I13). On `main` the repeat of an ended turn ran the job again: two phase
 //!   records, two replies.
 //!
+//! - an answer given by naming a run while its seat runs another job waits, and resumes the run
+//!   once that job is done (spec line 20: one coding run of a seat at a time). On `main` it
+//!   resumed at once, two of the seat's jobs in flight.
+//!
 //! The crash points themselves are the `crash_matrix` benchmark program, which the suite runs
 //! (a subset) as a test.
 
@@ -84,4 +88,106 @@ async fn a_repeated_launch_of_a_turn_gets_the_first_outcome_and_never_a_second_j
     assert_eq!(count("sandbox_run_started"), 1, "{events:#?}");
     assert_eq!(count("agent_phase_completed"), 1, "{events:#?}");
     assert_eq!(count("turn_replied"), 1, "{events:#?}");
+}
+
+/// The run's status as the node reports it (`None`: gone).
+async fn status_of(fleet: &Fleet, turn: &str) -> Option<String> {
+    let record = fleet.record("n1", turn).await?;
+    record["status"].as_str().map(str::to_owned)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_given_by_naming_a_run_waits_while_its_seat_runs_another_job() {
+    let fleet = Fleet::start(&["n1"], 3);
+    let seat = "one-at-a-time";
+    let asking = format!("turn-asks-{}", uuid::Uuid::new_v4().simple());
+    let busy = format!("turn-busy-{}", uuid::Uuid::new_v4().simple());
+    let ask = r#"if [ -z "$BOXFLEET_ANSWER" ]; then boxfleet-ask "go on?" --to requester; else echo "Delivered: fix/answered" > "$BOXFLEET_REPORT"; fi"#;
+    let (code, out) = launch(&fleet, seat, &asking, ask);
+    assert_eq!(code, 0, "{out}");
+    eventually(
+        &fleet,
+        "the asking run to park",
+        Duration::from_secs(40),
+        async || {
+            (status_of(&fleet, &asking).await.as_deref() == Some("awaiting_clarification"))
+                .then_some(())
+        },
+    )
+    .await;
+    // a parked run frees its seat: another job starts there
+    let (code, out) = launch(
+        &fleet,
+        seat,
+        &busy,
+        r#"sleep 6; echo done > "$BOXFLEET_REPORT""#,
+    );
+    assert_eq!(code, 0, "{out}");
+    let parked = fleet.record("n1", &asking).await.expect("parked record");
+    let launch_id = parked["launch_id"].as_str().expect("launch id").to_owned();
+    let (code, out, err) = fleet
+        .node("n1")
+        .cli(&["answer", &asking, "--launch", &launch_id, "--text", "go on"]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    // while the other job runs, the answer is recorded and waits (main resumed it at once:
+    // two of the seat's jobs in flight)
+    for _ in 0..10 {
+        let (a, b) = (
+            status_of(&fleet, &asking).await,
+            status_of(&fleet, &busy).await,
+        );
+        if b.as_deref() != Some("running") {
+            break;
+        }
+        assert_eq!(
+            a.as_deref(),
+            Some("answered"),
+            "the answer waits for the seat"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    eventually(
+        &fleet,
+        "both runs to settle",
+        Duration::from_secs(90),
+        async || {
+            (status_of(&fleet, &asking).await.is_none() && status_of(&fleet, &busy).await.is_none())
+                .then_some(())
+        },
+    )
+    .await;
+    let asked = fleet.events_of("n1", &asking).await;
+    let busied = fleet.events_of("n1", &busy).await;
+    let when = |e: &serde_json::Value| -> chrono::DateTime<chrono::Utc> {
+        e["at"]
+            .as_str()
+            .and_then(|at| at.parse().ok())
+            .expect("an event's instant")
+    };
+    let at = |events: &[serde_json::Value], kind: &str, nth: usize| {
+        events
+            .iter()
+            .filter(|e| e["type"] == kind)
+            .map(when)
+            .nth(nth)
+            .unwrap_or_else(|| panic!("no {kind} #{nth} in {events:#?}"))
+    };
+    let busy_done = at(&busied, "agent_phase_completed", 0);
+    let mut starts: Vec<_> = asked
+        .iter()
+        .filter(|e| e["type"] == "sandbox_run_started")
+        .map(when)
+        .collect();
+    starts.sort();
+    assert_eq!(starts.len(), 2, "{asked:#?}");
+    assert!(
+        starts[1] >= busy_done,
+        "the answered job started ({}) only after the seat's other job finished ({busy_done})",
+        starts[1]
+    );
+    assert_eq!(
+        asked.iter().filter(|e| e["type"] == "turn_replied").count(),
+        1
+    );
 }

@@ -83,7 +83,14 @@ impl Actor for RunActor {
                             return Ok(());
                         }
                     }
-                    Status::Answered => coordinator.drive_answer(&fence, turn_id).await?,
+                    Status::Answered => {
+                        coordinator.drive_answer(&fence, turn_id).await?;
+                        let still = coordinator.runs.read(turn_id).await?;
+                        if still.is_some_and(|run| run.record.status == Status::Answered) {
+                            // the answer waits for its seat: its recheck is queued here
+                            return Ok(());
+                        }
+                    }
                     _ => {}
                 }
                 // nothing more is owed from here: the next failure starts the driver again

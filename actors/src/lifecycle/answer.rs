@@ -28,6 +28,9 @@ use super::job::StoredJob;
 use super::limits::MAX_ANSWER_RESUME_ATTEMPTS;
 use super::text::new_id;
 
+/// How often a recorded answer waiting for its seat looks again.
+const SEAT_WAIT_RECHECK: Duration = Duration::from_secs(2);
+
 impl Coordinator {
     /// answer_run: records the answer on a parked run, then drives its resume. Who may answer
     /// is the spec's answer authority: the run's requester, whoever leads its seat, or an admin
@@ -107,6 +110,23 @@ impl Coordinator {
         if run.record.status != Status::Answered {
             return Ok(());
         }
+        // one coding run of a seat at a time (spec line 20): an answer given while the seat
+        // runs another job waits; the seat's pump resumes it first when that job parks or
+        // settles, and its Run driver looks again a few seconds on (an ending pumps nothing)
+        if let Some(busy) = self
+            .seat_working_on_another(&run.record.seat, turn_id)
+            .await?
+        {
+            info!(turn_id, busy_with = %busy, "sandbox_answer_waits_for_seat");
+            self.follow_ups
+                .answer_resume_failed(
+                    &run.record.seat,
+                    turn_id,
+                    AnswerRetry::After(SEAT_WAIT_RECHECK),
+                )
+                .await;
+            return Ok(());
+        }
         let claim = Transition::ClaimAnswer {
             launch_id: run.record.launch_id.clone(),
         };
@@ -117,6 +137,20 @@ impl Coordinator {
         crash::point(crash::ANSWER_AFTER_CLAIM);
         self.dispatch(EngineDown::Resume(Box::new(answer_resume(&claimed))));
         Ok(())
+    }
+
+    /// Another run of `seat` with a job in flight (launching, running, claimed or ending), if
+    /// any: while there is one, a recorded answer of `turn_id` waits.
+    pub(super) async fn seat_working_on_another(
+        &self,
+        seat: &str,
+        turn_id: &str,
+    ) -> Result<Option<String>, Error> {
+        let active = self.runs.list_active(seat).await?;
+        Ok(active
+            .into_iter()
+            .find(|run| run.record.turn_id != turn_id && run.record.status != Status::Answered)
+            .map(|run| run.record.turn_id))
     }
 
     /// The resume of a recorded answer failed (its claim is handed back): the run's driver
