@@ -33,19 +33,6 @@ impl Coordinator {
         }
     }
 
-    /// A run of `seat` whose answer is recorded and waits for the seat (no other run has a job
-    /// in flight), if any.
-    async fn answer_waiting_for(&self, seat: &str) -> Result<Option<String>, Error> {
-        let active = self.runs.list_active(seat).await?;
-        if active
-            .iter()
-            .any(|run| run.record.status != boxfleet_cluster::record::Status::Answered)
-        {
-            return Ok(None);
-        }
-        Ok(active.into_iter().next().map(|run| run.record.turn_id))
-    }
-
     async fn try_pump(&self, seat: &str) -> Result<(), Error> {
         let fence = self.seat_fence(seat).await?;
         let _seat = self.seats.seat.lock(seat).await;
@@ -53,11 +40,16 @@ impl Coordinator {
             if self.seats.has_turn_out(seat) {
                 return Ok(());
             }
-            // an answer that waited for the seat is the first thing offered once it is free
-            if let Some(waiting) = self.answer_waiting_for(seat).await? {
-                return self.drive_answer(&fence, &waiting).await;
-            }
-            if self.seat_busy(seat).await? {
+            let active = self.runs.list_active(seat).await?;
+            if let Some(first) = active.first() {
+                // an answer that waited for the seat is the first thing offered once no other
+                // run of it has a job in flight; any other run holding the seat holds its mail
+                let all_answered = active
+                    .iter()
+                    .all(|run| run.record.status == boxfleet_cluster::record::Status::Answered);
+                if all_answered {
+                    return self.drive_answer(&fence, &first.record.turn_id).await;
+                }
                 return Ok(());
             }
             let Some(message) = self.inbox.head(seat).await? else {

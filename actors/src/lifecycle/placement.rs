@@ -347,9 +347,4 @@ impl Coordinator {
         self.seats.forget(seat);
         warn!(seat, node = %self.node, "sandbox_seat_not_held");
     }
-
-    /// Whether a run holds the seat's inbox.
-    pub async fn seat_busy(&self, seat: &str) -> Result<bool, Error> {
-        Ok(!self.runs.list_active(seat).await?.is_empty())
-    }
 }

@@ -98,73 +98,82 @@ impl Coordinator {
         let revert = Transition::RevertRelaunch {
             launch_id: record.launch_id.clone(),
         };
-        match self.runs.apply(fence, turn_id, revert).await {
-            Ok(_) => {
-                info!(turn_id, "sandbox_relaunch_reverted");
-                self.drive_answer(fence, turn_id).await
-            }
-            Err(RunError::Refused(Refusal::RevivalsSpent { lost_claims })) => {
-                info!(turn_id, lost_claims, "sandbox_relaunch_not_reverted");
-                self.end_run(
-                    fence,
-                    turn_id,
-                    EndingReason::AbandonedTail,
-                    "the answer's relaunch took its node down too often",
-                    EndingGuard::Any,
-                )
-                .await;
-                Ok(())
-            }
-            Err(error) => Err(error.into()),
+        let revival = Revival {
+            revived: "sandbox_relaunch_reverted",
+            spent: "sandbox_relaunch_not_reverted",
+            reaped_because: "the answer's relaunch took its node down too often",
+        };
+        if self.revive_or_reap(fence, turn_id, revert, revival).await? {
+            self.drive_answer(fence, turn_id).await?;
         }
+        Ok(())
     }
 
     /// A completion's claim whose node stopped before a turn took the findings: the run goes
     /// back to `running` and the next poll collects it again (charged and published once each,
     /// by its launch id), within the revival bounds; past them the run is reaped (I12).
     async fn revive_completion(&self, fence: &Fence, turn_id: &str) -> Result<(), Error> {
-        match self.runs.apply(fence, turn_id, Transition::Revive).await {
-            Ok(_) => {
-                info!(turn_id, "sandbox_completion_revived");
-                Ok(())
-            }
-            Err(RunError::Refused(Refusal::RevivalsSpent { lost_claims })) => {
-                info!(turn_id, lost_claims, "sandbox_completion_not_revived");
-                self.end_run(
-                    fence,
-                    turn_id,
-                    EndingReason::AbandonedTail,
-                    "the completion's collection took its node down too often",
-                    EndingGuard::Any,
-                )
-                .await;
-                Ok(())
-            }
-            Err(error) => Err(error.into()),
-        }
+        let revival = Revival {
+            revived: "sandbox_completion_revived",
+            spent: "sandbox_completion_not_revived",
+            reaped_because: "the completion's collection took its node down too often",
+        };
+        self.revive_or_reap(fence, turn_id, Transition::Revive, revival)
+            .await?;
+        Ok(())
     }
 
     /// An answer's claim whose node stopped before a turn took it: given back to the answer
     /// and resumed again, within the revival bounds; past them the run is reaped.
     async fn revive_answer(&self, fence: &Fence, turn_id: &str) -> Result<(), Error> {
-        match self.runs.apply(fence, turn_id, Transition::Revive).await {
+        let revival = Revival {
+            revived: "sandbox_answer_revived",
+            spent: "sandbox_answer_not_revived",
+            reaped_because: "the answer's resume took its node down too often",
+        };
+        if self
+            .revive_or_reap(fence, turn_id, Transition::Revive, revival)
+            .await?
+        {
+            self.drive_answer(fence, turn_id).await?;
+        }
+        Ok(())
+    }
+
+    /// Applies a revival (`Revive`, `RevertRelaunch`); a run whose revivals are spent is
+    /// reaped as `abandoned_tail`. `true` when the run was revived.
+    async fn revive_or_reap(
+        &self,
+        fence: &Fence,
+        turn_id: &str,
+        transition: Transition,
+        revival: Revival,
+    ) -> Result<bool, Error> {
+        match self.runs.apply(fence, turn_id, transition).await {
             Ok(_) => {
-                info!(turn_id, "sandbox_answer_revived");
-                self.drive_answer(fence, turn_id).await
+                info!(turn_id, "{}", revival.revived);
+                Ok(true)
             }
-            Err(RunError::Refused(Refusal::RevivalsSpent { .. })) => {
-                info!(turn_id, "sandbox_answer_not_revived");
+            Err(RunError::Refused(Refusal::RevivalsSpent { lost_claims })) => {
+                info!(turn_id, lost_claims, "{}", revival.spent);
                 self.end_run(
                     fence,
                     turn_id,
                     EndingReason::AbandonedTail,
-                    "the answer's resume took its node down too often",
+                    revival.reaped_because,
                     EndingGuard::Any,
                 )
                 .await;
-                Ok(())
+                Ok(false)
             }
             Err(error) => Err(error.into()),
         }
     }
+}
+
+/// What a revival is called in the log, and why a run past its revivals is reaped.
+struct Revival {
+    revived: &'static str,
+    spent: &'static str,
+    reaped_because: &'static str,
 }

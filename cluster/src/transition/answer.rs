@@ -3,12 +3,10 @@
 //! go — declined for this question, its copy owed back to the seat (I7) until that copy is
 //! published and cleared.
 
-use chrono::Duration;
-
 use crate::events;
 use crate::record::{Answer, Claim, ClaimKind, HandBack, RunRecord, Status};
 
-use super::step::{DEFAULT_PAUSE_TTL_SECONDS, Effect, MAX_ANSWER_REVIVALS, Refusal, Step};
+use super::step::{Effect, Refusal, Step};
 
 /// The first qualifying reply: posted at or after the question, never declined for it.
 pub(super) fn record_answer(
@@ -105,9 +103,6 @@ pub(super) fn revive(step: &Step<'_>, next: &mut RunRecord) -> Result<(), Refusa
     if claim.kind != ClaimKind::Answer {
         return Err(step.wrong_status("resumed for an answer"));
     }
-    let pause_ttl = current
-        .pause_ttl_seconds
-        .unwrap_or(DEFAULT_PAUSE_TTL_SECONDS);
     let answer = next
         .answer
         .as_mut()
@@ -115,17 +110,7 @@ pub(super) fn revive(step: &Step<'_>, next: &mut RunRecord) -> Result<(), Refusa
     if answer.taken_at.is_some() {
         return Err(Refusal::AnswerTaken);
     }
-    let now = step.now;
-    let window_passed = answer.first_lost_at.is_some_and(|first| {
-        now.signed_duration_since(first) >= Duration::seconds(pause_ttl as i64)
-    });
-    if answer.lost_claims >= MAX_ANSWER_REVIVALS || window_passed {
-        return Err(Refusal::RevivalsSpent {
-            lost_claims: answer.lost_claims,
-        });
-    }
-    answer.lost_claims += 1;
-    answer.first_lost_at.get_or_insert(now);
+    step.spend_revival(&mut answer.lost_claims, &mut answer.first_lost_at)?;
     next.status = Status::Answered;
     next.claim = None;
     next.epoch = step.fence.epoch;
@@ -205,7 +190,9 @@ fn copy_of(answer: &Answer) -> HandBack {
 
 #[cfg(test)]
 mod tests {
-    use chrono::{DateTime, Utc};
+    use chrono::{DateTime, Duration, Utc};
+
+    use crate::transition::{DEFAULT_PAUSE_TTL_SECONDS, MAX_ANSWER_REVIVALS};
 
     use crate::transition::test_support::*;
     use crate::transition::{Transition, decide};

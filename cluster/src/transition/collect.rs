@@ -6,7 +6,7 @@
 use crate::events::{self, Event};
 use crate::record::{Charged, Claim, ClaimKind, Question, RunRecord, Status, Usage};
 
-use super::step::{DEFAULT_PAUSE_TTL_SECONDS, Effect, MAX_ANSWER_REVIVALS, Refusal, Share, Step};
+use super::step::{Effect, Refusal, Share, Step};
 
 /// At most once per job: the claim every later write of the collection carries (I2, I5).
 pub(super) fn claim_completion(
@@ -58,21 +58,8 @@ pub(super) fn revive_completion(step: &Step<'_>, next: &mut RunRecord) -> Result
     if current.completion_taken() {
         return Err(Refusal::CompletionTaken);
     }
-    let pause_ttl = current
-        .pause_ttl_seconds
-        .unwrap_or(DEFAULT_PAUSE_TTL_SECONDS);
-    let now = step.now;
     let revivals = next.completion.get_or_insert_with(Default::default);
-    let window_passed = revivals.first_lost_at.is_some_and(|first| {
-        now.signed_duration_since(first) >= chrono::Duration::seconds(pause_ttl as i64)
-    });
-    if revivals.lost_claims >= MAX_ANSWER_REVIVALS || window_passed {
-        return Err(Refusal::RevivalsSpent {
-            lost_claims: revivals.lost_claims,
-        });
-    }
-    revivals.lost_claims += 1;
-    revivals.first_lost_at.get_or_insert(now);
+    step.spend_revival(&mut revivals.lost_claims, &mut revivals.first_lost_at)?;
     next.status = claim.from;
     next.claim = None;
     next.epoch = step.fence.epoch;
@@ -219,6 +206,7 @@ pub(super) fn mark_paused(
 #[cfg(test)]
 mod tests {
     use crate::events::kind;
+    use crate::transition::MAX_ANSWER_REVIVALS;
     use crate::transition::test_support::*;
     use crate::transition::{Transition, decide};
 

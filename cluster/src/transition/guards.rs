@@ -1,11 +1,38 @@
 //! The checks rules share: the run is in the status the transition needs, on the job and box it
 //! names, and — for a claim's own writes — under the claim this writer took (I5).
 
+use chrono::{DateTime, Duration, Utc};
+
 use crate::record::{Claim, ClaimKind, Status};
 
-use super::step::{Refusal, Step};
+use super::step::{DEFAULT_PAUSE_TTL_SECONDS, MAX_ANSWER_REVIVALS, Refusal, Step};
 
 impl Step<'_> {
+    /// Spends one revival of something a dead node lost (an answer's claim, a completion's, a
+    /// relaunch): at most [`MAX_ANSWER_REVIVALS`], and only within one pause TTL of the first
+    /// loss (I12). `lost_claims` and `first_lost_at` are the counters it is kept in.
+    pub(super) fn spend_revival(
+        &self,
+        lost_claims: &mut u32,
+        first_lost_at: &mut Option<DateTime<Utc>>,
+    ) -> Result<(), Refusal> {
+        let pause_ttl = self
+            .current
+            .pause_ttl_seconds
+            .unwrap_or(DEFAULT_PAUSE_TTL_SECONDS);
+        let window_passed = first_lost_at.is_some_and(|first| {
+            self.now.signed_duration_since(first) >= Duration::seconds(pause_ttl as i64)
+        });
+        if *lost_claims >= MAX_ANSWER_REVIVALS || window_passed {
+            return Err(Refusal::RevivalsSpent {
+                lost_claims: *lost_claims,
+            });
+        }
+        *lost_claims += 1;
+        first_lost_at.get_or_insert(self.now);
+        Ok(())
+    }
+
     /// The refusal for a run in the wrong status; `expected` names the status (or statuses)
     /// the transition applies to.
     pub(super) fn wrong_status(&self, expected: &'static str) -> Refusal {

@@ -7,10 +7,7 @@ use chrono::{DateTime, Utc};
 use crate::events::{self, Event};
 use crate::record::{ClaimKind, RunRecord, Status};
 
-use super::step::{
-    DEFAULT_PAUSE_TTL_SECONDS, Decision, Effect, Fence, MAX_ANSWER_REVIVALS, Next, Refusal, Step,
-    Transition,
-};
+use super::step::{Decision, Effect, Fence, Next, Refusal, Step, Transition};
 
 /// Opens the row: the only transition of an absent row.
 pub(super) fn open_launch(
@@ -136,25 +133,11 @@ pub(super) fn revert_relaunch(
 ) -> Result<(), Refusal> {
     step.require_status(Status::Launching)?;
     step.same_launch(launch_id)?;
-    let pause_ttl = step
-        .current
-        .pause_ttl_seconds
-        .unwrap_or(DEFAULT_PAUSE_TTL_SECONDS);
-    let now = step.now;
     let answer = next
         .answer
         .as_mut()
         .ok_or_else(|| Refusal::Invalid("a first launch has no answer to go back to".into()))?;
-    let window_passed = answer.first_lost_at.is_some_and(|first| {
-        now.signed_duration_since(first) >= chrono::Duration::seconds(pause_ttl as i64)
-    });
-    if answer.lost_claims >= MAX_ANSWER_REVIVALS || window_passed {
-        return Err(Refusal::RevivalsSpent {
-            lost_claims: answer.lost_claims,
-        });
-    }
-    answer.lost_claims += 1;
-    answer.first_lost_at.get_or_insert(now);
+    step.spend_revival(&mut answer.lost_claims, &mut answer.first_lost_at)?;
     answer.taken_at = None;
     next.status = Status::Answered;
     next.sandbox_id = None;
@@ -184,6 +167,7 @@ fn started_event(record: &RunRecord, now: DateTime<Utc>) -> Effect {
 mod tests {
     use crate::events::kind;
     use crate::record::{Charged, ModelReceipt};
+    use crate::transition::MAX_ANSWER_REVIVALS;
     use crate::transition::test_support::*;
 
     use super::*;

@@ -25,7 +25,7 @@ use super::runtime::{CONTROL_BOUND, Probe, runtime_environment};
 use super::sandbox::{ContainerRecord, ContainerSandbox, State};
 use super::shared::Shared;
 use crate::direct::files;
-use crate::direct::{blocking, check_env, io_failed};
+use crate::direct::{blocking, check_env, io_failed, local_box_id};
 
 /// The `container` cell's provider.
 #[derive(Debug, Clone)]
@@ -163,11 +163,7 @@ impl Provider for ContainerProvider {
     }
 
     fn new_box_id(&self) -> Option<String> {
-        Some(format!(
-            "c{}-{}",
-            Utc::now().format("%Y%m%d%H%M%S"),
-            &uuid::Uuid::new_v4().simple().to_string()[..12]
-        ))
+        Some(local_box_id('c'))
     }
 
     async fn create(&self, spec: &BoxSpec) -> Result<Arc<dyn Sandbox>, BoxError> {

@@ -238,11 +238,7 @@ impl Provider for DirectProvider {
     }
 
     fn new_box_id(&self) -> Option<String> {
-        Some(format!(
-            "d{}-{}",
-            Utc::now().format("%Y%m%d%H%M%S"),
-            &uuid::Uuid::new_v4().simple().to_string()[..12]
-        ))
+        Some(local_box_id('d'))
     }
 
     async fn create(&self, spec: &BoxSpec) -> Result<Arc<dyn Sandbox>, BoxError> {
@@ -326,6 +322,15 @@ impl Provider for DirectProvider {
         debug!(sandbox_id, "local_sandbox_killed");
         Ok(())
     }
+}
+
+/// A new local box's id: `kind` (`d` direct, `c` container), the instant, 12 random hex digits.
+pub(crate) fn local_box_id(kind: char) -> String {
+    format!(
+        "{kind}{}-{}",
+        Utc::now().format("%Y%m%d%H%M%S"),
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    )
 }
 
 pub(crate) fn check_env(env: &BTreeMap<String, String>) -> Result<(), BoxError> {
