@@ -9,6 +9,7 @@
 //!   collectors), [`board`], [`tail`]; [`tree`] carries out what the lifecycle leaves to them,
 //!   and [`names`] names them.
 //! - [`credentials`]: a cli-agent login seeded into a local box and written back.
+//! - [`streaks`]: the waiter's gone-detection and the rate limit of a repeated warning.
 
 pub mod board;
 pub mod boxes;
@@ -20,6 +21,7 @@ pub mod outage;
 pub mod ports;
 pub mod run;
 pub mod seat;
+pub mod streaks;
 pub mod supervisor;
 pub mod tail;
 pub mod tree;

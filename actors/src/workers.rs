@@ -21,6 +21,7 @@ use tokio::sync::Semaphore;
 use tracing::{info, warn};
 
 use crate::outage::duty_failed;
+use crate::streaks::Streaks;
 
 use crate::lifecycle::Coordinator;
 
@@ -224,6 +225,8 @@ pub struct WaiterState {
     last_polled: Arc<Mutex<std::collections::HashMap<String, tokio::time::Instant>>>,
     /// the lease of the poll duty this node holds, renewed every tick
     duty: Option<boxfleet_cluster::store::LeaseId>,
+    /// consecutive failed polls per run: gone-detection and the warning's rate limit
+    streaks: Arc<Streaks>,
 }
 
 #[derive(Debug)]
@@ -250,6 +253,7 @@ impl Actor for Waiter {
             polling: Arc::new(Mutex::new(HashSet::new())),
             last_polled: Arc::new(Mutex::new(std::collections::HashMap::new())),
             duty: None,
+            streaks: Arc::new(Streaks::default()),
         })
     }
 
@@ -284,6 +288,12 @@ impl Actor for Waiter {
         }
         let fresh = coordinator.take_fresh();
         let duty = state.duty.is_some();
+        let running: HashSet<String> = runs
+            .iter()
+            .filter(|run| run.record.status == Status::Running)
+            .map(|run| run.record.turn_id.clone())
+            .collect();
+        state.streaks.keep_only(&running);
         for run in runs {
             let record = run.record;
             let held_here = held.contains(&record.seat);
@@ -379,22 +389,54 @@ impl WaiterState {
         let errors = self.args.errors.clone();
         let collectors = self.args.collectors.clone();
         let last_polled = self.last_polled.clone();
+        let streaks = self.streaks.clone();
         tokio::spawn(async move {
             let turn_id = record.turn_id.clone();
             if let Ok(_slot) = slots.acquire().await {
                 let polled =
                     tokio::time::timeout(POLL_BOUND, coordinator.access.poll(&record)).await;
-                match polled {
+                let failed = match polled {
                     Ok(Ok(Some(_))) => {
+                        streaks.reached(&turn_id);
                         info!(turn_id, launch_id = %record.launch_id, "sandbox_run_completed");
                         completed(&coordinator, &record, held_here, &collectors, &errors).await;
+                        None
                     }
-                    Ok(Ok(None)) => {}
-                    Ok(Err(error)) => {
-                        warn!(turn_id, %error, "sandbox_poll_failed");
-                        errors.record("waiter", &error.to_string());
+                    Ok(Ok(None)) => {
+                        streaks.reached(&turn_id);
+                        None
                     }
-                    Err(_) => warn!(turn_id, "sandbox_poll_timed_out"),
+                    Ok(Err(error)) => Some(error.to_string()),
+                    Err(_) => Some(format!("no answer within {}s", POLL_BOUND.as_secs())),
+                };
+                // a box on another host is not this node's to declare gone
+                if let Some(error) = failed
+                    && coordinator.access.reachable(&record).is_ok()
+                {
+                    errors.record("waiter", &error);
+                    let failure = streaks.failed(&turn_id, tokio::time::Instant::now());
+                    if failure.log {
+                        warn!(
+                            turn_id,
+                            %error,
+                            failures = failure.failures,
+                            repeated = failure.repeated,
+                            spanned_seconds = failure.spanned.as_secs(),
+                            "sandbox_connect_failed"
+                        );
+                    }
+                    if failure.newly_gone {
+                        warn!(
+                            turn_id,
+                            failures = failure.failures,
+                            spanned_seconds = failure.spanned.as_secs(),
+                            "sandbox_box_declared_gone"
+                        );
+                    }
+                    if failure.gone {
+                        // the completion fires anyway: the collection settles what it can
+                        completed(&coordinator, &record, held_here, &collectors, &errors).await;
+                    }
                 }
             }
             last_polled

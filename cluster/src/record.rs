@@ -369,8 +369,12 @@ pub struct RunRecord {
     pub pause_ttl_seconds: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused_at: Option<DateTime<Utc>>,
+    /// failed attempts to read the finished job's box since a collection last read it
     #[serde(default)]
     pub collect_failures: u32,
+    /// when the first of those failed (the allowance spans a minute from it)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collect_failed_since: Option<DateTime<Utc>>,
     /// completion claims: the resumed turn's take, and the claims lost with their node and
     /// revived (DESIGN §6 I12)
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -436,6 +440,7 @@ impl RunRecord {
             pause_ttl_seconds: None,
             paused_at: None,
             collect_failures: 0,
+            collect_failed_since: None,
             completion: None,
             bridge_calls: Vec::new(),
             bridge_calls_elided: 0,

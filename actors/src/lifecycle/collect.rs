@@ -21,7 +21,9 @@ use std::sync::Arc;
 use boxfleet_cluster::phase::PhaseRecord;
 use boxfleet_cluster::record::{EndingReason, Question, RunRecord, Usage};
 use boxfleet_cluster::runs::{Outcome, RunError};
-use boxfleet_cluster::transition::{EndingGuard, Fence, Refusal, Share, Transition};
+use boxfleet_cluster::transition::{
+    COLLECT_SPAN, EndingGuard, Fence, Refusal, Share, Transition, collect_allowance_spent,
+};
 use chrono::Utc;
 use tracing::{info, warn};
 
@@ -71,9 +73,33 @@ impl Coordinator {
         crash::point(crash::COLLECT_AFTER_CLAIM);
         match self.collect_claimed(&fence, &claimed).await {
             Ok(()) => Ok(()),
-            Err(error) => {
-                warn!(turn_id, %error, "sandbox_collect_retried");
-                self.hand_back_failed_collection(&fence, turn_id, launch_id)
+            Err(Failed::Unread(error)) if collect_allowance_spent(&claimed, Utc::now()) => {
+                // past the allowance the box is given up on: torn down, the run ended
+                let detail = format!(
+                    "box {} could not be read back in {} attempts over {}s or more: {error}",
+                    claimed.sandbox_id.as_deref().unwrap_or("?"),
+                    claimed.collect_failures + 1,
+                    COLLECT_SPAN.num_seconds(),
+                );
+                warn!(turn_id, %error, attempts = claimed.collect_failures + 1, "sandbox_collect_unreachable");
+                let guard = EndingGuard::Claim {
+                    launch_id: launch_id.to_owned(),
+                };
+                self.end_run(
+                    &fence,
+                    turn_id,
+                    EndingReason::CollectUnreachable,
+                    &detail,
+                    guard,
+                )
+                .await;
+                Ok(())
+            }
+            Err(failed) => {
+                let unread = matches!(failed, Failed::Unread(_));
+                let error = failed.into_error();
+                warn!(turn_id, %error, unread, "sandbox_collect_retried");
+                self.hand_back_failed_collection(&fence, turn_id, launch_id, unread)
                     .await;
                 Err(error)
             }
@@ -81,11 +107,18 @@ impl Coordinator {
     }
 
     /// A collection failed: its claim goes back, so the completion comes round again; a claim
-    /// that cannot go back ends the run.
-    async fn hand_back_failed_collection(&self, fence: &Fence, turn_id: &str, launch_id: &str) {
+    /// that cannot go back ends the run. A failure to read the box counts against the
+    /// collect-failure allowance; one after the box was read does not.
+    async fn hand_back_failed_collection(
+        &self,
+        fence: &Fence,
+        turn_id: &str,
+        launch_id: &str,
+        unread: bool,
+    ) {
         let hand_back = Transition::HandBackClaim {
             launch_id: launch_id.to_owned(),
-            collect_failed: true,
+            collect_failed: unread,
         };
         if let Err(error) = self.runs.apply(fence, turn_id, hand_back).await {
             warn!(turn_id, %error, "sandbox_claim_unreverted");
@@ -115,14 +148,30 @@ impl Coordinator {
     }
 
     /// Steps 1 to 5 on a claimed run.
-    async fn collect_claimed(&self, fence: &Fence, run: &RunRecord) -> Result<(), Error> {
+    async fn collect_claimed(&self, fence: &Fence, run: &RunRecord) -> Result<(), Failed> {
         let turn_id = &run.turn_id;
-        let launch_id = &run.launch_id;
         let job = StoredJob::of(run)
             .ok_or_else(|| Error::NotFound(format!("run {turn_id} names no job")))?;
         self.access.reachable(run)?;
         let sandbox_id = run.sandbox_id.clone().unwrap_or_default();
-        let evidence = self.read_evidence(run, &job, &sandbox_id).await?;
+        let evidence = self
+            .read_evidence(run, &job, &sandbox_id)
+            .await
+            .map_err(Failed::Unread)?;
+        Ok(self.collect_read(fence, run, &job, evidence).await?)
+    }
+
+    /// Steps 2 to 5, once the evidence is read.
+    async fn collect_read(
+        &self,
+        fence: &Fence,
+        run: &RunRecord,
+        job: &StoredJob,
+        evidence: Evidence,
+    ) -> Result<(), Error> {
+        let turn_id = &run.turn_id;
+        let launch_id = &run.launch_id;
+        let sandbox_id = run.sandbox_id.clone().unwrap_or_default();
         crash::point(crash::COLLECT_AFTER_READS);
         let Some(sandbox) = evidence.sandbox.clone() else {
             self.end_run(
@@ -145,7 +194,7 @@ impl Coordinator {
         }
         let assessment = assess(
             collected,
-            &job,
+            job,
             evidence.backstop.as_deref(),
             self.company.providers.sandbox.model_mismatch,
         );
@@ -155,7 +204,7 @@ impl Coordinator {
         self.publish(fence, run, collected, &assessment, usage, &sandbox_id)
             .await?;
         crash::point(crash::COLLECT_AFTER_PUBLISH);
-        self.park_or_resume(fence, run, &job, collected, &assessment, sandbox.as_ref())
+        self.park_or_resume(fence, run, job, collected, &assessment, sandbox.as_ref())
             .await
     }
 
@@ -385,6 +434,27 @@ impl Coordinator {
             }
             Err(error) => warn!(turn_id = %run.turn_id, %error, "sandbox_pause_failed"),
         }
+    }
+}
+
+/// Why a collection did not finish: its box could not be read (counted against the
+/// collect-failure allowance), or a later step failed (not counted: the box answered).
+enum Failed {
+    Unread(Error),
+    After(Error),
+}
+
+impl Failed {
+    fn into_error(self) -> Error {
+        match self {
+            Failed::Unread(error) | Failed::After(error) => error,
+        }
+    }
+}
+
+impl From<Error> for Failed {
+    fn from(error: Error) -> Self {
+        Failed::After(error)
     }
 }
 

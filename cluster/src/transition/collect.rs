@@ -3,6 +3,8 @@
 //! question, is handed back, or (elsewhere) relaunches or ends it. The box's pause after
 //! collection is marked here too.
 
+use chrono::{DateTime, Utc};
+
 use crate::events::{self, Event};
 use crate::record::{Charged, Claim, ClaimKind, Question, RunRecord, Status, Usage};
 
@@ -83,9 +85,27 @@ pub(super) fn hand_back_claim(
     next.claim = None;
     if collect_failed {
         next.collect_failures += 1;
+        next.collect_failed_since.get_or_insert(step.now);
     }
     Ok(())
 }
+
+/// The collect-failure allowance (spec, Failure modes): the poll's own for an unreachable box,
+/// at least [`COLLECT_ATTEMPTS`] consecutive failed reads spanning [`COLLECT_SPAN`]. `true` when
+/// one more failed read at `now` spends it, so the run is ended `collect_unreachable` rather
+/// than handed back; the count is on the record, so another node or a restart carries it on.
+pub fn collect_allowance_spent(record: &RunRecord, now: DateTime<Utc>) -> bool {
+    let attempts = record.collect_failures + 1;
+    let spanned = record
+        .collect_failed_since
+        .is_some_and(|first| now - first >= COLLECT_SPAN);
+    attempts >= COLLECT_ATTEMPTS && spanned
+}
+
+/// Failed reads of a finished job's box before it is given up on (with [`COLLECT_SPAN`]).
+pub const COLLECT_ATTEMPTS: u32 = 2;
+/// How long the failed reads must span before the box is given up on.
+pub const COLLECT_SPAN: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
 
 /// One share of the job's charge, once per job (I3); a charge left from an older job restarts.
 pub(super) fn charge(
@@ -97,6 +117,9 @@ pub(super) fn charge(
     usage: &Usage,
 ) -> Result<(), Refusal> {
     step.own_claim(launch_id, None)?;
+    // a collection that charges has read the box: the failures before it no longer count
+    next.collect_failures = 0;
+    next.collect_failed_since = None;
     let charged = next.charged.get_or_insert_with(|| Charged {
         launch_id: launch_id.to_owned(),
         ..Charged::default()
@@ -285,10 +308,53 @@ mod tests {
         expected.status = Status::Running;
         expected.claim = None;
         expected.collect_failures = 2;
+        expected.collect_failed_since = Some(now());
         assert_eq!(
             decide_on(&current, hand_back(LAUNCH, true)),
             writes(expected, vec![])
         );
+    }
+
+    #[test]
+    fn the_collect_allowance_is_two_failed_reads_spanning_a_minute() {
+        let mut run = claimed_for_completion();
+        assert!(!collect_allowance_spent(&run, now()), "no failure yet");
+        run.collect_failures = 1;
+        run.collect_failed_since = Some(now());
+        let within = now() + chrono::TimeDelta::seconds(59);
+        assert!(!collect_allowance_spent(&run, within), "inside the minute");
+        let past = now() + COLLECT_SPAN;
+        assert!(
+            collect_allowance_spent(&run, past),
+            "two reads over a minute"
+        );
+        run.collect_failures = 0;
+        run.collect_failed_since = None;
+        assert!(
+            !collect_allowance_spent(&run, past + COLLECT_SPAN),
+            "a collection that read the box started the count again"
+        );
+    }
+
+    #[test]
+    fn a_collection_that_charges_read_the_box_and_clears_the_failures() {
+        let mut current = claimed_for_completion();
+        current.collect_failures = 3;
+        current.collect_failed_since = Some(now());
+        let charge = Transition::Charge {
+            launch_id: LAUNCH.into(),
+            share: Share::Seat,
+            usage: Usage::default(),
+        };
+        let next = match decide_on(&current, charge) {
+            Ok(crate::transition::Decision {
+                next: crate::transition::Next::Write(next),
+                ..
+            }) => next,
+            other => panic!("a charge is written: {other:?}"),
+        };
+        assert_eq!(next.collect_failures, 0);
+        assert_eq!(next.collect_failed_since, None);
     }
 
     #[test]

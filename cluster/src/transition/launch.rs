@@ -117,6 +117,7 @@ pub(super) fn relaunch(
     next.phase_published = None;
     next.paused_at = None;
     next.collect_failures = 0;
+    next.collect_failed_since = None;
     next.model = None;
     effects.push(started_event(next, step.now));
     Ok(())

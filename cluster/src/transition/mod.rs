@@ -43,6 +43,7 @@ use chrono::{DateTime, Utc};
 
 use crate::record::{ClaimKind, RunRecord};
 
+pub use collect::{COLLECT_ATTEMPTS, COLLECT_SPAN, collect_allowance_spent};
 pub use recovery::check_record;
 use step::Step;
 pub use step::{

@@ -125,18 +125,36 @@ pub(crate) fn check_brief(launch: &LaunchSpec, runner: &str) -> Result<(), BoxEr
 }
 
 /// Whether a job finished: the done marker, else the wrapper's liveness.
+///
+/// A marker that cannot be read (the job replaced its directory with a file, left a named pipe
+/// there) never skips the liveness probe: a dead wrapper is a finished job whatever the marker
+/// says, and the collection names what it could not read; a live one is "not done", with the
+/// read's error logged beside it (once a minute per job).
 pub(crate) async fn poll(sandbox: &dyn Sandbox, job: &JobHandle) -> Result<JobState, BoxError> {
     let done = layout::in_job(&job.dir, layout::DONE);
-    if let Some(exit_code) = parse_done(sandbox.read_file(&done).await?) {
+    let read = sandbox.read_file(&done).await;
+    if let Ok(found) = &read
+        && let Some(exit_code) = parse_done(found.clone())
+    {
         return Ok(JobState::Done { exit_code });
     }
     if sandbox.job_running(job).await? {
+        if let Err(error) = &read
+            && boxfleet_actors::streaks::once_per(
+                &format!("done-marker {}", job.id),
+                boxfleet_actors::streaks::WARN_EVERY,
+            )
+        {
+            tracing::warn!(job = %job.id, path = %done, %error, "sandbox_done_marker_unreadable");
+        }
         return Ok(JobState::Running);
     }
     // the wrapper may have written the marker and exited between the two reads
-    Ok(JobState::Done {
-        exit_code: parse_done(sandbox.read_file(&done).await?).flatten(),
-    })
+    let exit_code = match sandbox.read_file(&done).await {
+        Ok(found) => parse_done(found).flatten(),
+        Err(_) => None,
+    };
+    Ok(JobState::Done { exit_code })
 }
 
 /// Starts a wrapper already written to the box under `shell`, from `dir`, with the launch's

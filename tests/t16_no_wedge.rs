@@ -1,0 +1,157 @@
+//! A hostile or broken job cannot wedge its seat, and a box that cannot be reached is not
+//! polled for ever (issue 13; spec lines 506, 511-513 and Failure modes). Each run ends with a
+//! named reason inside the spec's bounds. On `main` each of these runs stayed `running` — for
+//! 30+ minutes, past the 900 s box timeout, with a poll-failure line logged every tick — and
+//! its seat was refused as busy.
+
+use std::time::Duration;
+
+use boxfleet_tests::e2b_standin::{API_KEY, E2bStandIn};
+use boxfleet_tests::fleet::{Fleet, eventually};
+use boxfleet_tests::node::launched_turn;
+
+/// `boxfleet launch` of `command` on `seat` through n1: the turn.
+fn launch(fleet: &Fleet, seat: &str, command: &str) -> String {
+    let (code, out, err) = fleet.node("n1").cli(&[
+        "launch",
+        "--seat",
+        seat,
+        "--runner",
+        "command",
+        "--command",
+        command,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    launched_turn(&format!("{out}{err}"))
+}
+
+/// The run settles (its row goes) within `bound`, and its phase record is the one it left.
+async fn settled_phase(fleet: &Fleet, turn: &str, bound: Duration) -> serde_json::Value {
+    eventually(fleet, "the run to settle", bound, async || {
+        fleet.record("n1", turn).await.is_none().then_some(())
+    })
+    .await;
+    let events = fleet.events_of("n1", turn).await;
+    let phases: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "agent_phase_completed")
+        .collect();
+    assert_eq!(phases.len(), 1, "one phase record: {events:#?}");
+    phases[0]["body"]["record"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_replaces_its_boxfleet_dir_with_a_file_ends_its_run() {
+    let fleet = Fleet::start(&["n1"], 3);
+    let turn = launch(
+        &fleet,
+        "wedge-dir",
+        "rm -rf ~/.boxfleet; echo x > ~/.boxfleet",
+    );
+    let phase = settled_phase(&fleet, &turn, Duration::from_secs(60)).await;
+    assert_eq!(phase["failed"], true, "{phase:#}");
+    let error = phase["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("done") || error.contains(".boxfleet"),
+        "the error names what could not be read: {phase:#}"
+    );
+    // the seat is free again: a next job runs
+    let next = launch(&fleet, "wedge-dir", "echo fine > \"$BOXFLEET_REPORT\"");
+    let phase = settled_phase(&fleet, &next, Duration::from_secs(60)).await;
+    assert_eq!(phase["failed"], false, "{phase:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_pipe_at_the_done_marker_with_its_wrapper_dead_ends_its_run() {
+    let fleet = Fleet::start(&["n1"], 3);
+    let job = r#"jobs="$(dirname "$BOXFLEET_REPORT")/jobs"
+for dir in "$jobs"/*/; do rm -f "$dir/done"; mkfifo "$dir/done"; done
+kill -9 $PPID"#;
+    let turn = launch(&fleet, "wedge-fifo", job);
+    let phase = settled_phase(&fleet, &turn, Duration::from_secs(60)).await;
+    assert_eq!(phase["failed"], true, "{phase:#}");
+    assert_eq!(phase["exit_code"], serde_json::Value::Null, "{phase:#}");
+    let error = phase["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("named pipe"),
+        "the error names the pipe: {phase:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_box_unreachable_for_good_is_declared_gone_and_its_run_ended_collect_unreachable() {
+    let standin = E2bStandIn::start().await;
+    let sandbox = format!(
+        "default_run_in: e2b, e2b: {{ api_key: {API_KEY}, template: boxfleet-standin, api_url: \"{}\", envd_url: \"{}\" }}",
+        standin.api_url(),
+        standin.envd_url()
+    );
+    let fleet = Fleet::start_configured(
+        &boxfleet_tests::EtcdServer::shared().client_url(),
+        &["n1"],
+        3,
+        &sandbox,
+    );
+    let turn = launch(&fleet, "wedge-gone", "sleep 600");
+    let record = fleet.record("n1", &turn).await.expect("record");
+    let sandbox_id = record["sandbox_id"].as_str().expect("a box").to_owned();
+    eventually(
+        &fleet,
+        "the job to run",
+        Duration::from_secs(30),
+        async || {
+            let record = fleet.record("n1", &turn).await?;
+            (record["status"] == "running").then_some(())
+        },
+    )
+    .await;
+
+    println!("--- phase: the provider stops answering (a partition that does not heal)");
+    standin.fail_next(u32::MAX);
+    let started = std::time::Instant::now();
+    let ending = eventually(
+        &fleet,
+        "the run to be ended collect_unreachable",
+        Duration::from_secs(240),
+        async || {
+            let record = fleet.record("n1", &turn).await?;
+            let ending = record.get("ending")?.clone();
+            Some(ending)
+        },
+    )
+    .await;
+    let took = started.elapsed();
+    assert_eq!(ending["reason"], "collect_unreachable", "{ending:#}");
+    assert!(
+        took >= Duration::from_secs(110),
+        "the poll's minute and the collection's minute both passed first: {took:?}"
+    );
+    let log = fleet.node("n1").log();
+    let lines = |event: &str| log.lines().filter(|l| l.contains(event)).count();
+    assert!(lines("sandbox_connect_failed") >= 1, "{log}");
+    assert!(
+        lines("sandbox_connect_failed") <= 6,
+        "a repeated failure is logged once a minute, not once a tick: {} lines\n{log}",
+        lines("sandbox_connect_failed")
+    );
+    assert_eq!(lines("sandbox_box_declared_gone"), 1, "{log}");
+    assert!(lines("sandbox_collect_unreachable") >= 1, "{log}");
+
+    println!("--- phase: the provider answers again: the ending finishes, the box is killed");
+    standin.fail_next(0);
+    eventually(
+        &fleet,
+        "the run to settle",
+        Duration::from_secs(90),
+        async || fleet.record("n1", &turn).await.is_none().then_some(()),
+    )
+    .await;
+    assert_eq!(standin.is_paused(&sandbox_id), None, "the box is gone");
+    let events = fleet.events_of("n1", &turn).await;
+    let failed: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "sandbox_run_failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "announced once: {events:#?}");
+    assert_eq!(failed[0]["body"]["reason"], "collect_unreachable");
+}
