@@ -48,6 +48,10 @@ pub trait Harness: Send + Sync {
     fn reads_paused_boxes(&self) -> bool {
         true
     }
+    /// Whether the box's processes are this host's, seen in its `/proc` (the fake: none run).
+    fn runs_host_processes(&self) -> bool {
+        true
+    }
 }
 
 /// `result` is the refusal of an act on a paused box: unreachable, saying the box is paused.
@@ -554,6 +558,88 @@ pub async fn a_recycled_pid_is_not_the_job(h: &dyn Harness) {
     provider.kill(sandbox.id()).await.expect("kill");
 }
 
+/// The live (not zombie) processes on this host whose command line is `sleep {seconds}`.
+fn sleeping(seconds: u64) -> Vec<u32> {
+    let wanted = format!("sleep\0{seconds}\0");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if !cmdline.ends_with(wanted.as_bytes()) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let state = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next());
+        if !matches!(state, Some('Z') | Some('X') | None) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Every process a job started dies with its box: one that left the job's session, one left
+/// behind in the background, and one re-parented after it killed its own parent (issue 13:
+/// on `main` all of them kept running with ppid 1 after their box was deleted).
+pub async fn escaped_processes_die_with_the_box(h: &dyn Harness) {
+    if !h.runs_host_processes() {
+        return;
+    }
+    let provider = h.provider();
+    let sandbox = provider.create(&spec()).await.expect("create");
+    let base = 100_000
+        + (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .subsec_nanos() as u64
+            % 800_000)
+            * 3;
+    let (left, behind, orphan) = (base, base + 1, base + 2);
+    let command = format!(
+        "setsid sleep {left} & sleep {behind} & sh -c 'kill -9 $PPID; exec sleep {orphan}' & wait"
+    );
+    sandbox
+        .start_background(&command, NO_ENV, ".boxfleet/jobs/escape")
+        .await
+        .expect("start");
+    let all_running = || {
+        [left, behind, orphan]
+            .iter()
+            .all(|s| !sleeping(*s).is_empty())
+    };
+    for _ in 0..200 {
+        if all_running() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(all_running(), "the three processes started");
+    provider.kill(sandbox.id()).await.expect("kill");
+    let mut left_over = Vec::new();
+    for _ in 0..120 {
+        left_over = [left, behind, orphan]
+            .iter()
+            .filter(|s| !sleeping(**s).is_empty())
+            .copied()
+            .collect();
+        if left_over.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        left_over.is_empty(),
+        "still running after the box was killed: sleep {left_over:?} (of {left} setsid, {behind} background, {orphan} re-parented)"
+    );
+}
+
 /// Every check of the contract, one `#[tokio::test]` each, in a module named `$module`, each
 /// run against a fresh `$harness` (an expression that makes a [`Harness`]).
 #[macro_export]
@@ -616,6 +702,11 @@ macro_rules! box_contract {
             async fn links_and_pipes_are_refused() {
                 let harness = $harness;
                 $crate::contract::links_and_pipes_are_refused(&harness).await
+            }
+            #[tokio::test]
+            async fn escaped_processes_die_with_the_box() {
+                let harness = $harness;
+                $crate::contract::escaped_processes_die_with_the_box(&harness).await
             }
             #[tokio::test]
             async fn a_recycled_pid_is_not_the_job() {

@@ -87,6 +87,9 @@ impl Harness for FakeHarness {
     async fn no_process_left(&self, _job: &JobHandle) -> bool {
         true
     }
+    fn runs_host_processes(&self) -> bool {
+        false
+    }
 }
 
 #[tokio::test]
@@ -323,6 +326,45 @@ async fn direct_attach_leaves_the_process_state_t() {
 }
 
 #[tokio::test]
+async fn a_direct_pause_stops_what_left_the_jobs_session_and_a_resume_continues_it() {
+    let h = DirectHarness::new();
+    let sandbox = h.direct.create(&spec()).await.expect("create");
+    let pid_file = format!("{}/escapee.pid", sandbox.home());
+    let command = format!("setsid sh -c 'echo $$ > {pid_file}; exec sleep 30' & wait");
+    sandbox
+        .start_background(&command, NO_ENV, ".boxfleet/jobs/a")
+        .await
+        .expect("start");
+    let mut escapee = None;
+    for _ in 0..200 {
+        escapee = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|text| text.trim().parse::<i32>().ok());
+        if escapee.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let escapee = escapee.expect("the escapee wrote its pid");
+    let state = || {
+        ProcStat::read(escapee)
+            .ok()
+            .flatten()
+            .map(|stat| stat.state)
+    };
+    sandbox.pause().await.expect("pause");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(state(), Some('T'), "the paused box's escapee is stopped");
+    h.direct
+        .connect(sandbox.id())
+        .await
+        .expect("connect resumes");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_ne!(state(), Some('T'), "and continued with the box");
+    h.direct.kill(sandbox.id()).await.expect("kill");
+}
+
+#[tokio::test]
 async fn direct_jobs_see_only_the_allowlisted_environment() {
     // the test process's own environment (CARGO_*, its PATH, …) is what must not leak
     let h = DirectHarness::new();
@@ -355,6 +397,7 @@ async fn direct_jobs_see_only_the_allowlisted_environment() {
                 "XDG_DATA_HOME",
                 "XDG_STATE_HOME",
                 "FROM_BOX",
+                "BOXFLEET_SANDBOX_ID",
                 "FROM_CALLER",
                 "PWD",
                 "SHLVL",

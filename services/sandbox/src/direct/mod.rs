@@ -18,6 +18,7 @@
 
 pub(crate) mod files;
 mod host_io;
+pub mod marked;
 pub mod proc;
 mod sys;
 
@@ -209,9 +210,10 @@ impl DirectProvider {
             };
             let jobs: Vec<String> = record.jobs.iter().map(|j| j.id.clone()).collect();
             let running = blocking("inspect jobs", move || {
+                // a job the kernel's record cannot be read for may be live: the box is kept
                 Ok(jobs.iter().any(|id| {
                     JobIdentity::parse(id)
-                        .is_some_and(|job| matches!(job.liveness(), Ok(Liveness::Alive(_))))
+                        .is_some_and(|job| !matches!(job.liveness(), Ok(Liveness::Gone)))
                 }))
             })
             .await
@@ -304,6 +306,9 @@ impl Provider for DirectProvider {
             }
             Err(error) => warn!(sandbox_id, %error, "local_sandbox_records_unreadable"),
         }
+        // and every process that left the job's session or outlived its parent
+        let id = sandbox_id.to_owned();
+        let _ = tokio::task::spawn_blocking(move || marked::kill_marked(&id)).await;
         // the jobs are dead: a login the run refreshed goes back before the home goes
         boxfleet_actors::credentials::give_back(&sandbox).await;
         let root = sandbox.paths.root.clone();
@@ -424,6 +429,8 @@ impl DirectSandbox {
         }
         env.extend(self.box_env().await?);
         env.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+        // last, so nothing overrides it: how a teardown finds every process the box started
+        env.insert(marked::BOX_MARKER.to_owned(), self.id.clone());
         Ok(env)
     }
 
@@ -452,6 +459,12 @@ impl DirectSandbox {
             )));
         }
         Ok(())
+    }
+
+    /// Signals every process the box started, found by its marker (`marked`).
+    async fn signal_marked(&self, signal: i32) {
+        let id = self.id.clone();
+        let _ = tokio::task::spawn_blocking(move || marked::signal_marked(&id, signal)).await;
     }
 
     /// Signals a recorded job's session if, and only if, its leader is still that job.
@@ -485,6 +498,7 @@ impl DirectSandbox {
         for job in &record.jobs {
             self.signal_job(&job.id, libc::SIGCONT).await;
         }
+        self.signal_marked(libc::SIGCONT).await;
         record.paused = false;
         record.paused_at = None;
         record.keepalive_at = Utc::now();
@@ -732,6 +746,8 @@ impl Sandbox for DirectSandbox {
         for job in &record.jobs {
             self.signal_job(&job.id, libc::SIGSTOP).await;
         }
+        // what left the job's session is stopped too
+        self.signal_marked(libc::SIGSTOP).await;
         if !record.paused {
             record.paused = true;
             record.paused_at = Some(Utc::now());
