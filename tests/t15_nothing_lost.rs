@@ -191,3 +191,69 @@ async fn an_answer_given_by_naming_a_run_waits_while_its_seat_runs_another_job()
         1
     );
 }
+
+/// Draining the only node keeps what it holds polled and settled, says what will happen, takes
+/// no new seat, and hands the seat to the next node that joins. On `main` its running run was
+/// left unpolled until a restart, while it still launched for new seats.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn draining_the_only_node_keeps_its_runs_polled_and_takes_no_new_seat() {
+    let mut fleet = Fleet::start(&["n1"], 3);
+    let turn = format!("turn-drain-{}", uuid::Uuid::new_v4().simple());
+    let job = r#"sleep 4; echo "Delivered: fix/drained" > "$BOXFLEET_REPORT""#;
+    let (code, out) = launch(&fleet, "drain-only", &turn, job);
+    assert_eq!(code, 0, "{out}");
+
+    let (code, out, err) = fleet.node("n1").cli(&["drain", "n1"]);
+    assert_eq!(code, 1, "not every seat could move: {out}{err}");
+    assert!(
+        out.contains("1 seat still held") && out.contains("keeps polling and settling"),
+        "says what will happen: {out}{err}"
+    );
+
+    // the run it holds is still polled, collected and settled here
+    eventually(
+        &fleet,
+        "the run to settle on the draining node",
+        Duration::from_secs(60),
+        async || fleet.record("n1", &turn).await.is_none().then_some(()),
+    )
+    .await;
+    let events = fleet.events_of("n1", &turn).await;
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["type"] == "agent_phase_completed")
+            .count(),
+        1,
+        "{events:#?}"
+    );
+
+    // a new seat is refused, by name
+    let (code, out) = launch(&fleet, "drain-new", "turn-drain-new", "true");
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains("draining") && out.contains("start another node"),
+        "{out}"
+    );
+
+    // a node joins: the kept seat is handed over, and new seats go to the new node
+    fleet.add("n2");
+    eventually(
+        &fleet,
+        "the draining node to hand its kept seat over",
+        Duration::from_secs(60),
+        async || {
+            let holders = fleet.holders("n2").await;
+            (holders.get("drain-only").map(String::as_str) != Some("n1")).then_some(())
+        },
+    )
+    .await;
+    let (code, out) = launch(&fleet, "drain-new", "turn-drain-new-2", "true");
+    assert_eq!(code, 0, "the new node takes new seats: {out}");
+    let holders = fleet.holders("n2").await;
+    assert_eq!(
+        holders.get("drain-new").map(String::as_str),
+        Some("n2"),
+        "{holders:?}"
+    );
+}

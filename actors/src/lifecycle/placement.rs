@@ -252,6 +252,38 @@ impl Coordinator {
         self.seats.fence(seat).is_some()
     }
 
+    /// Whether the store names this node's incarnation as `seat`'s holder.
+    async fn holds_in_store(&self, seat: &str) -> Result<bool, Error> {
+        let me = self.holder();
+        Ok(seat::holder(self.store.as_ref(), &self.keys, seat)
+            .await?
+            .is_some_and(|(holder, _)| holder == me))
+    }
+
+    /// A drain: every seat held here that another live node is placed to take is handed over
+    /// (in parallel, each once its work settles); a seat no other node would take stays
+    /// held, polled and settled here until one joins (the placement pass hands it over then).
+    /// Returns the seats still held.
+    pub async fn release_placed_elsewhere(&self, settle: Duration) -> usize {
+        let mut movable = Vec::new();
+        for fence in self.held_seats() {
+            match self.placed_on(&fence.seat).await {
+                Ok(Some(placed)) if placed.node != self.node => movable.push(fence.seat),
+                Ok(_) => info!(seat = %fence.seat, node = %self.node, "seat_kept_while_draining"),
+                Err(error) => warn!(seat = %fence.seat, %error, "seat_release_failed"),
+            }
+        }
+        let releases = movable
+            .iter()
+            .map(|seat| async move { self.release_seat(seat, settle).await });
+        for outcome in futures::future::join_all(releases).await {
+            if let Err(error) = outcome {
+                warn!(%error, "seat_release_failed");
+            }
+        }
+        self.held_seats().len()
+    }
+
     /// The seats acquired since the last call (and forgets them).
     pub fn take_fresh(&self) -> std::collections::HashSet<String> {
         self.seats.take_fresh()
@@ -290,13 +322,27 @@ impl Coordinator {
         }
         // a seat is taken only by the node it is placed on: any other node that reached
         // here on a stale route would take it from its place and hand it straight back
-        if let Some(placed) = self.placed_on(seat).await?
-            && placed.node != self.node
-        {
-            return Err(Error::SeatHeldElsewhere {
-                seat: seat.to_owned(),
-                holder: format!("nobody; it is placed on node {}", placed.node),
-            });
+        match self.placed_on(seat).await? {
+            Some(placed) if placed.node != self.node => {
+                return Err(Error::SeatHeldElsewhere {
+                    seat: seat.to_owned(),
+                    holder: format!("nobody; it is placed on node {}", placed.node),
+                });
+            }
+            // a draining node takes no new seat, even when no other node would: it keeps
+            // only what the store says it holds already (a recovery pass to finish)
+            None if self.draining() && !self.holds_in_store(seat).await? => {
+                return Err(Error::SeatHeldElsewhere {
+                    seat: seat.to_owned(),
+                    holder: format!(
+                        "nobody; node {} is draining and takes no new seats, and no other live \
+                         node takes seats: start another node (`boxfleet node`) or restart \
+                         {}, then retry",
+                        self.node, self.node
+                    ),
+                });
+            }
+            _ => {}
         }
         match seat::acquire(
             self.store.as_ref(),

@@ -231,7 +231,10 @@ pub(super) async fn drain(args: &DrainArgs) -> anyhow::Result<i32> {
     ))?;
     if reply.still_held > 0 {
         out(&format!(
-            "{} still held: no other live node can take them (see `boxfleet nodes`)\n",
+            "{} still held: no other live node takes seats (see `boxfleet nodes`), so {node_id} \
+             keeps polling and settling their runs and answers, and hands each seat over as soon \
+             as another node joins; it takes no new seats meanwhile (a launch for one is \
+             refused, naming this)\n",
             count(reply.still_held as usize, "seat")
         ))?;
         return Ok(1);

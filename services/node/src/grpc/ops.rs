@@ -250,13 +250,16 @@ impl pb::ops_server::Ops for OpsService {
                 .await
                 .map_err(|e| forwarded(&target.node, e));
         }
-        // placed no seats from now on; every seat held here is released gracefully, in
-        // parallel, and the nodes they are placed on take them and recover their runs
+        // placed no seats from now on; every seat another node is placed to take is released
+        // gracefully, in parallel, and that node recovers its runs; a seat no other node would
+        // take stays held here, its runs polled and settled, until one joins
         coordinator.set_draining(true).await.map_err(status)?;
         tracing::info!(node = %coordinator.node, "node_draining");
         let before = coordinator.held_seats().len() as u32;
         // the placement pass may release some first: count what is gone
-        let still_held = coordinator.release_all(lifecycle::RELEASE_SETTLE).await as u32;
+        let still_held = coordinator
+            .release_placed_elsewhere(lifecycle::RELEASE_SETTLE)
+            .await as u32;
         Ok(Response::new(pb::DrainReply {
             released: before.saturating_sub(still_held),
             still_held,
