@@ -257,3 +257,65 @@ async fn draining_the_only_node_keeps_its_runs_polled_and_takes_no_new_seat() {
         "{holders:?}"
     );
 }
+
+/// Three nodes on one host, each with a boxes dir of its own (the default, in its data dir):
+/// SIGKILL the busiest, and the seats' new holders find its boxes where the records say they
+/// live. On `main` each of its runs failed at once with `collect_unreachable` on the new holder,
+/// though the boxes were alive on the same host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn same_host_failover_finds_boxes_in_another_nodes_own_boxes_dir() {
+    const NODES: [&str; 3] = ["n1", "n2", "n3"];
+    let mut fleet = Fleet::start(&[], 3);
+    fleet.own_boxes = true;
+    for node in NODES {
+        fleet.add(node);
+    }
+    let seats = boxfleet_tests::fleet::seats_placed_on("n1", &NODES, 4, "own-dir");
+    let mut turns = Vec::new();
+    for (i, seat) in seats.iter().enumerate() {
+        let turn = format!("turn-own-{i}-{}", uuid::Uuid::new_v4().simple());
+        let job = format!(r#"sleep 6; echo "Delivered: fix/own-{i}" > "$BOXFLEET_REPORT""#);
+        let (code, out) = launch(&fleet, seat, &turn, &job);
+        assert_eq!(code, 0, "{out}");
+        let record = fleet.record("n2", &turn).await.expect("record");
+        assert_eq!(
+            record["owner"].as_str().map(|o| o.starts_with("n1")),
+            Some(true),
+            "{record:#}"
+        );
+        assert!(
+            record["boxes_dir"]
+                .as_str()
+                .is_some_and(|dir| dir.ends_with("n1/boxes")),
+            "the record names where its box lives: {record:#}"
+        );
+        turns.push((turn, i));
+    }
+    fleet.node_mut("n1").kill();
+    for (turn, i) in &turns {
+        eventually(
+            &fleet,
+            "the run to settle on a surviving node",
+            Duration::from_secs(90),
+            async || fleet.record("n2", turn).await.is_none().then_some(()),
+        )
+        .await;
+        let events = fleet.events_of("n2", turn).await;
+        assert!(
+            !events.iter().any(|e| e["type"] == "sandbox_run_failed"),
+            "no run failed: {events:#?}"
+        );
+        let phases: Vec<_> = events
+            .iter()
+            .filter(|e| e["type"] == "agent_phase_completed")
+            .collect();
+        assert_eq!(phases.len(), 1, "{events:#?}");
+        let record = &phases[0]["body"]["record"];
+        assert_eq!(record["failed"], false, "{record:#}");
+        assert_eq!(
+            record["delivered_refs"],
+            serde_json::json!([format!("fix/own-{i}")]),
+            "{record:#}"
+        );
+    }
+}

@@ -91,6 +91,17 @@ pub trait Provider: Send + Sync + fmt::Debug {
     fn new_box_id(&self) -> Option<String> {
         None
     }
+    /// Where this provider keeps its boxes on the host, for a local backend (the run's record
+    /// names it, so any node on the host finds the box whatever its own boxes dir). `None`
+    /// (the default) for a remote backend.
+    fn boxes_dir(&self) -> Option<String> {
+        None
+    }
+    /// The same backend over the boxes kept under `boxes_dir` (a local backend: another node's
+    /// boxes on this host). `None` (the default) where boxes have no host directory.
+    fn at_boxes_dir(&self, _boxes_dir: &str) -> Option<Arc<dyn Provider>> {
+        None
+    }
     /// Makes a new box (under `spec.sandbox_id`, when the backend chose one).
     async fn create(&self, spec: &BoxSpec) -> Result<Arc<dyn Sandbox>, BoxError>;
     /// Reaches a box without waking it: a paused box is refused where reading it would wake it.

@@ -294,6 +294,10 @@ pub struct RunRecord {
     /// the host a local box lives on (`direct`, `container`): only nodes on that host reach it
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// where on that host the box lives (the launching node's boxes dir): a node on the host
+    /// with a boxes dir of its own still finds it
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boxes_dir: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox_id: Option<String>,
     /// the job handle in the box (runner-specific)
@@ -413,6 +417,7 @@ impl RunRecord {
             coding_agent: coding_agent.into(),
             placement: None,
             host: None,
+            boxes_dir: None,
             sandbox_id: None,
             job: None,
             status: Status::Launching,

@@ -32,6 +32,9 @@ pub struct Fleet {
     /// where [`Fleet::store`] reads (the etcd behind any proxy the nodes are pointed at)
     pub store_endpoints: Vec<String>,
     pub boxes: PathBuf,
+    /// every node started from here on keeps its boxes in its own data dir (the default boxes
+    /// dir), not the fleet's shared one
+    pub own_boxes: bool,
     pub ttl_seconds: u64,
     pub nodes: Vec<NodeProcess>,
     /// test failpoints every node started from here on arms (`BOXFLEET_FAILPOINTS`)
@@ -88,6 +91,7 @@ impl Fleet {
             etcd_url: etcd_url.to_owned(),
             store_endpoints: EtcdServer::shared().endpoints(),
             boxes,
+            own_boxes: false,
             ttl_seconds,
             nodes: Vec::new(),
             failpoints: String::new(),
@@ -138,6 +142,11 @@ impl Fleet {
     pub fn add_on(&mut self, name: &str, etcd_url: &str) -> &NodeProcess {
         let data_dir = self.dir.path().join(name);
         std::fs::create_dir_all(&data_dir).expect("data dir");
+        let boxes = if self.own_boxes {
+            data_dir.join("boxes")
+        } else {
+            self.boxes.clone()
+        };
         let args = [
             "--config",
             self.config.to_str().expect("utf-8"),
@@ -146,7 +155,7 @@ impl Fleet {
             "--prefix",
             &self.prefix,
             "--boxes-dir",
-            self.boxes.to_str().expect("utf-8"),
+            boxes.to_str().expect("utf-8"),
             "--lease-ttl",
             &self.ttl_seconds.to_string(),
             // one keyring for the fleet: a node verifies what its peers sign

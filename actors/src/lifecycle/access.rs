@@ -46,6 +46,8 @@ pub struct Access {
     pub box_timeout: Duration,
     /// box operations go through the box's actor, in order
     follow_ups: Arc<dyn FollowUps>,
+    /// a cell's backend over another node's boxes dir on this host, by (cell, boxes dir)
+    elsewhere: std::sync::Mutex<BTreeMap<(String, String), Arc<dyn Provider>>>,
 }
 
 impl Access {
@@ -65,6 +67,7 @@ impl Access {
             default_cell,
             box_timeout: DEFAULT_BOX_TIMEOUT,
             follow_ups,
+            elsewhere: std::sync::Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -82,9 +85,30 @@ impl Access {
             .unwrap_or_else(|| self.default_cell.clone())
     }
 
-    /// The provider of the cell a run's box lives in.
-    pub fn provider_of(&self, run: &RunRecord) -> Result<&Arc<dyn Provider>, Error> {
-        self.provider(run.placement.as_deref().unwrap_or(&self.default_cell))
+    /// The provider of the box a run names: its cell's, over the boxes dir the record names
+    /// when that is not this node's own (another node's boxes on this host).
+    pub fn provider_of(&self, run: &RunRecord) -> Result<Arc<dyn Provider>, Error> {
+        let cell = run.placement.as_deref().unwrap_or(&self.default_cell);
+        let base = self.provider(cell)?;
+        let Some(dir) = run.boxes_dir.as_deref() else {
+            return Ok(base.clone());
+        };
+        if base.boxes_dir().as_deref() == Some(dir) {
+            return Ok(base.clone());
+        }
+        let mut elsewhere = self.elsewhere.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (cell.to_owned(), dir.to_owned());
+        if let Some(provider) = elsewhere.get(&key) {
+            return Ok(provider.clone());
+        }
+        let provider = base.at_boxes_dir(dir).ok_or_else(|| {
+            Error::BadRequest(format!(
+                "run {} names boxes dir {dir:?}, which cell {cell} on node {} cannot use",
+                run.turn_id, self.node
+            ))
+        })?;
+        elsewhere.insert(key, provider.clone());
+        Ok(provider)
     }
 
     /// The runner `name`.
@@ -109,8 +133,8 @@ impl Access {
         match run.host.as_deref() {
             Some(host) if host != self.host => Err(Error::Box(BoxError::Unreachable(format!(
                 "box {} of run {} lives on host {host}; node {} runs on host {} and cannot \
-                 reach it: give the seat to a node on {host} (nodes on one host share \
-                 node.boxes_dir)",
+                 reach it: give the seat to a node on {host} (any node there finds it, whatever its \
+                 own boxes dir: the run's record names where the box lives)",
                 run.sandbox_id.as_deref().unwrap_or("?"),
                 run.turn_id,
                 self.node,
@@ -120,28 +144,37 @@ impl Access {
         }
     }
 
-    /// One control operation on a box of `cell`, through its `Box{sandbox_id}` actor.
+    /// One control operation on a box of `provider`, through its `Box{sandbox_id}` actor.
     pub async fn box_op(
         &self,
-        cell: &str,
+        provider: &Arc<dyn Provider>,
+        sandbox_id: &str,
+        op: BoxOp,
+    ) -> Result<Option<Arc<dyn Sandbox>>, BoxError> {
+        self.follow_ups.box_op(provider, sandbox_id, op).await
+    }
+
+    /// One control operation on the box a run names (see [`Access::provider_of`]).
+    pub async fn run_box_op(
+        &self,
+        run: &RunRecord,
         sandbox_id: &str,
         op: BoxOp,
     ) -> Result<Option<Arc<dyn Sandbox>>, BoxError> {
         let provider = self
-            .provider(cell)
-            .map_err(|error| BoxError::Failed(error.to_string()))?
-            .clone();
-        self.follow_ups.box_op(&provider, sandbox_id, op).await
+            .provider_of(run)
+            .map_err(|error| BoxError::Failed(error.to_string()))?;
+        self.box_op(&provider, sandbox_id, op).await
     }
 
-    /// A handle on a box of `cell` (attach or connect).
+    /// A handle on a box of `provider` (attach or connect).
     pub async fn box_handle(
         &self,
-        cell: &str,
+        provider: &Arc<dyn Provider>,
         sandbox_id: &str,
         op: BoxOp,
     ) -> Result<Arc<dyn Sandbox>, BoxError> {
-        self.box_op(cell, sandbox_id, op)
+        self.box_op(provider, sandbox_id, op)
             .await?
             .ok_or_else(|| BoxError::Failed(format!("{op:?} of box {sandbox_id} gave no handle")))
     }
@@ -153,8 +186,8 @@ impl Access {
             return Ok(None);
         };
         self.reachable(run)?;
-        let cell = self.provider_of(run)?.cell().to_owned();
-        let sandbox = match self.box_handle(&cell, sandbox_id, BoxOp::Attach).await {
+        let provider = self.provider_of(run)?;
+        let sandbox = match self.box_handle(&provider, sandbox_id, BoxOp::Attach).await {
             Ok(sandbox) => sandbox,
             Err(BoxError::Gone(_)) => return Ok(Some(JobState::Done { exit_code: None })),
             Err(error) => return Err(error.into()),
@@ -205,7 +238,7 @@ impl Access {
         };
         let provider = self.provider_of(run)?;
         let sandbox = self
-            .box_handle(provider.cell(), sandbox_id, BoxOp::Attach)
+            .box_handle(&provider, sandbox_id, BoxOp::Attach)
             .await?;
         let runner = self.runner(&job.runner)?;
         Ok(runner.follow(sandbox.as_ref(), &job.handle, from).await?)

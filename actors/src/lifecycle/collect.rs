@@ -219,10 +219,10 @@ impl Coordinator {
         sandbox_id: &str,
     ) -> Result<Evidence, Error> {
         let runner = self.access.runner(&job.runner)?.clone();
-        let provider = self.access.provider_of(run)?.clone();
+        let provider = self.access.provider_of(run)?;
         let (collected, sandbox) = match self
             .access
-            .box_handle(provider.cell(), sandbox_id, BoxOp::Connect)
+            .box_handle(&provider, sandbox_id, BoxOp::Connect)
             .await
         {
             Ok(sandbox) => match runner.collect(sandbox.as_ref(), &job.handle).await {
@@ -418,14 +418,7 @@ impl Coordinator {
     /// box stays named on the record for whoever settles the run).
     async fn pause_collected_box(&self, fence: &Fence, run: &RunRecord) {
         let sandbox_id = run.sandbox_id.clone().unwrap_or_default();
-        let cell = match self.access.provider_of(run) {
-            Ok(provider) => provider.cell().to_owned(),
-            Err(error) => {
-                warn!(turn_id = %run.turn_id, %error, "sandbox_pause_failed");
-                return;
-            }
-        };
-        match self.access.box_op(&cell, &sandbox_id, BoxOp::Pause).await {
+        match self.access.run_box_op(run, &sandbox_id, BoxOp::Pause).await {
             Ok(_) => {
                 let mark = Transition::MarkPaused {
                     sandbox_id: sandbox_id.clone(),

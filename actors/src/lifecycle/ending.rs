@@ -70,9 +70,12 @@ impl Coordinator {
         self.publish_hand_backs(fence, &record).await?;
         crash::point(crash::ENDING_AFTER_HAND_BACK);
         if let Some(sandbox_id) = &record.sandbox_id {
-            let cell = self.access.cell_of(&record);
             // a failed kill keeps the id on the record: the box is still ours to reclaim
-            if let Err(error) = self.access.box_op(&cell, sandbox_id, BoxOp::Kill).await {
+            if let Err(error) = self
+                .access
+                .run_box_op(&record, sandbox_id, BoxOp::Kill)
+                .await
+            {
                 warn!(turn_id, sandbox_id, %error, "sandbox_kill_failed");
                 return Err(error.into());
             }
@@ -138,9 +141,8 @@ impl Coordinator {
         let fence = self.seat_fence(&run.seat).await?;
         // the box goes first: a record naming a dead box re-seeds; a live box named by nothing
         // would be billed for good
-        let cell = self.access.cell_of(run);
         // a failed kill keeps the id on the record: the box is still ours to reclaim
-        if let Err(error) = self.access.box_op(&cell, sandbox_id, BoxOp::Kill).await {
+        if let Err(error) = self.access.run_box_op(run, sandbox_id, BoxOp::Kill).await {
             warn!(turn_id = %run.turn_id, sandbox_id, %error, "sandbox_kill_failed");
             return Err(error.into());
         }

@@ -130,7 +130,7 @@ impl Coordinator {
             .provision_and_start(
                 &fence,
                 (&turn_id, &launch_id),
-                (provider.as_ref(), runner.as_ref()),
+                (&provider, runner.as_ref()),
                 &request,
                 &plan,
                 JobBox::New(chosen_box),
@@ -254,6 +254,7 @@ impl Coordinator {
         if provider.cell() != "e2b" {
             record.host = Some(self.access.host.clone());
         }
+        record.boxes_dir = provider.boxes_dir();
         record
     }
 
@@ -277,7 +278,7 @@ impl Coordinator {
         &self,
         fence: &Fence,
         (turn_id, new_launch): (&str, &str),
-        (provider, runner): (&dyn Provider, &dyn Runner),
+        (provider, runner): (&Arc<dyn Provider>, &dyn Runner),
         sandbox_id: Option<String>,
         mut request: LaunchRequest,
         env: BTreeMap<String, String>,
@@ -302,7 +303,7 @@ impl Coordinator {
         &self,
         fence: &Fence,
         (turn_id, launch_id): (&str, &str),
-        (provider, runner): (&dyn Provider, &dyn Runner),
+        (provider, runner): (&Arc<dyn Provider>, &dyn Runner),
         request: &LaunchRequest,
         plan: &SandboxPlan,
         into: JobBox,
@@ -310,7 +311,7 @@ impl Coordinator {
         let (sandbox, fresh): (Arc<dyn Sandbox>, bool) = match &into {
             JobBox::Reuse(sandbox_id) => (
                 self.access
-                    .box_handle(provider.cell(), sandbox_id, BoxOp::Connect)
+                    .box_handle(provider, sandbox_id, BoxOp::Connect)
                     .await?,
                 false,
             ),
@@ -332,7 +333,7 @@ impl Coordinator {
             .start_job(
                 fence,
                 (turn_id, launch_id),
-                (provider, runner),
+                (provider.as_ref(), runner),
                 request,
                 plan,
                 (sandbox.as_ref(), fresh),

@@ -89,8 +89,11 @@ impl Coordinator {
     ) -> Result<(), Error> {
         let turn_id = record.turn_id.as_str();
         if let Some(sandbox_id) = &record.sandbox_id {
-            let cell = self.access.cell_of(record);
-            if let Err(error) = self.access.box_op(&cell, sandbox_id, BoxOp::Kill).await {
+            if let Err(error) = self
+                .access
+                .run_box_op(record, sandbox_id, BoxOp::Kill)
+                .await
+            {
                 warn!(turn_id, sandbox_id, %error, "sandbox_kill_failed");
                 return Err(error.into());
             }

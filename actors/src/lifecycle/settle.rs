@@ -141,8 +141,8 @@ impl Coordinator {
             .as_ref()
             .map_or("command".to_owned(), |j| j.runner.clone());
         let runner = self.access.runner(&runner_name)?.clone();
-        let cell = self.access.cell_of(&relaunched);
-        let provider = self.access.provider(&cell)?.clone();
+        // the box it reuses is where the record says, whatever this node's own boxes dir
+        let provider = self.access.provider_of(&relaunched)?;
         let request = LaunchRequest {
             seat: relaunched.seat.clone(),
             turn_id: Some(turn_id.to_owned()),
@@ -158,7 +158,7 @@ impl Coordinator {
             .start_relaunch(
                 fence,
                 (turn_id, &new_launch),
-                (provider.as_ref(), runner.as_ref()),
+                (&provider, runner.as_ref()),
                 relaunched.sandbox_id.clone(),
                 request,
                 next.env,

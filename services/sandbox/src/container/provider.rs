@@ -166,6 +166,18 @@ impl Provider for ContainerProvider {
         Some(local_box_id('c'))
     }
 
+    fn boxes_dir(&self) -> Option<String> {
+        Some(self.shared.boxes.display().to_string())
+    }
+
+    fn at_boxes_dir(&self, boxes_dir: &str) -> Option<Arc<dyn Provider>> {
+        let boxes = std::path::Path::new(boxes_dir);
+        let state_dir = boxes.parent().filter(|_| boxes.is_absolute())?;
+        let mut config = self.shared.config.clone();
+        config.state_dir = state_dir.to_path_buf();
+        Some(Arc::new(ContainerProvider::new(config)) as Arc<dyn Provider>)
+    }
+
     async fn create(&self, spec: &BoxSpec) -> Result<Arc<dyn Sandbox>, BoxError> {
         check_env(&spec.env)?;
         let probe = self.probe().await?;

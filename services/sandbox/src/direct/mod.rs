@@ -243,6 +243,17 @@ impl Provider for DirectProvider {
         Some(local_box_id('d'))
     }
 
+    fn boxes_dir(&self) -> Option<String> {
+        Some(self.shared.boxes.display().to_string())
+    }
+
+    fn at_boxes_dir(&self, boxes_dir: &str) -> Option<Arc<dyn Provider>> {
+        Path::new(boxes_dir).is_absolute().then(|| {
+            Arc::new(DirectProvider::in_boxes_dir(boxes_dir).with_path(self.shared.path.clone()))
+                as Arc<dyn Provider>
+        })
+    }
+
     async fn create(&self, spec: &BoxSpec) -> Result<Arc<dyn Sandbox>, BoxError> {
         check_env(&spec.env)?;
         self.reap_orphans().await;
