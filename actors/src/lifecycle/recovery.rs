@@ -88,15 +88,14 @@ impl Coordinator {
         record: &boxfleet_cluster::record::RunRecord,
     ) -> Result<(), Error> {
         let turn_id = record.turn_id.as_str();
-        if let Some(sandbox_id) = &record.sandbox_id {
-            if let Err(error) = self
+        if let Some(sandbox_id) = &record.sandbox_id
+            && let Err(error) = self
                 .access
                 .run_box_op(record, sandbox_id, BoxOp::Kill)
                 .await
-            {
-                warn!(turn_id, sandbox_id, %error, "sandbox_kill_failed");
-                return Err(error.into());
-            }
+        {
+            warn!(turn_id, sandbox_id, %error, "sandbox_kill_failed");
+            return Err(error.into());
         }
         let revert = Transition::RevertRelaunch {
             launch_id: record.launch_id.clone(),
