@@ -155,3 +155,47 @@ async fn a_box_unreachable_for_good_is_declared_gone_and_its_run_ended_collect_u
     assert_eq!(failed.len(), 1, "announced once: {events:#?}");
     assert_eq!(failed[0]["body"]["reason"], "collect_unreachable");
 }
+
+/// A running run whose box the provider paused behind the node's back (an auto-pause, or a
+/// collection that paused the box and handed its claim back) is sent to its record by the
+/// poll, which wakes the box because the record still runs that job in it (spec line 511). On
+/// `main` the poll was refused for ever and the run stalled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_runs_box_paused_behind_its_back_is_woken_and_the_job_finishes() {
+    let standin = E2bStandIn::start().await;
+    let sandbox = format!(
+        "default_run_in: e2b, e2b: {{ api_key: {API_KEY}, template: boxfleet-standin, api_url: \"{}\", envd_url: \"{}\" }}",
+        standin.api_url(),
+        standin.envd_url()
+    );
+    let fleet = Fleet::start_configured(
+        &boxfleet_tests::EtcdServer::shared().client_url(),
+        &["n1"],
+        3,
+        &sandbox,
+    );
+    let turn = launch(
+        &fleet,
+        "wedge-paused",
+        r#"sleep 6; echo "Delivered: fix/paused" > "$BOXFLEET_REPORT""#,
+    );
+    let record = fleet.record("n1", &turn).await.expect("record");
+    let sandbox_id = record["sandbox_id"].as_str().expect("a box").to_owned();
+    eventually(
+        &fleet,
+        "the job to run",
+        Duration::from_secs(30),
+        async || {
+            let record = fleet.record("n1", &turn).await?;
+            (record["status"] == "running").then_some(())
+        },
+    )
+    .await;
+    standin.pause_behind(&sandbox_id);
+    let phase = settled_phase(&fleet, &turn, Duration::from_secs(60)).await;
+    assert_eq!(phase["failed"], false, "{phase:#}");
+    assert_eq!(phase["delivered_refs"], serde_json::json!(["fix/paused"]));
+    let log = fleet.node("n1").log();
+    assert!(log.contains("sandbox_paused_box_woken"), "{log}");
+    assert!(!log.contains("sandbox_box_declared_gone"), "{log}");
+}

@@ -37,6 +37,15 @@ pub enum BoxError {
     Failed(String),
 }
 
+impl BoxError {
+    /// Whether this is a paused box refusing a reader (every backend words that refusal
+    /// "box … is paused"): the poll then goes to the run's record rather than counting a
+    /// failure (spec line 511).
+    pub fn is_paused_refusal(&self) -> bool {
+        matches!(self, BoxError::Unreachable(message) if message.contains(" is paused"))
+    }
+}
+
 /// What a new box is made for.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BoxSpec {

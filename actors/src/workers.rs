@@ -227,6 +227,8 @@ pub struct WaiterState {
     duty: Option<boxfleet_cluster::store::LeaseId>,
     /// consecutive failed polls per run: gone-detection and the warning's rate limit
     streaks: Arc<Streaks>,
+    /// the polls the poll duty authorised, stopped when the duty moves to a peer
+    duty_polls: Arc<Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>>,
 }
 
 #[derive(Debug)]
@@ -254,6 +256,7 @@ impl Actor for Waiter {
             last_polled: Arc::new(Mutex::new(std::collections::HashMap::new())),
             duty: None,
             streaks: Arc::new(Streaks::default()),
+            duty_polls: Arc::new(Mutex::new(std::collections::HashMap::new())),
         })
     }
 
@@ -331,7 +334,7 @@ impl Actor for Waiter {
             if record.status != Status::Running || !polls {
                 continue;
             }
-            state.spawn_poll(record, held_here);
+            state.spawn_poll(record, held_here, remote && duty);
         }
         Ok(())
     }
@@ -346,7 +349,7 @@ impl WaiterState {
             node: coordinator.node.clone(),
             incarnation: coordinator.incarnation.clone(),
         };
-        let duty_ttl = (self.args.interval.as_secs() as i64 * 3).max(5);
+        let duty_ttl = duty_ttl(self.args.interval);
         match boxfleet_cluster::duty::claim_waiter(
             coordinator.store.as_ref(),
             &coordinator.keys,
@@ -360,6 +363,7 @@ impl WaiterState {
             Ok(boxfleet_cluster::duty::Duty::Peer(peer)) => {
                 if self.duty.take().is_some() {
                     info!(peer = %peer.node, "waiter_duty_moved");
+                    self.stop_duty_polls();
                 }
             }
             Err(error) => {
@@ -373,8 +377,28 @@ impl WaiterState {
         }
     }
 
-    /// Polls one running run in the background, in a poll slot, unless it is being polled.
-    fn spawn_poll(&self, record: RunRecord, held_here: bool) {
+    /// The duty moved to a peer: the polls it authorised stop (the peer polls those boxes now).
+    fn stop_duty_polls(&self) {
+        let stopped: Vec<(String, tokio::task::AbortHandle)> = self
+            .duty_polls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .collect();
+        let mut polling = self.polling.lock().unwrap_or_else(|p| p.into_inner());
+        for (turn_id, poll) in stopped {
+            // a poll that already ended took itself off `polling` (a newer one may be there)
+            if !poll.is_finished() {
+                poll.abort();
+                polling.remove(&turn_id);
+            }
+        }
+    }
+
+    /// Polls one running run in the background, in a poll slot, unless it is being polled. A
+    /// poll the duty authorised (`by_duty`) is bounded by the duty's claim: its TTL less one
+    /// interval, so it never outlives the claim it was made under.
+    fn spawn_poll(&self, record: RunRecord, held_here: bool, by_duty: bool) {
         if !self
             .polling
             .lock()
@@ -390,11 +414,20 @@ impl WaiterState {
         let collectors = self.args.collectors.clone();
         let last_polled = self.last_polled.clone();
         let streaks = self.streaks.clone();
-        tokio::spawn(async move {
+        let duty_polls = self.duty_polls.clone();
+        let bound = if by_duty {
+            let claim = Duration::from_secs(duty_ttl(self.args.interval) as u64);
+            claim
+                .saturating_sub(self.args.interval)
+                .clamp(Duration::from_secs(1), POLL_BOUND)
+        } else {
+            POLL_BOUND
+        };
+        let turn = record.turn_id.clone();
+        let poll = tokio::spawn(async move {
             let turn_id = record.turn_id.clone();
             if let Ok(_slot) = slots.acquire().await {
-                let polled =
-                    tokio::time::timeout(POLL_BOUND, coordinator.access.poll(&record)).await;
+                let polled = tokio::time::timeout(bound, coordinator.access.poll(&record)).await;
                 let failed = match polled {
                     Ok(Ok(Some(_))) => {
                         streaks.reached(&turn_id);
@@ -406,8 +439,13 @@ impl WaiterState {
                         streaks.reached(&turn_id);
                         None
                     }
+                    Ok(Err(crate::lifecycle::Error::Box(error))) if error.is_paused_refusal() => {
+                        streaks.reached(&turn_id);
+                        wake_if_still_running(&coordinator, &record).await;
+                        None
+                    }
                     Ok(Err(error)) => Some(error.to_string()),
-                    Err(_) => Some(format!("no answer within {}s", POLL_BOUND.as_secs())),
+                    Err(_) => Some(format!("no answer within {}s", bound.as_secs())),
                 };
                 // a box on another host is not this node's to declare gone
                 if let Some(error) = failed
@@ -449,7 +487,53 @@ impl WaiterState {
                 polling.len() as u64
             };
             errors.set_depth("waiter", in_flight);
+            duty_polls
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&turn_id);
         });
+        if by_duty {
+            self.duty_polls
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(turn, poll.abort_handle());
+        }
+    }
+}
+
+/// The poll duty's claim TTL for a waiter ticking every `interval`.
+fn duty_ttl(interval: Duration) -> i64 {
+    (interval.as_secs() as i64 * 3).max(5)
+}
+
+/// A running run's box answered the poll as paused (spec line 511): the poll's list is a
+/// moment old, so the record is read again, and only a record still running the same job in
+/// the same box has the box woken — a collection that paused it and then handed its claim back
+/// to be tried again; the box is the run's again, and the next tick polls it. Anything else
+/// (parked, claimed, another job) is the record's, and the box is left as it is.
+async fn wake_if_still_running(coordinator: &Coordinator, polled: &RunRecord) {
+    let turn_id = &polled.turn_id;
+    let current = match coordinator.runs.read(turn_id).await {
+        Ok(Some(run)) => run.record,
+        Ok(None) => return,
+        Err(error) => {
+            warn!(turn_id, %error, "sandbox_paused_box_unchecked");
+            return;
+        }
+    };
+    let same = current.status == Status::Running
+        && current.launch_id == polled.launch_id
+        && current.sandbox_id == polled.sandbox_id;
+    let Some(sandbox_id) = current.sandbox_id.as_deref().filter(|_| same) else {
+        return;
+    };
+    match coordinator
+        .access
+        .run_box_op(&current, sandbox_id, crate::boxes::BoxOp::Connect)
+        .await
+    {
+        Ok(_) => info!(turn_id, sandbox_id, "sandbox_paused_box_woken"),
+        Err(error) => warn!(turn_id, sandbox_id, %error, "sandbox_paused_box_not_woken"),
     }
 }
 
@@ -463,6 +547,7 @@ async fn completed(
     errors: &Observed,
 ) {
     let turn_id = &record.turn_id;
+    crate::crash::point(crate::crash::POLL_AFTER_DONE_SEEN);
     if !held_here {
         if let Err(error) = coordinator
             .completed_elsewhere(&record.seat, turn_id, &record.launch_id)

@@ -31,16 +31,15 @@ fn main() {
         Err(_) if full => {
             // the recovery pass meets its point only when a run is there to recover: it is
             // armed beside a point that leaves one
+            let recovery = [crash::RECOVERY_AFTER_FENCE, crash::RECOVERY_AFTER_REVIVE];
             let mut all: Vec<String> = crash::ALL
                 .iter()
-                .filter(|p| **p != crash::RECOVERY_AFTER_FENCE)
+                .filter(|p| !recovery.contains(p))
                 .map(|p| p.to_string())
                 .collect();
-            all.push(format!(
-                "{},{}",
-                crash::COLLECT_AFTER_CLAIM,
-                crash::RECOVERY_AFTER_FENCE
-            ));
+            for point in recovery {
+                all.push(format!("{},{point}", crash::COLLECT_AFTER_CLAIM));
+            }
             all
         }
         Err(_) => SUBSET.iter().map(|p| p.to_string()).collect(),

@@ -76,6 +76,7 @@ impl Coordinator {
             conversation_key: run.record.conversation_key.clone(),
             partition: run.record.partition.clone(),
         };
+        crash::point(crash::ANSWER_BEFORE_RECORD);
         match self
             .runs
             .apply(&fence, turn_id, Transition::RecordAnswer { answer })
@@ -136,6 +137,7 @@ impl Coordinator {
         };
         crash::point(crash::ANSWER_AFTER_CLAIM);
         self.dispatch(EngineDown::Resume(Box::new(answer_resume(&claimed))));
+        crash::point(crash::ANSWER_AFTER_RESUME_DISPATCH);
         Ok(())
     }
 

@@ -295,6 +295,9 @@ impl Coordinator {
                 Ok(_) | Err(RunError::Refused(Refusal::AlreadyDone)) => {}
                 Err(error) => return Err(error.into()),
             }
+            if share == Share::Seat {
+                crash::point(crash::COLLECT_AFTER_SEAT_CHARGE);
+            }
         }
         Ok(usage)
     }
@@ -365,6 +368,7 @@ impl Coordinator {
         // a login the run refreshed goes back before the box is paused (a kill of the box, by
         // whoever settles the run or by the orphan reaper, gives back what it refreshed later)
         crate::credentials::give_back(sandbox).await;
+        crash::point(crash::COLLECT_AFTER_LOGIN_GIVEN_BACK);
         self.pause_collected_box(fence, run).await;
         crash::point(crash::COLLECT_AFTER_PAUSE);
         if let Some(asked) = &collected.question {
@@ -420,6 +424,7 @@ impl Coordinator {
         let sandbox_id = run.sandbox_id.clone().unwrap_or_default();
         match self.access.run_box_op(run, &sandbox_id, BoxOp::Pause).await {
             Ok(_) => {
+                crash::point(crash::COLLECT_AFTER_BOX_PAUSED);
                 let mark = Transition::MarkPaused {
                     sandbox_id: sandbox_id.clone(),
                 };

@@ -113,6 +113,7 @@ impl Coordinator {
         let chosen_box = provider.new_box_id();
         let mut record = self.launching_record(&request, &turn_id, &launch_id, provider.as_ref());
         record.sandbox_id = chosen_box.clone();
+        crash::point(crash::LAUNCH_BEFORE_OPEN);
         self.runs
             .apply(
                 &fence,
@@ -309,12 +310,14 @@ impl Coordinator {
         into: JobBox,
     ) -> Result<String, Error> {
         let (sandbox, fresh): (Arc<dyn Sandbox>, bool) = match &into {
-            JobBox::Reuse(sandbox_id) => (
-                self.access
+            JobBox::Reuse(sandbox_id) => {
+                let sandbox = self
+                    .access
                     .box_handle(provider, sandbox_id, BoxOp::Connect)
-                    .await?,
-                false,
-            ),
+                    .await?;
+                crash::point(crash::RELAUNCH_AFTER_BOX_CONNECTED);
+                (sandbox, false)
+            }
             JobBox::New(chosen) => {
                 let spec = BoxSpec {
                     turn_id: turn_id.to_owned(),
@@ -374,7 +377,15 @@ impl Coordinator {
             // a half-provisioned box never receives a brief (it is killed by the caller)
             return Err(Error::Setup(text));
         }
+        if fresh {
+            crash::point(crash::LAUNCH_AFTER_SETUP);
+        }
         runner.install(sandbox).await?;
+        crash::point(if fresh {
+            crash::LAUNCH_AFTER_INSTALL
+        } else {
+            crash::RELAUNCH_AFTER_INSTALL
+        });
         // a cli-agent entry's login, seeded from the shared directory on every launch (a
         // reused box gets the newest) and recorded in the box's records; written back by
         // compare-and-swap at collection and at any teardown
@@ -419,9 +430,11 @@ impl Coordinator {
             job: Some(job.to_json()),
         };
         self.runs.apply(fence, turn_id, attach).await?;
-        if fresh {
-            crash::point(crash::LAUNCH_AFTER_BOX_NAMED);
-        }
+        crash::point(if fresh {
+            crash::LAUNCH_AFTER_BOX_NAMED
+        } else {
+            crash::RELAUNCH_AFTER_JOB_NAMED
+        });
         Ok(())
     }
 }

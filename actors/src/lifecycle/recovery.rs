@@ -154,6 +154,7 @@ impl Coordinator {
         match self.runs.apply(fence, turn_id, transition).await {
             Ok(_) => {
                 info!(turn_id, "{}", revival.revived);
+                crash::point(crash::RECOVERY_AFTER_REVIVE);
                 Ok(true)
             }
             Err(RunError::Refused(Refusal::RevivalsSpent { lost_claims })) => {

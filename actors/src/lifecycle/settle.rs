@@ -63,6 +63,11 @@ impl Coordinator {
         let guard = EndingGuard::Claim {
             launch_id: launch_id.to_owned(),
         };
+        crash::point(if matches!(settle, Settle::Relaunched { .. }) {
+            crash::RELAUNCH_BEFORE_OPEN
+        } else {
+            crash::SETTLE_BEFORE_ENDING
+        });
         match settle {
             Settle::Finished { reply } => {
                 self.end_run(&fence, turn_id, EndingReason::Finished, &reply, guard)
