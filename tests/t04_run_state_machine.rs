@@ -1014,6 +1014,9 @@ mod model {
                 if match guard {
                     EndingGuard::Any => true,
                     EndingGuard::Claim { launch_id } => run.own_claim(launch_id, epoch, None),
+                    EndingGuard::Launching { launch_id } => {
+                        run.status == Status::Launching && run.launch == *launch_id
+                    }
                 } =>
             {
                 next.let_go();

@@ -199,3 +199,52 @@ async fn a_running_runs_box_paused_behind_its_back_is_woken_and_the_job_finishes
     assert!(log.contains("sandbox_paused_box_woken"), "{log}");
     assert!(!log.contains("sandbox_box_declared_gone"), "{log}");
 }
+
+/// The job started but its conversation never reached the record (the store refused the
+/// commit): the run, still launching, is ended `suspension_unrecorded` at once, its box and job
+/// killed, rather than left running with nothing able to collect it. On `main` it was ended
+/// `launch_failed`, naming nothing of what went wrong.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspension_the_store_refused_ends_the_run_and_kills_its_box() {
+    let fleet = Fleet::start_armed(&["n1"], 3, "suspension-commit-refused");
+    let marker = format!("unrecorded{}", std::process::id());
+    let turn = format!("turn-unrecorded-{}", uuid::Uuid::new_v4().simple());
+    let (code, out, err) = fleet.node("n1").cli(&[
+        "launch",
+        "--seat",
+        "wedge-unrecorded",
+        "--turn",
+        &turn,
+        "--runner",
+        "command",
+        "--command",
+        &format!(": {marker}; sleep 600"),
+    ]);
+    assert_ne!(code, 0, "the launch is not acknowledged: {out}{err}");
+    eventually(
+        &fleet,
+        "the run to be ended",
+        Duration::from_secs(30),
+        async || fleet.record("n1", &turn).await.is_none().then_some(()),
+    )
+    .await;
+    let events = fleet.events_of("n1", &turn).await;
+    let failed: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "sandbox_run_failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{events:#?}");
+    assert_eq!(failed[0]["body"]["reason"], "suspension_unrecorded");
+    assert!(fleet.boxes_on_host().is_empty(), "the box is reclaimed");
+    let left = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(&marker))
+                .unwrap_or(false)
+        })
+        .count();
+    assert_eq!(left, 0, "the job is killed");
+}

@@ -194,6 +194,8 @@ pub enum EndingReason {
     AbandonedTail,
     /// the resume broke before its turn began
     ResumeBroken,
+    /// the job was started but the conversation a resume re-enters never reached the record
+    SuspensionUnrecorded,
     /// nothing to re-enter (no conversation this build can decode)
     NoConversation,
     /// the run's model did not match the model requested
@@ -212,6 +214,7 @@ impl EndingReason {
             EndingReason::ClaimUnreverted => "claim_unreverted",
             EndingReason::AbandonedTail => "abandoned_tail",
             EndingReason::ResumeBroken => "resume_broken",
+            EndingReason::SuspensionUnrecorded => "suspension_unrecorded",
             EndingReason::NoConversation => "no_conversation",
             EndingReason::ModelMismatch => "model_mismatch",
             EndingReason::Cancelled => "cancelled",

@@ -4,7 +4,8 @@
 //! ```text
 //! cargo bench -p boxfleet-tests --bench crash_matrix                 # every point, on etcd
 //! CRASH_POINTS=collect.after_publish cargo bench -p boxfleet-tests --bench crash_matrix
-//! cargo test  -p boxfleet-tests --bench crash_matrix                 # the subset the suite runs
+//! cargo test  -p boxfleet-tests --bench crash_matrix                 # the subset on etcd, every point embedded
+//! CRASH_STORE=embedded cargo bench -p boxfleet-tests --bench crash_matrix  # every point, embedded
 //! ```
 //!
 //! For each crash point (`boxfleet_actors::crash::ALL`, plus one pair that also kills the node
@@ -14,7 +15,7 @@
 //! `point | outcome | lost | doubled | leaked`, then each finding in full.
 
 use boxfleet_actors::crash;
-use boxfleet_tests::crash_matrix::{Verdict, trial};
+use boxfleet_tests::crash_matrix::{Backing, Verdict, trial_on};
 
 /// The points `cargo test` runs: one per stage of the lifecycle.
 const SUBSET: &[&str] = &[
@@ -24,25 +25,47 @@ const SUBSET: &[&str] = &[
     crash::ENDING_BEFORE_DELETE,
 ];
 
+/// Every point, the recovery pass's armed beside one that leaves it a run to take over.
+fn every_point() -> Vec<String> {
+    let recovery = [crash::RECOVERY_AFTER_FENCE, crash::RECOVERY_AFTER_REVIVE];
+    let mut all: Vec<String> = crash::ALL
+        .iter()
+        .filter(|p| !recovery.contains(p))
+        .map(|p| p.to_string())
+        .collect();
+    for point in recovery {
+        all.push(format!("{},{point}", crash::COLLECT_AFTER_CLAIM));
+    }
+    all
+}
+
 fn main() {
     let full = std::env::args().any(|arg| arg == "--bench");
-    let points: Vec<String> = match std::env::var("CRASH_POINTS") {
-        Ok(list) => list.split(';').map(str::to_owned).collect(),
-        Err(_) if full => {
-            // the recovery pass meets its point only when a run is there to recover: it is
-            // armed beside a point that leaves one
-            let recovery = [crash::RECOVERY_AFTER_FENCE, crash::RECOVERY_AFTER_REVIVE];
-            let mut all: Vec<String> = crash::ALL
+    let backing = match std::env::var("CRASH_STORE").as_deref() {
+        Ok("embedded") => Some(Backing::Embedded),
+        Ok("etcd") => Some(Backing::Etcd),
+        _ => None,
+    };
+    // `cargo bench`: every point on etcd; `cargo test`: the subset on etcd and every point
+    // on the embedded store (one node, restarted on it after each crash)
+    let plan: Vec<(Backing, String)> = match (std::env::var("CRASH_POINTS"), full) {
+        (Ok(list), _) => list
+            .split(';')
+            .map(|p| (backing.unwrap_or(Backing::Etcd), p.to_owned()))
+            .collect(),
+        (Err(_), true) => every_point()
+            .into_iter()
+            .map(|p| (backing.unwrap_or(Backing::Etcd), p))
+            .collect(),
+        (Err(_), false) => {
+            let mut plan: Vec<(Backing, String)> = SUBSET
                 .iter()
-                .filter(|p| !recovery.contains(p))
-                .map(|p| p.to_string())
+                .map(|p| (Backing::Etcd, p.to_string()))
                 .collect();
-            for point in recovery {
-                all.push(format!("{},{point}", crash::COLLECT_AFTER_CLAIM));
-            }
-            all
+            plan.extend(every_point().into_iter().map(|p| (Backing::Embedded, p)));
+            plan.retain(|(b, _)| backing.is_none_or(|only| only == *b));
+            plan
         }
-        Err(_) => SUBSET.iter().map(|p| p.to_string()).collect(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -50,11 +73,14 @@ fn main() {
         .build()
         .expect("runtime");
     let mut verdicts = Vec::new();
-    for (n, point) in points.iter().enumerate() {
-        let verdict = runtime.block_on(trial(point, n));
+    for (n, (backing, point)) in plan.iter().enumerate() {
+        let mut verdict = runtime.block_on(trial_on(*backing, point, n));
+        if *backing == Backing::Embedded {
+            verdict.point = format!("{point} (embedded)");
+        }
         println!(
-            "{:<48} {}",
-            point,
+            "{:<60} {}",
+            verdict.point,
             if verdict.clean() { "clean" } else { "FINDINGS" }
         );
         verdicts.push(verdict);

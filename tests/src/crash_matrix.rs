@@ -33,8 +33,19 @@ use crate::EtcdServer;
 use crate::fleet::Fleet;
 use crate::node::launched_turn;
 
-/// The nodes of a trial's fleet.
+/// The nodes of a trial's fleet on etcd.
 pub const NODES: [&str; 3] = ["n1", "n2", "n3"];
+/// The one node of a trial on the embedded store, restarted on it.
+pub const EMBEDDED_NODES: [&str; 1] = ["e1"];
+
+/// Where a trial's fleet keeps its store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backing {
+    /// three nodes on the shared real etcd
+    Etcd,
+    /// one node on its embedded store (`redb` in its data dir), restarted after each crash
+    Embedded,
+}
 /// Their lease TTL: a dead holder's seat moves within it.
 pub const TTL: u64 = 3;
 /// How long a trial may take to reach quiescence.
@@ -66,23 +77,37 @@ fn job(marker: &str) -> String {
     )
 }
 
-/// Runs one trial at `point` (several points: comma-separated, each fires once).
+/// Runs one trial at `point` (several points: comma-separated, each fires once) on etcd.
 pub async fn trial(point: &str, n: usize) -> Verdict {
+    trial_on(Backing::Etcd, point, n).await
+}
+
+/// Runs one trial at `point` on `backing`.
+pub async fn trial_on(backing: Backing, point: &str, n: usize) -> Verdict {
     let mut fleet = Fleet::start_configured(&EtcdServer::shared().client_url(), &[], TTL, "");
     let once = fleet.dir.path().join("crash");
     fleet.env = vec![
         ("BOXFLEET_CRASH_AT".into(), point.into()),
         ("BOXFLEET_CRASH_ONCE".into(), once.display().to_string()),
     ];
-    for name in NODES {
+    fleet.embedded = backing == Backing::Embedded;
+    let nodes: &'static [&'static str] = match backing {
+        Backing::Etcd => &NODES,
+        Backing::Embedded => &EMBEDDED_NODES,
+    };
+    for name in nodes {
         fleet.add(name);
     }
     let marker = format!("crashmatrix{n}x{}", std::process::id());
     let seat = format!("cm{n}");
     let turn = format!("turn-cm{n}-{}", uuid::Uuid::new_v4().simple());
-    let store = fleet.store().await;
+    let store = match backing {
+        Backing::Etcd => Some(fleet.store().await),
+        Backing::Embedded => None,
+    };
     let mut trial = Trial {
         store,
+        nodes,
         fleet,
         turn: turn.clone(),
         deadline: Instant::now() + QUIESCE_WITHIN,
@@ -105,11 +130,16 @@ pub async fn trial(point: &str, n: usize) -> Verdict {
         .judge(point, (accepted, first_acknowledged), answered, &marker)
         .await;
     verdict.fired = fired;
+    if std::env::var_os("CRASH_LOGS").is_some() && !verdict.clean() {
+        println!("--- {point}: the nodes' logs\n{}", trial.fleet.logs());
+    }
     verdict
 }
 
 struct Trial {
-    store: crate::EtcdStore,
+    /// the fleet's etcd, read directly; `None` on the embedded store, read through the node
+    store: Option<crate::EtcdStore>,
+    nodes: &'static [&'static str],
     fleet: Fleet,
     turn: String,
     deadline: Instant,
@@ -119,10 +149,12 @@ struct Trial {
 impl Trial {
     /// Restarts every node that died, so the fleet is whole again.
     fn revive_nodes(&mut self) {
-        for name in NODES {
+        for name in self.nodes {
             let node = self.fleet.node_mut(name);
+            // a node that dies again while it starts (its boot's recovery pass met the
+            // point) is started again on the next look
             if node.has_exited() {
-                node.start_again();
+                node.try_start_again();
             }
         }
     }
@@ -130,7 +162,7 @@ impl Trial {
     /// Any node that is up (the client's next try goes there).
     fn live_node(&mut self) -> String {
         self.revive_nodes();
-        NODES[0].to_owned()
+        self.nodes[0].to_owned()
     }
 
     /// Sends the launch until a node acknowledges it (or the trial's time runs out): whether
@@ -291,23 +323,65 @@ impl Trial {
         verdict
     }
 
-    /// The run's record as the store holds it (`None`: gone, or the store unreadable).
-    async fn record(&self) -> Option<serde_json::Value> {
-        let kv = self
-            .store
+    /// The run's record as the store holds it (`None`: gone). A store that cannot be read —
+    /// the embedded store's node still starting — is waited for, never read as "gone".
+    async fn record(&mut self) -> Option<serde_json::Value> {
+        loop {
+            match self.try_record().await {
+                Ok(record) => return record,
+                Err(_) if Instant::now() < self.deadline => {
+                    // the embedded store's node is down: start it again and ask once more
+                    self.revive_nodes();
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                }
+                Err(_) => return Some(serde_json::Value::Null),
+            }
+        }
+    }
+
+    async fn try_record(&self) -> Result<Option<serde_json::Value>, String> {
+        let Some(store) = &self.store else {
+            let got = self.node_get().await?;
+            return Ok((!got.record_json.is_empty())
+                .then(|| serde_json::from_str(&got.record_json).ok())
+                .flatten());
+        };
+        let kv = store
             .get(&format!("{}/runs/{}", self.fleet.prefix, self.turn))
             .await
-            .ok()??;
-        serde_json::from_slice(&kv.value).ok()
+            .map_err(|e| e.to_string())?;
+        Ok(kv.and_then(|kv| serde_json::from_slice(&kv.value).ok()))
+    }
+
+    /// `Runs.Get` of the trial's turn from the (embedded store's) node.
+    async fn node_get(&self) -> Result<boxfleet_proto::v1::GetReply, String> {
+        let addr = self.fleet.node(self.nodes[0]).addr();
+        let mut runs = crate::grpc::runs(&addr).await.map_err(|e| e.to_string())?;
+        let got = runs.get(boxfleet_proto::v1::GetRequest {
+            turn_id: self.turn.clone(),
+        });
+        match tokio::time::timeout(Duration::from_secs(5), got).await {
+            Ok(Ok(reply)) => Ok(reply.into_inner()),
+            Ok(Err(status)) => Err(status.to_string()),
+            Err(_) => Err("no answer within 5 s".into()),
+        }
     }
 
     /// Every announcement of the trial's turn, from the store.
     async fn turn_events(&self) -> Vec<Event> {
-        let Ok(range) = self
-            .store
-            .range(&format!("{}/events/", self.fleet.prefix))
-            .await
-        else {
+        let Some(store) = &self.store else {
+            let Ok(got) = self.node_get().await else {
+                return Vec::new();
+            };
+            return got
+                .phase_records_json
+                .iter()
+                .chain(&got.events_json)
+                .filter_map(|json| serde_json::from_str::<Event>(json).ok())
+                .filter(|e| e.turn_id == self.turn)
+                .collect();
+        };
+        let Ok(range) = store.range(&format!("{}/events/", self.fleet.prefix)).await else {
             return Vec::new();
         };
         range

@@ -35,6 +35,9 @@ pub struct Fleet {
     /// every node started from here on keeps its boxes in its own data dir (the default boxes
     /// dir), not the fleet's shared one
     pub own_boxes: bool,
+    /// every node started from here on keeps its store embedded in its data dir (no etcd: a
+    /// fleet of one node, restarted on that store)
+    pub embedded: bool,
     pub ttl_seconds: u64,
     pub nodes: Vec<NodeProcess>,
     /// test failpoints every node started from here on arms (`BOXFLEET_FAILPOINTS`)
@@ -92,6 +95,7 @@ impl Fleet {
             store_endpoints: EtcdServer::shared().endpoints(),
             boxes,
             own_boxes: false,
+            embedded: false,
             ttl_seconds,
             nodes: Vec::new(),
             failpoints: String::new(),
@@ -147,21 +151,23 @@ impl Fleet {
         } else {
             self.boxes.clone()
         };
-        let args = [
+        let ttl = self.ttl_seconds.to_string();
+        let mut args: Vec<&str> = if self.embedded {
+            Vec::new()
+        } else {
+            vec!["--etcd", etcd_url, "--prefix", &self.prefix]
+        };
+        args.extend([
             "--config",
             self.config.to_str().expect("utf-8"),
-            "--etcd",
-            etcd_url,
-            "--prefix",
-            &self.prefix,
             "--boxes-dir",
             boxes.to_str().expect("utf-8"),
             "--lease-ttl",
-            &self.ttl_seconds.to_string(),
+            &ttl,
             // one keyring for the fleet: a node verifies what its peers sign
             "--keyring",
             self.keyring.to_str().expect("utf-8"),
-        ];
+        ]);
         let log = std::env::var("FLEET_LOG").unwrap_or_else(|_| "info".into());
         let mut env = vec![
             ("BOXFLEET_CLAUDE_CLI", self.cli.to_str().expect("utf-8")),

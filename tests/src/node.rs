@@ -87,6 +87,17 @@ impl NodeProcess {
     }
 
     fn spawn(&mut self) {
+        self.spawn_process();
+        if let Err(status) = self.wait_listening() {
+            panic!(
+                "boxfleet node exited with {status}; its log:\n{}",
+                self.log()
+            );
+        }
+    }
+
+    /// Starts the node's process (not waiting for it to listen).
+    fn spawn_process(&mut self) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -114,13 +125,14 @@ impl NodeProcess {
             .expect("spawn boxfleet node");
         self.child = Some(child);
         crate::grpc::register(&self.addr(), &self.token_file());
+    }
+
+    /// Waits until the node listens; `Err` with its exit status when it died first.
+    fn wait_listening(&mut self) -> Result<(), std::process::ExitStatus> {
         let deadline = Instant::now() + Duration::from_secs(30);
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
-                panic!(
-                    "boxfleet node exited with {status}; its log:\n{}",
-                    self.log()
-                );
+                return Err(status);
             }
             assert!(
                 Instant::now() < deadline,
@@ -130,6 +142,7 @@ impl NodeProcess {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+        Ok(())
     }
 
     /// The node's log so far.
@@ -184,6 +197,13 @@ impl NodeProcess {
     /// Starts a terminated or killed node again on the same data directory and port.
     pub fn start_again(&mut self) {
         self.spawn();
+    }
+
+    /// [`NodeProcess::start_again`] for a node that may die while it starts (a crash point in
+    /// its boot's recovery pass): `false` when it did, and may be started again.
+    pub fn try_start_again(&mut self) -> bool {
+        self.spawn_process();
+        self.wait_listening().is_ok()
     }
 
     /// Starts the node again on the same data directory and port.

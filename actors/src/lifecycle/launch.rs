@@ -143,8 +143,18 @@ impl Coordinator {
                     launch_id: launch_id.clone(),
                     conversation: request.conversation.clone(),
                 };
-                if let Err(error) = self.runs.apply(&fence, &turn_id, commit).await {
-                    self.fail_launch(&fence, &turn_id, &error.to_string()).await;
+                let committed = if crate::workers::failpoint_once("suspension-commit-refused") {
+                    Err(boxfleet_cluster::runs::RunError::Store(
+                        boxfleet_cluster::Error::Unavailable(
+                            "failpoint suspension-commit-refused".into(),
+                        ),
+                    ))
+                } else {
+                    self.runs.apply(&fence, &turn_id, commit).await.map(|_| ())
+                };
+                if let Err(error) = committed {
+                    self.suspension_unrecorded(&fence, &turn_id, &launch_id, &error)
+                        .await;
                     return Err(error.into());
                 }
                 crash::point(crash::LAUNCH_AFTER_COMMIT);
@@ -207,6 +217,35 @@ impl Coordinator {
     }
 
     /// A launch that failed after its row opened ends the run (and gives the seat back).
+    /// The job was started, but the conversation a resume re-enters did not reach the record
+    /// (spec, Failure modes: `suspension_unrecorded`). A run still launching has its box
+    /// reclaimed at once and is ended — nothing could collect it; a run no longer launching is
+    /// left alone and not announced: a write reported refused can have landed, and that run is
+    /// an ordinary suspended one the completion poll resumes.
+    async fn suspension_unrecorded(
+        &self,
+        fence: &Fence,
+        turn_id: &str,
+        launch_id: &str,
+        error: &boxfleet_cluster::runs::RunError,
+    ) {
+        warn!(turn_id, launch_id, %error, "sandbox_suspension_unrecorded");
+        let detail = format!(
+            "the turn suspended but the conversation a resume re-enters never reached the run's record: {error}"
+        );
+        let guard = EndingGuard::Launching {
+            launch_id: launch_id.to_owned(),
+        };
+        self.end_run(
+            fence,
+            turn_id,
+            EndingReason::SuspensionUnrecorded,
+            &detail,
+            guard,
+        )
+        .await;
+    }
+
     pub(super) async fn fail_launch(&self, fence: &Fence, turn_id: &str, error: &str) {
         self.end_run(
             fence,

@@ -19,8 +19,15 @@ pub(super) fn decide_ending(
     guard: &EndingGuard,
 ) -> Result<(), Refusal> {
     let (current, now) = (step.current, step.now);
-    if let EndingGuard::Claim { launch_id } = guard {
-        step.own_claim(launch_id, None)?;
+    match guard {
+        EndingGuard::Claim { launch_id } => {
+            step.own_claim(launch_id, None)?;
+        }
+        EndingGuard::Launching { launch_id } => {
+            step.require_status(Status::Launching)?;
+            step.same_launch(launch_id)?;
+        }
+        EndingGuard::Any => {}
     }
     let reply_goes_back = let_answer_go(next, effects);
     let mut ending = Ending {

@@ -34,6 +34,9 @@ pub enum EndingGuard {
     Any,
     /// only while the run is still the claim this writer took for `launch_id`
     Claim { launch_id: String },
+    /// only while the run is still launching `launch_id` (a write reported refused may have
+    /// landed: a run that is running now is left alone)
+    Launching { launch_id: String },
 }
 
 /// One transition of a run.
