@@ -822,18 +822,13 @@ async fn a_rolling_restart_under_continuous_launches_loses_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_box_is_polled_by_the_duty_holder_and_collected_by_the_seat_holder() {
-    use boxfleet_tests::e2b_standin::{API_KEY, E2bStandIn};
+    use boxfleet_tests::e2b_standin::E2bStandIn;
     let standin = E2bStandIn::start().await;
-    let sandbox = format!(
-        "default_run_in: e2b, e2b: {{ api_key: {API_KEY}, template: boxfleet-standin, api_url: \"{}\", envd_url: \"{}\" }}",
-        standin.api_url(),
-        standin.envd_url()
-    );
     let fleet = Fleet::start_configured(
         &boxfleet_tests::EtcdServer::shared().client_url(),
         &NODES,
         TTL,
-        &sandbox,
+        &standin.sandbox_config(),
     );
     let duty = eventually(
         &fleet,

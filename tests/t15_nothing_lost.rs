@@ -319,3 +319,59 @@ async fn same_host_failover_finds_boxes_in_another_nodes_own_boxes_dir() {
         );
     }
 }
+
+/// An answer given by naming a run is announced once as what it became
+/// (`sandbox_run_answered`: the route, who answered, `became: resumed`), and an answer naming
+/// an older job of the run is refused inside the write that would record it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_is_announced_once_as_what_it_became() {
+    let fleet = Fleet::start(&["n1"], 3);
+    let turn = format!("turn-answered-{}", uuid::Uuid::new_v4().simple());
+    let job = r#"if [ -z "$BOXFLEET_ANSWER" ]; then boxfleet-ask "ship it?" --to requester; else echo "Delivered: fix/answered" > "$BOXFLEET_REPORT"; fi"#;
+    let (code, out) = launch(&fleet, "answered", &turn, job);
+    assert_eq!(code, 0, "{out}");
+    let launch_id = eventually(
+        &fleet,
+        "the run to park",
+        Duration::from_secs(60),
+        async || {
+            let record = fleet.record("n1", &turn).await?;
+            (record["status"] == "awaiting_clarification")
+                .then(|| record["launch_id"].as_str().unwrap_or_default().to_owned())
+        },
+    )
+    .await;
+    let (code, out, err) = fleet.node("n1").cli(&[
+        "answer",
+        &turn,
+        "--launch",
+        "launch-not-this-one",
+        "--text",
+        "no",
+    ]);
+    assert_ne!(
+        code, 0,
+        "an answer to another job is not recorded: {out}{err}"
+    );
+    let (code, out, err) = fleet
+        .node("n1")
+        .cli(&["answer", &turn, "--launch", &launch_id, "--text", "ship it"]);
+    assert_eq!(code, 0, "{out}{err}");
+    eventually(
+        &fleet,
+        "the run to settle",
+        Duration::from_secs(60),
+        async || fleet.record("n1", &turn).await.is_none().then_some(()),
+    )
+    .await;
+    let events = fleet.events_of("n1", &turn).await;
+    let answered: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "sandbox_run_answered")
+        .collect();
+    assert_eq!(answered.len(), 1, "announced once: {events:#?}");
+    let body = &answered[0]["body"];
+    assert_eq!(body["became"], "resumed", "{body:#}");
+    assert_eq!(body["route"], "operator", "{body:#}");
+    assert_eq!(body["answered_by"], "admin", "{body:#}");
+}

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use boxfleet_tests::e2b_standin::{API_KEY, E2bStandIn};
+use boxfleet_tests::e2b_standin::E2bStandIn;
 use boxfleet_tests::fleet::{Fleet, eventually};
 use boxfleet_tests::node::launched_turn;
 
@@ -23,6 +23,18 @@ fn launch(fleet: &Fleet, seat: &str, command: &str) -> String {
     ]);
     assert_eq!(code, 0, "{out}{err}");
     launched_turn(&format!("{out}{err}"))
+}
+
+/// One node on the shared etcd whose boxes are in a fresh E2B stand-in.
+async fn e2b_fleet() -> (E2bStandIn, Fleet) {
+    let standin = E2bStandIn::start().await;
+    let fleet = Fleet::start_configured(
+        &boxfleet_tests::EtcdServer::shared().client_url(),
+        &["n1"],
+        3,
+        &standin.sandbox_config(),
+    );
+    (standin, fleet)
 }
 
 /// The run settles (its row goes) within `bound`, and its phase record is the one it left.
@@ -80,18 +92,7 @@ kill -9 $PPID"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_box_unreachable_for_good_is_declared_gone_and_its_run_ended_collect_unreachable() {
-    let standin = E2bStandIn::start().await;
-    let sandbox = format!(
-        "default_run_in: e2b, e2b: {{ api_key: {API_KEY}, template: boxfleet-standin, api_url: \"{}\", envd_url: \"{}\" }}",
-        standin.api_url(),
-        standin.envd_url()
-    );
-    let fleet = Fleet::start_configured(
-        &boxfleet_tests::EtcdServer::shared().client_url(),
-        &["n1"],
-        3,
-        &sandbox,
-    );
+    let (standin, fleet) = e2b_fleet().await;
     let turn = launch(&fleet, "wedge-gone", "sleep 600");
     let record = fleet.record("n1", &turn).await.expect("record");
     let sandbox_id = record["sandbox_id"].as_str().expect("a box").to_owned();
@@ -162,18 +163,7 @@ async fn a_box_unreachable_for_good_is_declared_gone_and_its_run_ended_collect_u
 /// `main` the poll was refused for ever and the run stalled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_runs_box_paused_behind_its_back_is_woken_and_the_job_finishes() {
-    let standin = E2bStandIn::start().await;
-    let sandbox = format!(
-        "default_run_in: e2b, e2b: {{ api_key: {API_KEY}, template: boxfleet-standin, api_url: \"{}\", envd_url: \"{}\" }}",
-        standin.api_url(),
-        standin.envd_url()
-    );
-    let fleet = Fleet::start_configured(
-        &boxfleet_tests::EtcdServer::shared().client_url(),
-        &["n1"],
-        3,
-        &sandbox,
-    );
+    let (standin, fleet) = e2b_fleet().await;
     let turn = launch(
         &fleet,
         "wedge-paused",

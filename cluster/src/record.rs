@@ -159,6 +159,37 @@ pub struct Answer {
     pub conversation_key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
+    /// the job whose question it answers, when the answer names one: checked in the write
+    /// that records it, so an answer to an older question never lands on a newer one
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_launch: Option<String>,
+    /// how it came: a chat reply matched to the parked question, or an answer naming the run
+    #[serde(default, skip_serializing_if = "AnswerRoute::is_chat")]
+    pub route: AnswerRoute,
+}
+
+/// How an answer reached its run (`sandbox_run_answered`'s `route`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerRoute {
+    /// a reply on the seat's inbox, offered to its parked question
+    #[default]
+    Chat,
+    /// `answer_run`: an answer naming the run (the CLI's `boxfleet answer`)
+    Operator,
+}
+
+impl AnswerRoute {
+    pub fn is_chat(&self) -> bool {
+        *self == AnswerRoute::Chat
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnswerRoute::Chat => "chat",
+            AnswerRoute::Operator => "operator",
+        }
+    }
 }
 
 /// A copy of a reply owed back to the seat's inbox.

@@ -293,6 +293,16 @@ impl Trial {
         if replies > 1 {
             doubled.push(format!("{replies} replies"));
         }
+        let resumed_answers = events
+            .iter()
+            .filter(|e| e.kind == kind::RUN_ANSWERED && e.body["became"] == "resumed")
+            .count();
+        if resumed_answers > 1 {
+            doubled.push(format!("{resumed_answers} answers announced resumed"));
+        }
+        if answered && finished && resumed_answers == 0 {
+            lost.push("the answer's resume was never announced (sandbox_run_answered)".into());
+        }
         if failures > 1 || (failures == 1 && finished && first_jobs < 2) {
             doubled.push(format!("{failures} failures announced beside {outcome}"));
         }

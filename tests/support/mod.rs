@@ -124,6 +124,8 @@ pub fn answer(delivery_id: &str, posted_at: DateTime<Utc>) -> Answer {
         given_by: None,
         conversation_key: Some("dm-alice".into()),
         partition: None,
+        for_launch: None,
+        route: Default::default(),
     }
 }
 

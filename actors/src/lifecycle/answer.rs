@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use boxfleet_cluster::record::{Answer, RunRecord, Status};
+use boxfleet_cluster::record::{Answer, AnswerRoute, RunRecord, Status};
 use boxfleet_cluster::runs::{Outcome, RunError};
 use boxfleet_cluster::transition::{DEFAULT_PAUSE_TTL_SECONDS, Fence, Refusal, Transition};
 use chrono::{DateTime, Utc};
@@ -75,6 +75,9 @@ impl Coordinator {
             given_by: answerer.given_by.clone(),
             conversation_key: run.record.conversation_key.clone(),
             partition: run.record.partition.clone(),
+            // the job whose question is answered, checked again inside the write
+            for_launch: Some(run.record.launch_id.clone()),
+            route: AnswerRoute::Operator,
         };
         crash::point(crash::ANSWER_BEFORE_RECORD);
         match self
@@ -90,6 +93,10 @@ impl Coordinator {
                 return Ok(AnswerOutcome::NotAwaiting(found.to_string()));
             }
             Err(RunError::Refused(Refusal::Missing)) => return Ok(AnswerOutcome::Gone),
+            // the run moved on to another job between the read and the write
+            Err(RunError::Refused(Refusal::WrongLaunch { current, .. })) => {
+                return Ok(AnswerOutcome::WrongLaunch(current));
+            }
             Err(error) => return Err(error.into()),
         }
         info!(
@@ -255,6 +262,8 @@ mod tests {
             given_by: None,
             conversation_key: None,
             partition: None,
+            for_launch: None,
+            route: AnswerRoute::Chat,
         }
     }
 

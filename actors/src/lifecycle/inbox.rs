@@ -105,6 +105,9 @@ impl Coordinator {
             given_by: None,
             conversation_key: delivery.conversation_key.clone(),
             partition: delivery.partition.clone(),
+            // the parked job this reply was matched to, checked again inside the write
+            for_launch: Some(run.record.launch_id.clone()),
+            route: boxfleet_cluster::record::AnswerRoute::Chat,
         };
         let turn_id = run.record.turn_id.clone();
         match self

@@ -28,6 +28,9 @@ pub(super) fn record_answer(
         Status::Answered => return Err(Refusal::AlreadyAnswered),
         _ => return Err(step.wrong_status("awaiting_clarification")),
     }
+    if let Some(launch_id) = &answer.for_launch {
+        step.same_launch(launch_id)?;
+    }
     let question = current.question.as_ref().ok_or(Refusal::NoAnchor)?;
     if answer.posted_at < question.asked_at {
         return Err(Refusal::PostedBeforeQuestion);
@@ -48,6 +51,7 @@ pub(super) fn record_answer(
 pub(super) fn claim_answer(
     step: &Step<'_>,
     next: &mut RunRecord,
+    effects: &mut Vec<Effect>,
     launch_id: &str,
 ) -> Result<(), Refusal> {
     step.require_status(Status::Answered)?;
@@ -57,6 +61,8 @@ pub(super) fn claim_answer(
         .as_mut()
         .ok_or_else(|| Refusal::Invalid("an answered run carries no answer".into()))?;
     answer.attempts += 1;
+    // what the answer became, said once however many claims its resume takes
+    effects.push(answered_event(step.current, answer, "resumed", step.now));
     next.status = Status::Resumed;
     next.epoch = step.fence.epoch;
     next.claim = Some(Claim {
@@ -131,6 +137,9 @@ pub(super) fn let_go(
     if current.answer_taken() {
         return Err(Refusal::AnswerTaken);
     }
+    if let Some(answer) = &current.answer {
+        effects.push(answered_event(current, answer, "declined", step.now));
+    }
     let_answer_go(next, effects);
     next.status = next.parked_status();
     Ok(())
@@ -172,6 +181,31 @@ pub(super) fn let_answer_go(record: &mut RunRecord, effects: &mut Vec<Effect>) -
     true
 }
 
+/// `sandbox_run_answered`: the run, the route, who answered, and what the answer `became`;
+/// its id is derived from the answer's delivery and the outcome, so it is announced once.
+fn answered_event(
+    run: &RunRecord,
+    answer: &crate::record::Answer,
+    became: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Effect {
+    Effect::Announce(Box::new(events::Event::new(
+        events::kind::RUN_ANSWERED,
+        &[&run.turn_id, &answer.delivery_id, became],
+        &run.turn_id,
+        &run.launch_id,
+        &run.seat,
+        now,
+        serde_json::json!({
+            "route": answer.route.as_str(),
+            "answered_by": answer.from,
+            "given_by": answer.given_by,
+            "delivery_id": answer.delivery_id,
+            "became": became,
+        }),
+    )))
+}
+
 /// The copy of a reply owed back to the seat, its delivery id derived from the original's.
 fn copy_of(answer: &Answer) -> HandBack {
     HandBack {
@@ -201,6 +235,20 @@ mod tests {
 
     fn record_answer(answer: Answer) -> Transition {
         Transition::RecordAnswer { answer }
+    }
+
+    #[test]
+    fn an_answer_naming_an_older_job_is_refused_inside_the_write() {
+        let current = awaiting();
+        let mut answer = reply("d-old");
+        answer.for_launch = Some("launch-older".into());
+        assert!(matches!(
+            decide_on(&current, record_answer(answer)),
+            Err(Refusal::WrongLaunch { .. })
+        ));
+        let mut answer = reply("d-now");
+        answer.for_launch = Some(current.launch_id.clone());
+        assert!(decide_on(&current, record_answer(answer)).is_ok());
     }
 
     /// [`reply`] as the rule records it: stamped now, untaken, under the writer's lease.
@@ -341,9 +389,10 @@ mod tests {
             epoch: EPOCH + 1,
             claimed_at: now(),
         });
+        let announced = answered_event(&current, answer_of(&current), "resumed", now());
         assert_eq!(
             decide(Some(&current), &newer, &claim_answer(LAUNCH), now()),
-            writes(expected, vec![])
+            writes(expected, vec![announced])
         );
     }
 
@@ -561,6 +610,22 @@ mod tests {
         }]
     }
 
+    fn answer_of(run: &RunRecord) -> &Answer {
+        run.answer.as_ref().expect("an answer on the run")
+    }
+
+    /// A let-go's effects: the answer announced declined, then its delivery spent.
+    fn declined_and_spent(current: &RunRecord) -> Vec<Effect> {
+        let mut effects = vec![answered_event(
+            current,
+            answer_of(current),
+            "declined",
+            now(),
+        )];
+        effects.extend(spent());
+        effects
+    }
+
     #[test]
     fn a_let_go_answer_is_declined_and_its_copy_owed_to_the_seat() {
         let current = answered();
@@ -568,7 +633,7 @@ mod tests {
         expected.status = Status::AwaitingClarification;
         assert_eq!(
             decide_on(&current, Transition::LetGo),
-            writes(expected, spent())
+            writes(expected, declined_and_spent(&current))
         );
     }
 
@@ -582,7 +647,7 @@ mod tests {
         // an id already declined is not declined twice
         assert_eq!(
             decide_on(&current, Transition::LetGo),
-            writes(expected, spent())
+            writes(expected, declined_and_spent(&current))
         );
     }
 

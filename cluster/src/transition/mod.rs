@@ -127,7 +127,9 @@ pub fn decide(
             question,
         } => collect::park(&step, &mut next, &mut effects, launch_id, question)?,
         Transition::RecordAnswer { answer } => answer::record_answer(&step, &mut next, answer)?,
-        Transition::ClaimAnswer { launch_id } => answer::claim_answer(&step, &mut next, launch_id)?,
+        Transition::ClaimAnswer { launch_id } => {
+            answer::claim_answer(&step, &mut next, &mut effects, launch_id)?
+        }
         Transition::Take { launch_id } if step.claim_kind() == Some(ClaimKind::Completion) => {
             collect::take_completion(&step, &mut next, launch_id)?
         }

@@ -155,6 +155,8 @@ pub(super) fn reply(delivery_id: &str) -> Answer {
         given_by: None,
         conversation_key: Some("conv-1".into()),
         partition: Some("p-1".into()),
+        for_launch: None,
+        route: Default::default(),
     }
 }
 

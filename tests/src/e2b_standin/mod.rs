@@ -129,6 +129,16 @@ impl E2bStandIn {
         format!("http://{}/envd/{{sandbox_id}}", self.addr)
     }
 
+    /// The node config's `providers.sandbox` entries (flow style) that put a fleet's boxes in
+    /// this stand-in by default.
+    pub fn sandbox_config(&self) -> String {
+        format!(
+            "default_run_in: e2b, e2b: {{ api_key: {API_KEY}, template: boxfleet-standin, api_url: \"{}\", envd_url: \"{}\" }}",
+            self.api_url(),
+            self.envd_url()
+        )
+    }
+
     /// A backend configuration pointing at this stand-in, with the given control budget.
     pub fn config(&self) -> E2bConfig {
         let mut config = E2bConfig::new(API_KEY, "boxfleet-standin");

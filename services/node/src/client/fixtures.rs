@@ -168,6 +168,8 @@ pub(super) fn a_full_record() -> boxfleet_cluster::record::RunRecord {
         given_by: None,
         conversation_key: None,
         partition: None,
+        for_launch: None,
+        route: Default::default(),
     });
     record.ending = Some(Ending {
         reason: EndingReason::CollectUnreachable,
