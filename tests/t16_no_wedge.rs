@@ -238,3 +238,63 @@ async fn a_suspension_the_store_refused_ends_the_run_and_kills_its_box() {
         .count();
     assert_eq!(left, 0, "the job is killed");
 }
+
+/// `pause_ttl_seconds: 0` holds no snapshot: the box is torn down as the run parks and the run
+/// waits in `reseed`; the answer re-seeds it in a new box and the job delivers. On `main` the
+/// box was held until the pause reaper's next tick found it, and a parked row whose pause
+/// stamp had not landed was never reaped at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_ttl_of_zero_tears_the_box_down_as_the_run_parks_and_the_answer_reseeds() {
+    let fleet = Fleet::start(&["n1"], 3);
+    let job = r#"if [ -z "$BOXFLEET_ANSWER" ]; then boxfleet-ask "which way?" --to requester; else echo "Delivered: fix/reseeded" > "$BOXFLEET_REPORT"; fi"#;
+    let (code, out, err) = fleet.node("n1").cli(&[
+        "launch",
+        "--seat",
+        "wedge-ttl0",
+        "--runner",
+        "command",
+        "--command",
+        job,
+        "--pause-ttl",
+        "0",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let turn = launched_turn(&format!("{out}{err}"));
+    let launch_id = eventually(
+        &fleet,
+        "the run to park in reseed",
+        Duration::from_secs(60),
+        async || {
+            let record = fleet.record("n1", &turn).await?;
+            (record["status"] == "reseed")
+                .then(|| record["launch_id"].as_str().unwrap_or_default().to_owned())
+        },
+    )
+    .await;
+    let record = fleet.record("n1", &turn).await.expect("record");
+    assert!(
+        record.get("sandbox_id").is_none(),
+        "no box held: {record:#}"
+    );
+    assert!(fleet.boxes_on_host().is_empty(), "the box is gone");
+    let (code, out, err) = fleet
+        .node("n1")
+        .cli(&["answer", &turn, "--launch", &launch_id, "--text", "left"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let phase = eventually(
+        &fleet,
+        "the re-seeded job to deliver",
+        Duration::from_secs(60),
+        async || {
+            fleet.record("n1", &turn).await.is_none().then_some(())?;
+            let events = fleet.events_of("n1", &turn).await;
+            events
+                .iter()
+                .filter(|e| e["type"] == "agent_phase_completed")
+                .map(|e| e["body"]["record"].clone())
+                .find(|r| r["delivered_refs"] == serde_json::json!(["fix/reseeded"]))
+        },
+    )
+    .await;
+    assert_eq!(phase["failed"], false, "{phase:#}");
+}

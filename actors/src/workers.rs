@@ -312,8 +312,9 @@ impl Actor for Waiter {
             if !held_here && !polls {
                 continue;
             }
+            // a parked row naming a box holds that box, its pause stamped or not
             if held_here
-                && record.paused_at.is_some()
+                && record.sandbox_id.is_some()
                 && matches!(
                     record.status,
                     Status::AwaitingClarification | Status::Answered

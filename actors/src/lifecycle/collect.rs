@@ -388,9 +388,16 @@ impl Coordinator {
                 launch_id: launch_id.clone(),
                 question,
             };
-            self.runs.apply(fence, turn_id, park).await?;
+            let parked = self.runs.apply(fence, turn_id, park).await?;
             crash::point(crash::COLLECT_AFTER_PARK);
             info!(turn_id, launch_id, "sandbox_clarification_requested");
+            // pause_ttl_seconds: 0 holds no snapshot: the box goes now, the run to reseed
+            if run.pause_ttl_seconds == Some(0)
+                && let Some(parked) = parked.record()
+                && let Err(error) = self.expire_pause(parked).await
+            {
+                warn!(turn_id, %error, "sandbox_pause_reap_failed");
+            }
             // a parked run holds nothing: the seat's mail flows again
             self.pump(&run.seat).await;
             return Ok(());

@@ -128,9 +128,12 @@ impl Coordinator {
     /// The pause reaper: a parked run whose box has been paused past its pause TTL has the box
     /// reclaimed and re-seeds from its branch when answered. `true` when it reclaimed one.
     pub async fn expire_pause(&self, run: &RunRecord) -> Result<bool, Error> {
-        let (Some(sandbox_id), Some(paused_at)) = (&run.sandbox_id, run.paused_at) else {
+        let Some(sandbox_id) = &run.sandbox_id else {
             return Ok(false);
         };
+        // a pause whose stamp did not land is still a pause: its deadline runs from the row's
+        // last write, the park itself, which can only be later than the pause (spec line 488)
+        let paused_at = run.paused_at.unwrap_or(run.updated_at);
         if !matches!(run.status, Status::AwaitingClarification | Status::Answered) {
             return Ok(false);
         }
