@@ -66,13 +66,9 @@ async fn a_repeated_launch_of_a_turn_gets_the_first_outcome_and_never_a_second_j
     assert_ne!(code, 0, "{other}");
     assert!(other.contains("seat rep's"), "{other}");
 
-    eventually(
-        &fleet,
-        "the run to settle",
-        Duration::from_secs(60),
-        async || fleet.record("n1", &turn).await.is_none().then_some(()),
-    )
-    .await;
+    fleet
+        .until_settled("n1", &turn, "the run to settle", Duration::from_secs(60))
+        .await;
 
     // ended: the ledger remembers the launch; the repeat starts nothing
     let (code, late) = launch(&fleet, "rep", &turn, job);
@@ -211,13 +207,14 @@ async fn draining_the_only_node_keeps_its_runs_polled_and_takes_no_new_seat() {
     );
 
     // the run it holds is still polled, collected and settled here
-    eventually(
-        &fleet,
-        "the run to settle on the draining node",
-        Duration::from_secs(60),
-        async || fleet.record("n1", &turn).await.is_none().then_some(()),
-    )
-    .await;
+    fleet
+        .until_settled(
+            "n1",
+            &turn,
+            "the run to settle on the draining node",
+            Duration::from_secs(60),
+        )
+        .await;
     let events = fleet.events_of("n1", &turn).await;
     assert_eq!(
         events
@@ -293,13 +290,14 @@ async fn same_host_failover_finds_boxes_in_another_nodes_own_boxes_dir() {
     }
     fleet.node_mut("n1").kill();
     for (turn, i) in &turns {
-        eventually(
-            &fleet,
-            "the run to settle on a surviving node",
-            Duration::from_secs(90),
-            async || fleet.record("n2", turn).await.is_none().then_some(()),
-        )
-        .await;
+        fleet
+            .until_settled(
+                "n2",
+                turn,
+                "the run to settle on a surviving node",
+                Duration::from_secs(90),
+            )
+            .await;
         let events = fleet.events_of("n2", turn).await;
         assert!(
             !events.iter().any(|e| e["type"] == "sandbox_run_failed"),
@@ -357,13 +355,9 @@ async fn an_answer_is_announced_once_as_what_it_became() {
         .node("n1")
         .cli(&["answer", &turn, "--launch", &launch_id, "--text", "ship it"]);
     assert_eq!(code, 0, "{out}{err}");
-    eventually(
-        &fleet,
-        "the run to settle",
-        Duration::from_secs(60),
-        async || fleet.record("n1", &turn).await.is_none().then_some(()),
-    )
-    .await;
+    fleet
+        .until_settled("n1", &turn, "the run to settle", Duration::from_secs(60))
+        .await;
     let events = fleet.events_of("n1", &turn).await;
     let answered: Vec<_> = events
         .iter()

@@ -37,12 +37,28 @@ async fn e2b_fleet() -> (E2bStandIn, Fleet) {
     (standin, fleet)
 }
 
+/// The box `turn`'s run names, once its job runs.
+async fn running_box(fleet: &Fleet, turn: &str) -> String {
+    let record = fleet.record("n1", turn).await.expect("record");
+    let sandbox_id = record["sandbox_id"].as_str().expect("a box").to_owned();
+    eventually(
+        fleet,
+        "the job to run",
+        Duration::from_secs(30),
+        async || {
+            let record = fleet.record("n1", turn).await?;
+            (record["status"] == "running").then_some(())
+        },
+    )
+    .await;
+    sandbox_id
+}
+
 /// The run settles (its row goes) within `bound`, and its phase record is the one it left.
 async fn settled_phase(fleet: &Fleet, turn: &str, bound: Duration) -> serde_json::Value {
-    eventually(fleet, "the run to settle", bound, async || {
-        fleet.record("n1", turn).await.is_none().then_some(())
-    })
-    .await;
+    fleet
+        .until_settled("n1", turn, "the run to settle", bound)
+        .await;
     let events = fleet.events_of("n1", turn).await;
     let phases: Vec<_> = events
         .iter()
@@ -94,18 +110,7 @@ kill -9 $PPID"#;
 async fn a_box_unreachable_for_good_is_declared_gone_and_its_run_ended_collect_unreachable() {
     let (standin, fleet) = e2b_fleet().await;
     let turn = launch(&fleet, "wedge-gone", "sleep 600");
-    let record = fleet.record("n1", &turn).await.expect("record");
-    let sandbox_id = record["sandbox_id"].as_str().expect("a box").to_owned();
-    eventually(
-        &fleet,
-        "the job to run",
-        Duration::from_secs(30),
-        async || {
-            let record = fleet.record("n1", &turn).await?;
-            (record["status"] == "running").then_some(())
-        },
-    )
-    .await;
+    let sandbox_id = running_box(&fleet, &turn).await;
 
     println!("--- phase: the provider stops answering (a partition that does not heal)");
     standin.fail_next(u32::MAX);
@@ -140,13 +145,9 @@ async fn a_box_unreachable_for_good_is_declared_gone_and_its_run_ended_collect_u
 
     println!("--- phase: the provider answers again: the ending finishes, the box is killed");
     standin.fail_next(0);
-    eventually(
-        &fleet,
-        "the run to settle",
-        Duration::from_secs(90),
-        async || fleet.record("n1", &turn).await.is_none().then_some(()),
-    )
-    .await;
+    fleet
+        .until_settled("n1", &turn, "the run to settle", Duration::from_secs(90))
+        .await;
     assert_eq!(standin.is_paused(&sandbox_id), None, "the box is gone");
     let events = fleet.events_of("n1", &turn).await;
     let failed: Vec<_> = events
@@ -169,18 +170,7 @@ async fn a_running_runs_box_paused_behind_its_back_is_woken_and_the_job_finishes
         "wedge-paused",
         r#"sleep 6; echo "Delivered: fix/paused" > "$BOXFLEET_REPORT""#,
     );
-    let record = fleet.record("n1", &turn).await.expect("record");
-    let sandbox_id = record["sandbox_id"].as_str().expect("a box").to_owned();
-    eventually(
-        &fleet,
-        "the job to run",
-        Duration::from_secs(30),
-        async || {
-            let record = fleet.record("n1", &turn).await?;
-            (record["status"] == "running").then_some(())
-        },
-    )
-    .await;
+    let sandbox_id = running_box(&fleet, &turn).await;
     standin.pause_behind(&sandbox_id);
     let phase = settled_phase(&fleet, &turn, Duration::from_secs(60)).await;
     assert_eq!(phase["failed"], false, "{phase:#}");
@@ -211,13 +201,9 @@ async fn a_suspension_the_store_refused_ends_the_run_and_kills_its_box() {
         &format!(": {marker}; sleep 600"),
     ]);
     assert_ne!(code, 0, "the launch is not acknowledged: {out}{err}");
-    eventually(
-        &fleet,
-        "the run to be ended",
-        Duration::from_secs(30),
-        async || fleet.record("n1", &turn).await.is_none().then_some(()),
-    )
-    .await;
+    fleet
+        .until_settled("n1", &turn, "the run to be ended", Duration::from_secs(30))
+        .await;
     let events = fleet.events_of("n1", &turn).await;
     let failed: Vec<_> = events
         .iter()

@@ -239,6 +239,15 @@ impl Fleet {
             .then(|| serde_json::from_str(&got.record_json).expect("record JSON"))
     }
 
+    /// Waits (the test fails past `within`, naming `what`) until `turn_id`'s record is gone:
+    /// the run settled.
+    pub async fn until_settled(&self, via: &str, turn_id: &str, what: &str, within: Duration) {
+        eventually(self, what, within, async || {
+            self.record(via, turn_id).await.is_none().then_some(())
+        })
+        .await;
+    }
+
     /// `Runs.Get` of one turn, asked of `via`.
     pub async fn get(&self, via: &str, turn_id: &str) -> pb::GetReply {
         let mut runs = crate::grpc::runs(&self.node(via).addr())

@@ -159,10 +159,15 @@ impl Coordinator {
     /// Releases every seat this node holds, gracefully and in parallel (see
     /// [`Coordinator::release_seat`]); returns how many it still holds after.
     pub async fn release_all(&self, settle: Duration) -> usize {
-        let releases = self
-            .held_seats()
-            .into_iter()
-            .map(|fence| async move { self.release_seat(&fence.seat, settle).await });
+        let seats: Vec<String> = self.held_seats().into_iter().map(|f| f.seat).collect();
+        self.release_seats(&seats, settle).await
+    }
+
+    /// Releases `seats` gracefully and in parallel; returns how many this node still holds.
+    async fn release_seats(&self, seats: &[String], settle: Duration) -> usize {
+        let releases = seats
+            .iter()
+            .map(|seat| async move { self.release_seat(seat, settle).await });
         for outcome in futures::future::join_all(releases).await {
             if let Err(error) = outcome {
                 warn!(%error, "seat_release_failed");
@@ -273,15 +278,7 @@ impl Coordinator {
                 Err(error) => warn!(seat = %fence.seat, %error, "seat_release_failed"),
             }
         }
-        let releases = movable
-            .iter()
-            .map(|seat| async move { self.release_seat(seat, settle).await });
-        for outcome in futures::future::join_all(releases).await {
-            if let Err(error) = outcome {
-                warn!(%error, "seat_release_failed");
-            }
-        }
-        self.held_seats().len()
+        self.release_seats(&movable, settle).await
     }
 
     /// The seats acquired since the last call (and forgets them).
