@@ -225,55 +225,61 @@ async fn a_suspension_the_store_refused_ends_the_run_and_kills_its_box() {
     assert_eq!(left, 0, "the job is killed");
 }
 
-/// `pause_ttl_seconds: 0` holds no snapshot: the box is torn down as the run parks and the run
-/// waits in `reseed`; the answer re-seeds it in a new box and the job delivers. On `main` the
-/// box was held until the pause reaper's next tick found it, and a parked row whose pause
-/// stamp had not landed was never reaped at all.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pause_ttl_of_zero_tears_the_box_down_as_the_run_parks_and_the_answer_reseeds() {
-    let fleet = Fleet::start(&["n1"], 3);
-    let job = r#"if [ -z "$BOXFLEET_ANSWER" ]; then boxfleet-ask "which way?" --to requester; else echo "Delivered: fix/reseeded" > "$BOXFLEET_REPORT"; fi"#;
+/// A job that asks which way on its first run and delivers `fix/reseeded` once answered.
+const ASKS_THEN_DELIVERS: &str = r#"if [ -z "$BOXFLEET_ANSWER" ]; then boxfleet-ask "which way?" --to requester; else echo "Delivered: fix/reseeded" > "$BOXFLEET_REPORT"; fi"#;
+
+/// Launches [`ASKS_THEN_DELIVERS`] on `seat` with `pause_ttl_seconds: 0`: the turn.
+fn launch_unpaused(fleet: &Fleet, seat: &str) -> String {
     let (code, out, err) = fleet.node("n1").cli(&[
         "launch",
         "--seat",
-        "wedge-ttl0",
+        seat,
         "--runner",
         "command",
         "--command",
-        job,
+        ASKS_THEN_DELIVERS,
         "--pause-ttl",
         "0",
     ]);
     assert_eq!(code, 0, "{out}{err}");
-    let turn = launched_turn(&format!("{out}{err}"));
+    launched_turn(&format!("{out}{err}"))
+}
+
+/// The run parked in `reseed` with no box held and none left on the host: its launch id.
+async fn parked_in_reseed_with_no_box(fleet: &Fleet, turn: &str) -> String {
     let launch_id = eventually(
-        &fleet,
-        "the run to park in reseed",
+        fleet,
+        "the run to park in reseed with its box reclaimed",
         Duration::from_secs(60),
         async || {
-            let record = fleet.record("n1", &turn).await?;
-            (record["status"] == "reseed")
+            let record = fleet.record("n1", turn).await?;
+            (record["status"] == "reseed" && record.get("reclaim_owed").is_none())
                 .then(|| record["launch_id"].as_str().unwrap_or_default().to_owned())
         },
     )
     .await;
-    let record = fleet.record("n1", &turn).await.expect("record");
+    let record = fleet.record("n1", turn).await.expect("record");
     assert!(
         record.get("sandbox_id").is_none(),
         "no box held: {record:#}"
     );
     assert!(fleet.boxes_on_host().is_empty(), "the box is gone");
+    launch_id
+}
+
+/// Answers the parked run; the re-seeded job delivers and the run settles.
+async fn answered_reseed_delivers(fleet: &Fleet, turn: &str, launch_id: &str) {
     let (code, out, err) = fleet
         .node("n1")
-        .cli(&["answer", &turn, "--launch", &launch_id, "--text", "left"]);
+        .cli(&["answer", turn, "--launch", launch_id, "--text", "left"]);
     assert_eq!(code, 0, "{out}{err}");
     let phase = eventually(
-        &fleet,
+        fleet,
         "the re-seeded job to deliver",
         Duration::from_secs(60),
         async || {
-            fleet.record("n1", &turn).await.is_none().then_some(())?;
-            let events = fleet.events_of("n1", &turn).await;
+            fleet.record("n1", turn).await.is_none().then_some(())?;
+            let events = fleet.events_of("n1", turn).await;
             events
                 .iter()
                 .filter(|e| e["type"] == "agent_phase_completed")
@@ -283,4 +289,54 @@ async fn a_pause_ttl_of_zero_tears_the_box_down_as_the_run_parks_and_the_answer_
     )
     .await;
     assert_eq!(phase["failed"], false, "{phase:#}");
+}
+
+/// `pause_ttl_seconds: 0` holds no snapshot: the box is torn down as the run parks and the run
+/// waits in `reseed`; the answer re-seeds it in a new box and the job delivers. On `main` the
+/// box was held until the pause reaper's next tick found it, and a parked row whose pause
+/// stamp had not landed was never reaped at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_ttl_of_zero_tears_the_box_down_as_the_run_parks_and_the_answer_reseeds() {
+    let fleet = Fleet::start(&["n1"], 3);
+    let turn = launch_unpaused(&fleet, "wedge-ttl0");
+    let launch_id = parked_in_reseed_with_no_box(&fleet, &turn).await;
+    answered_reseed_delivers(&fleet, &turn, &launch_id).await;
+}
+
+/// The pause reaper releases the box on the row first and kills it second, so an answer's
+/// claim that lands first keeps its box; the released box stays named on the row
+/// (`reclaim_owed`) until its kill is confirmed. The node is killed between the two: on its
+/// restart the box is killed and cleared, and the answer still re-seeds. On `main` the kill
+/// came first, and a claim racing the reaper resumed into a dead box.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_killed_between_the_reapers_release_and_its_kill_leaks_no_box() {
+    let mut fleet = Fleet::start_configured(
+        &boxfleet_tests::EtcdServer::shared().client_url(),
+        &[],
+        3,
+        "",
+    );
+    let once = fleet.dir.path().join("crash");
+    fleet.env = vec![
+        ("BOXFLEET_CRASH_AT".into(), "reap.after_release".into()),
+        ("BOXFLEET_CRASH_ONCE".into(), once.display().to_string()),
+    ];
+    fleet.add("n1");
+    let turn = launch_unpaused(&fleet, "wedge-reap-crash");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !fleet.node_mut("n1").has_exited() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the node to die between the release and the kill:\n{}",
+            fleet.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        !fleet.boxes_on_host().is_empty(),
+        "the released box is still alive when the node dies"
+    );
+    fleet.node_mut("n1").start_again();
+    let launch_id = parked_in_reseed_with_no_box(&fleet, &turn).await;
+    answered_reseed_delivers(&fleet, &turn, &launch_id).await;
 }

@@ -110,6 +110,9 @@ pub const ENDING_AFTER_DECISION: &str = "ending.after_decision";
 pub const ENDING_AFTER_HAND_BACK: &str = "ending.after_hand_back";
 pub const ENDING_AFTER_RECLAIM: &str = "ending.after_reclaim";
 pub const ENDING_BEFORE_DELETE: &str = "ending.before_delete";
+/// the pause reaper released a parked run's box; its kill not made yet (a point of its own
+/// scenario, t16, rather than the matrix's: the matrix's run is answered inside its pause TTL)
+pub const REAP_AFTER_RELEASE: &str = "reap.after_release";
 pub const RECOVERY_AFTER_FENCE: &str = "recovery.after_fence";
 /// the recovery pass revived a lost claim (armed beside a point that leaves one)
 pub const RECOVERY_AFTER_REVIVE: &str = "recovery.after_revive";

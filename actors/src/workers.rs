@@ -312,6 +312,18 @@ impl Actor for Waiter {
             if !held_here && !polls {
                 continue;
             }
+            // a box the pause reaper released and could not kill yet is killed again
+            if held_here && record.reclaim_owed.is_some() {
+                let reclaimed = match coordinator.seat_fence(&record.seat).await {
+                    Ok(fence) => coordinator.reclaim_owed(&fence, &record).await,
+                    Err(error) => Err(error),
+                };
+                if let Err(error) = reclaimed {
+                    let error = format!("{}: {error}", record.turn_id);
+                    duty_failed(coordinator.store.as_ref(), "sandbox_reclaim_failed", &error);
+                    state.args.errors.record("waiter", &error);
+                }
+            }
             // a parked row naming a box holds that box, its pause stamped or not
             if held_here
                 && record.sandbox_id.is_some()

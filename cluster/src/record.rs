@@ -407,6 +407,11 @@ pub struct RunRecord {
     pub pause_ttl_seconds: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused_at: Option<DateTime<Utc>>,
+    /// a box the pause reaper released from the run and has still to kill: the release lands
+    /// first, so an answer's claim racing the reaper keeps its box, and the box stays named
+    /// here until its kill is confirmed, so a node that stops between the two leaks nothing
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reclaim_owed: Option<String>,
     /// failed attempts to read the finished job's box since a collection last read it
     #[serde(default)]
     pub collect_failures: u32,
@@ -478,6 +483,7 @@ impl RunRecord {
             pending_usage: None,
             pause_ttl_seconds: None,
             paused_at: None,
+            reclaim_owed: None,
             collect_failures: 0,
             collect_failed_since: None,
             completion: None,

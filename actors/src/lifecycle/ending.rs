@@ -88,6 +88,8 @@ impl Coordinator {
                 Err(error) => return Err(error.into()),
             }
         }
+        // a box the pause reaper released and had not killed yet goes with the run
+        self.reclaim_owed(fence, &record).await?;
         crash::point(crash::ENDING_BEFORE_DELETE);
         match self.runs.apply(fence, turn_id, Transition::Finish).await {
             Ok(_) | Err(RunError::Refused(Refusal::Missing)) => Ok(()),
@@ -142,22 +144,46 @@ impl Coordinator {
             return Ok(false);
         }
         let fence = self.seat_fence(&run.seat).await?;
-        // the box goes first: a record naming a dead box re-seeds; a live box named by nothing
-        // would be billed for good
-        // a failed kill keeps the id on the record: the box is still ours to reclaim
+        // the release lands first: an answer's claim that won the race keeps its box, and the
+        // box stays named on the row (reclaim_owed) until its kill is confirmed
+        let expire = Transition::ExpirePause {
+            sandbox_id: sandbox_id.clone(),
+        };
+        let released = match self.runs.apply(&fence, &run.turn_id, expire).await {
+            Ok(outcome) => outcome,
+            Err(RunError::Refused(Refusal::BoxNotReclaimed(_))) => {
+                // an earlier release's kill is owed first; this one follows on the next tick
+                self.reclaim_owed(&fence, run).await?;
+                return Ok(false);
+            }
+            Err(RunError::Refused(_)) => return Ok(false),
+            Err(error) => return Err(error.into()),
+        };
+        info!(turn_id = %run.turn_id, sandbox_id, ttl, "sandbox_pause_expired");
+        crash::point(crash::REAP_AFTER_RELEASE);
+        let Some(released) = released.record() else {
+            return Ok(true);
+        };
+        self.reclaim_owed(&fence, released).await?;
+        Ok(true)
+    }
+
+    /// Kills the box a run was released from (the pause reaper's second step) and clears it
+    /// from the row. A failed kill keeps it owed: the next tick, or whoever ends the run,
+    /// kills it again (kills are idempotent).
+    pub async fn reclaim_owed(&self, fence: &Fence, run: &RunRecord) -> Result<(), Error> {
+        let Some(sandbox_id) = &run.reclaim_owed else {
+            return Ok(());
+        };
         if let Err(error) = self.access.run_box_op(run, sandbox_id, BoxOp::Kill).await {
             warn!(turn_id = %run.turn_id, sandbox_id, %error, "sandbox_kill_failed");
             return Err(error.into());
         }
-        let expire = Transition::ExpirePause {
+        let reclaimed = Transition::BoxReclaimed {
             sandbox_id: sandbox_id.clone(),
         };
-        match self.runs.apply(&fence, &run.turn_id, expire).await {
-            Ok(_) => {
-                info!(turn_id = %run.turn_id, sandbox_id, ttl, "sandbox_pause_expired");
-                Ok(true)
-            }
-            Err(RunError::Refused(_)) => Ok(false),
+        match self.runs.apply(fence, &run.turn_id, reclaimed).await {
+            Ok(_) | Err(RunError::Refused(Refusal::AlreadyDone | Refusal::Missing)) => Ok(()),
             Err(error) => Err(error.into()),
         }
     }

@@ -93,7 +93,11 @@ pub(super) fn finish(step: &Step<'_>) -> Result<Decision, Refusal> {
     if !current.hand_back.is_empty() {
         return Err(Refusal::OwesHandBack);
     }
-    if let Some(id) = &current.sandbox_id {
+    if let Some(id) = current
+        .sandbox_id
+        .as_ref()
+        .or(current.reclaim_owed.as_ref())
+    {
         return Err(Refusal::BoxNotReclaimed(id.clone()));
     }
     Ok(Decision {
@@ -102,8 +106,9 @@ pub(super) fn finish(step: &Step<'_>) -> Result<Decision, Refusal> {
     })
 }
 
-/// The pause TTL passed and the box was killed: a question parks on as re-seed, an answer
-/// stays answered (its resume re-seeds).
+/// The pause TTL passed: the box is released from the run and owed its kill, which comes after
+/// this write (an answer's claim that lands first keeps its box); a question parks on as
+/// re-seed, an answer stays answered (its resume re-seeds).
 pub(super) fn expire_pause(
     step: &Step<'_>,
     next: &mut RunRecord,
@@ -117,13 +122,37 @@ pub(super) fn expire_pause(
         return Err(step.wrong_status("awaiting_clarification"));
     }
     step.same_box(sandbox_id)?;
+    // one owed kill at a time: an earlier one is finished first
+    if let Some(owed) = &current.reclaim_owed {
+        return Err(Refusal::BoxNotReclaimed(owed.clone()));
+    }
     // the job's description (runner, command) stays: the re-seed relaunches it
     next.sandbox_id = None;
+    next.reclaim_owed = Some(sandbox_id.to_owned());
     next.paused_at = None;
     if current.status == Status::AwaitingClarification {
         next.status = Status::Reseed;
     }
     Ok(())
+}
+
+/// The released box the run owed was killed: the record stops naming it.
+pub(super) fn box_reclaimed(
+    step: &Step<'_>,
+    next: &mut RunRecord,
+    sandbox_id: &str,
+) -> Result<(), Refusal> {
+    match &step.current.reclaim_owed {
+        Some(owed) if owed == sandbox_id => {
+            next.reclaim_owed = None;
+            Ok(())
+        }
+        Some(owed) => Err(Refusal::WrongBox {
+            asked: sandbox_id.to_owned(),
+            found: Some(owed.clone()),
+        }),
+        None => Err(Refusal::AlreadyDone),
+    }
 }
 
 #[cfg(test)]
@@ -381,6 +410,7 @@ mod tests {
         let mut expected = stamped(&current);
         expected.sandbox_id = None;
         expected.paused_at = None;
+        expected.reclaim_owed = Some(BOX.into());
         expected.status = Status::Reseed;
         // the job's description stays for the re-seed
         assert_eq!(decide_on(&current, expire(BOX)), writes(expected, vec![]));
@@ -392,6 +422,7 @@ mod tests {
         let mut expected = stamped(&current);
         expected.sandbox_id = None;
         expected.paused_at = None;
+        expected.reclaim_owed = Some(BOX.into());
         assert_eq!(decide_on(&current, expire(BOX)), writes(expected, vec![]));
     }
 
@@ -411,6 +442,60 @@ mod tests {
                 asked: OTHER_BOX.into(),
                 found: Some(BOX.into()),
             })
+        );
+    }
+
+    fn reclaimed(sandbox_id: &str) -> Transition {
+        Transition::BoxReclaimed {
+            sandbox_id: sandbox_id.into(),
+        }
+    }
+
+    #[test]
+    fn a_released_box_stays_named_until_its_kill_is_confirmed() {
+        let mut current = awaiting();
+        current.status = Status::Reseed;
+        current.sandbox_id = None;
+        current.reclaim_owed = Some(BOX.into());
+        let mut expected = stamped(&current);
+        expected.reclaim_owed = None;
+        assert_eq!(
+            decide_on(&current, reclaimed(BOX)),
+            writes(expected.clone(), vec![])
+        );
+        assert_eq!(
+            decide_on(&current, reclaimed(OTHER_BOX)),
+            Err(Refusal::WrongBox {
+                asked: OTHER_BOX.into(),
+                found: Some(BOX.into()),
+            })
+        );
+        assert_eq!(
+            decide_on(&expected, reclaimed(BOX)),
+            Err(Refusal::AlreadyDone)
+        );
+    }
+
+    #[test]
+    fn an_owed_kill_is_finished_before_another_pause_expires_or_the_row_goes() {
+        let mut current = awaiting();
+        current.reclaim_owed = Some(OTHER_BOX.into());
+        assert_eq!(
+            decide_on(&current, expire(BOX)),
+            Err(Refusal::BoxNotReclaimed(OTHER_BOX.into()))
+        );
+        let mut ended = ending(EndingReason::Cancelled);
+        ended.sandbox_id = None;
+        ended.reclaim_owed = Some(OTHER_BOX.into());
+        assert_eq!(
+            decide_on(&ended, Transition::Finish),
+            Err(Refusal::BoxNotReclaimed(OTHER_BOX.into()))
+        );
+        let mut expected = stamped(&ended);
+        expected.reclaim_owed = None;
+        assert_eq!(
+            decide_on(&ended, reclaimed(OTHER_BOX)),
+            writes(expected, vec![])
         );
     }
 }

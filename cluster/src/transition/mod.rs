@@ -80,7 +80,10 @@ pub fn decide(
     if let Some(ending) = &current.ending {
         let finishes = matches!(
             transition,
-            Transition::ClearHandBack { .. } | Transition::ReleaseBox { .. } | Transition::Finish
+            Transition::ClearHandBack { .. }
+                | Transition::ReleaseBox { .. }
+                | Transition::BoxReclaimed { .. }
+                | Transition::Finish
         );
         if !finishes {
             return Err(Refusal::EndingDecided(ending.reason));
@@ -154,6 +157,9 @@ pub fn decide(
         Transition::Finish => return ending::finish(&step),
         Transition::ExpirePause { sandbox_id } => {
             ending::expire_pause(&step, &mut next, sandbox_id)?
+        }
+        Transition::BoxReclaimed { sandbox_id } => {
+            ending::box_reclaimed(&step, &mut next, sandbox_id)?
         }
         Transition::MarkPaused { sandbox_id } => {
             collect::mark_paused(&step, &mut next, sandbox_id)?
@@ -274,6 +280,7 @@ mod tests {
                 transition,
                 Transition::ClearHandBack { .. }
                     | Transition::ReleaseBox { .. }
+                    | Transition::BoxReclaimed { .. }
                     | Transition::Finish
             );
             let decided = decide_on(&current, transition.clone());
@@ -319,6 +326,7 @@ mod tests {
                 "release_box",
                 "finish",
                 "expire_pause",
+                "box_reclaimed",
                 "mark_paused",
                 "relaunch",
                 "revert_relaunch",

@@ -101,8 +101,11 @@ pub enum Transition {
     ReleaseBox { sandbox_id: String },
     /// Deletes an ended row: only with its box reclaimed and nothing owed (I7, I8).
     Finish,
-    /// The pause TTL passed and the box was killed: parked → re-seed.
+    /// The pause TTL passed: the box is released from the run and owed its kill
+    /// (`reclaim_owed`); parked → re-seed.
     ExpirePause { sandbox_id: String },
+    /// The box a released run owed was killed: the record stops naming it.
+    BoxReclaimed { sandbox_id: String },
     /// The box was paused after collection.
     MarkPaused { sandbox_id: String },
     /// A resumed turn starts another job in the same box: `resumed → launching`.
@@ -144,6 +147,7 @@ impl Transition {
             Transition::Finish => "finish",
             Transition::RevertRelaunch { .. } => "revert_relaunch",
             Transition::ExpirePause { .. } => "expire_pause",
+            Transition::BoxReclaimed { .. } => "box_reclaimed",
             Transition::MarkPaused { .. } => "mark_paused",
             Transition::Relaunch { .. } => "relaunch",
             Transition::FenceRun { .. } => "fence_run",

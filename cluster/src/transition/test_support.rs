@@ -287,6 +287,9 @@ pub(super) fn one_of_each() -> Vec<Transition> {
         Transition::ExpirePause {
             sandbox_id: BOX.into(),
         },
+        Transition::BoxReclaimed {
+            sandbox_id: BOX.into(),
+        },
         Transition::MarkPaused {
             sandbox_id: BOX.into(),
         },
