@@ -589,3 +589,55 @@ async fn a_box_left_past_its_timeout_is_gone_and_a_kept_alive_one_lives() {
         h.provider.kill(sandbox.id()).await.expect("kill");
     }
 }
+
+/// A box carries its launch in its metadata, and `find_by_launch` finds exactly the boxes made
+/// for that launch, running or paused (E2B's `GET /v2/sandboxes?metadata=…&state=…`), never one
+/// of another launch or turn, and none once it is killed.
+#[tokio::test]
+async fn a_box_is_found_by_the_launch_it_was_made_for() {
+    let h = E2bHarness::new().await;
+    let of = |turn: &str, launch: &str| boxfleet_actors::ports::BoxSpec {
+        turn_id: turn.into(),
+        launch_id: launch.into(),
+        ..spec()
+    };
+    let mine = h
+        .provider
+        .create(&of("turn-a", "launch-a"))
+        .await
+        .expect("create");
+    let other = h
+        .provider
+        .create(&of("turn-a", "launch-b"))
+        .await
+        .expect("create");
+    let elsewhere = h
+        .provider
+        .create(&of("turn-b", "launch-a"))
+        .await
+        .expect("create");
+    let found = h
+        .provider
+        .find_by_launch("turn-a", "launch-a")
+        .await
+        .expect("list");
+    assert_eq!(found, vec![mine.id().to_owned()]);
+    mine.pause().await.expect("pause");
+    let found = h
+        .provider
+        .find_by_launch("turn-a", "launch-a")
+        .await
+        .expect("list");
+    assert_eq!(found, vec![mine.id().to_owned()], "a paused box is found");
+    h.provider.kill(mine.id()).await.expect("kill");
+    assert!(
+        h.provider
+            .find_by_launch("turn-a", "launch-a")
+            .await
+            .expect("list")
+            .is_empty()
+    );
+    for sandbox in [other, elsewhere] {
+        h.provider.kill(sandbox.id()).await.expect("kill");
+    }
+}

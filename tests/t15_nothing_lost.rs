@@ -9,6 +9,11 @@
 //!   once that job is done (spec line 20: one coding run of a seat at a time). On `main` it
 //!   resumed at once, two of the seat's jobs in flight.
 //!
+//! - a launch whose node dies after its E2B box was made and before the box's id reached the
+//!   row leaves no box: the box carries its launch in its metadata, and the reap of the
+//!   launching row finds it by that and kills it. On `main` the row was reaped with
+//!   `sandbox_id: null` while the box ran on, named by nothing, until E2B's timeout.
+//!
 //! The crash points themselves are the `crash_matrix` benchmark program, which the suite runs
 //! (a subset) as a test.
 
@@ -368,4 +373,49 @@ async fn an_answer_is_announced_once_as_what_it_became() {
     assert_eq!(body["became"], "resumed", "{body:#}");
     assert_eq!(body["route"], "operator", "{body:#}");
     assert_eq!(body["answered_by"], "admin", "{body:#}");
+}
+
+/// A launch killed between its E2B create and naming the box on its row leaves no box: the
+/// seat's next holder finds the box by the launch label it was made with and kills it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_launch_killed_after_its_e2b_box_was_made_leaves_no_box_behind() {
+    let standin = boxfleet_tests::e2b_standin::E2bStandIn::start().await;
+    let mut fleet = Fleet::start_configured(
+        &boxfleet_tests::EtcdServer::shared().client_url(),
+        &[],
+        3,
+        &standin.sandbox_config(),
+    );
+    let once = fleet.dir.path().join("crash");
+    fleet.env = vec![
+        (
+            "BOXFLEET_CRASH_AT".into(),
+            "launch.after_box_created".into(),
+        ),
+        ("BOXFLEET_CRASH_ONCE".into(), once.display().to_string()),
+    ];
+    fleet.add("n1");
+    let (code, out) = launch(&fleet, "lost-e2b", "turn-lost-e2b", "sleep 600");
+    assert_ne!(code, 0, "the launch's node died under it: {out}");
+    assert!(fleet.node_mut("n1").has_exited(), "the node died: {out}");
+    assert_eq!(
+        standin.live_boxes().len(),
+        1,
+        "the box was made before the node died"
+    );
+    fleet.node_mut("n1").start_again();
+    eventually(
+        &fleet,
+        "the launching row reaped and its unnamed box killed",
+        Duration::from_secs(60),
+        async || {
+            (fleet.record("n1", "turn-lost-e2b").await.is_none() && standin.live_boxes().is_empty())
+                .then_some(())
+        },
+    )
+    .await;
+    assert!(
+        fleet.logs().contains("sandbox_unnamed_box_killed"),
+        "the box was found by its launch"
+    );
 }

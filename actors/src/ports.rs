@@ -59,6 +59,10 @@ pub struct BoxSpec {
     /// row names it first (DESIGN §6 I13); `None`: the backend names it
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox_id: Option<String>,
+    /// the launch the box is made for: a backend that names its boxes itself labels the box
+    /// with it, so [`Provider::find_by_launch`] finds a box whose id never reached the row
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub launch_id: String,
 }
 
 /// A job started in a box: enough to find it again from another process.
@@ -110,6 +114,17 @@ pub trait Provider: Send + Sync + fmt::Debug {
     /// boxes on this host). `None` (the default) where boxes have no host directory.
     fn at_boxes_dir(&self, _boxes_dir: &str) -> Option<Arc<dyn Provider>> {
         None
+    }
+    /// The boxes this backend made for `launch_id` (of `turn_id`), found by the label
+    /// [`Provider::create`] gave them: how reaping a launch that died between the create and
+    /// naming the box on its row kills what it started, on a backend that names its boxes
+    /// itself (e2b). Empty (the default) where the row names the box before it exists.
+    async fn find_by_launch(
+        &self,
+        _turn_id: &str,
+        _launch_id: &str,
+    ) -> Result<Vec<String>, BoxError> {
+        Ok(Vec::new())
     }
     /// Makes a new box (under `spec.sandbox_id`, when the backend chose one).
     async fn create(&self, spec: &BoxSpec) -> Result<Arc<dyn Sandbox>, BoxError>;

@@ -37,12 +37,6 @@ enum JobBox {
     Reuse(String),
 }
 
-impl JobBox {
-    fn of(sandbox_id: Option<String>) -> JobBox {
-        sandbox_id.map_or(JobBox::New(None), JobBox::Reuse)
-    }
-}
-
 impl Coordinator {
     /// run_sandbox: opens the row (the seat is busy from here), makes the box, starts the job,
     /// and commits the conversation. A failure after the row opened ends the run.
@@ -327,13 +321,30 @@ impl Coordinator {
         // command is stored on the run's record, and the environment may carry a secret
         request.env.extend(env);
         let plan = self.plan(&request.seat, Some(runner.name()), request.model.as_deref())?;
+        let into = match sandbox_id {
+            Some(sandbox_id) => JobBox::Reuse(sandbox_id),
+            None => {
+                // a re-seed's new box is named on the row before it exists, as a launch's is
+                let chosen = provider.new_box_id();
+                if let Some(chosen) = &chosen {
+                    let name = Transition::AttachBox {
+                        launch_id: new_launch.to_owned(),
+                        sandbox_id: chosen.clone(),
+                        placement: provider.cell().to_owned(),
+                        job: None,
+                    };
+                    self.runs.apply(fence, turn_id, name).await?;
+                }
+                JobBox::New(chosen)
+            }
+        };
         self.provision_and_start(
             fence,
             (turn_id, new_launch),
             (provider, runner),
             &request,
             &plan,
-            JobBox::of(sandbox_id),
+            into,
         )
         .await
     }
@@ -364,6 +375,7 @@ impl Coordinator {
                     env: BTreeMap::new(),
                     timeout_seconds: self.access.box_timeout.as_secs(),
                     sandbox_id: chosen.clone(),
+                    launch_id: launch_id.to_owned(),
                 };
                 let created = provider.create(&spec).await?;
                 crash::point(crash::LAUNCH_AFTER_BOX_CREATED);

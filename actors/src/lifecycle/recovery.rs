@@ -38,9 +38,11 @@ impl Coordinator {
             match record.status {
                 // a relaunch that died before its commit still carries its answer: re-seeded
                 Status::Launching if record.answer.is_some() => {
+                    self.kill_unnamed_boxes(record).await?;
                     self.revert_relaunch(fence, record).await?;
                 }
                 Status::Launching => {
+                    self.kill_unnamed_boxes(record).await?;
                     self.end_run(
                         fence,
                         turn_id,
@@ -75,6 +77,33 @@ impl Coordinator {
                 }
                 Status::Running => {}
             }
+        }
+        Ok(())
+    }
+
+    /// A launch whose node stopped before the box's id reached the row, on a backend that
+    /// names its boxes itself: the boxes labelled with the launch are killed before the row is
+    /// reaped or reverted, so nothing it started runs unnamed (I13). A lookup that fails keeps
+    /// the row for the next recovery pass.
+    async fn kill_unnamed_boxes(
+        &self,
+        record: &boxfleet_cluster::record::RunRecord,
+    ) -> Result<(), Error> {
+        if record.sandbox_id.is_some() {
+            return Ok(());
+        }
+        let turn_id = record.turn_id.as_str();
+        let provider = self.access.provider_of(record)?;
+        let found = provider
+            .find_by_launch(turn_id, &record.launch_id)
+            .await
+            .inspect_err(|error| warn!(turn_id, %error, "sandbox_launch_box_lookup_failed"))?;
+        for sandbox_id in found {
+            provider
+                .kill(&sandbox_id)
+                .await
+                .inspect_err(|error| warn!(turn_id, sandbox_id, %error, "sandbox_kill_failed"))?;
+            info!(turn_id, sandbox_id, launch_id = %record.launch_id, "sandbox_unnamed_box_killed");
         }
         Ok(())
     }

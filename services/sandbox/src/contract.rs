@@ -70,6 +70,7 @@ pub fn spec() -> BoxSpec {
         env: Default::default(),
         timeout_seconds: 900,
         sandbox_id: None,
+        launch_id: "launch-contract".into(),
     }
 }
 

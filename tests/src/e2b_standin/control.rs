@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::{Path as UrlPath, State};
+use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -33,7 +33,7 @@ fn info(id: &str, state: &BoxState, version: &str) -> Value {
         "envdAccessToken": state.token,
         "domain": null,
         "state": if state.paused { "paused" } else { "running" },
-        "metadata": {},
+        "metadata": state.metadata,
     })
 }
 
@@ -62,6 +62,15 @@ pub(super) async fn create(State(inner): Shared, headers: HeaderMap, body: Bytes
     };
     let env: BTreeMap<String, String> =
         serde_json::from_value(body["envVars"].clone()).unwrap_or_default();
+    // E2B's metadata is a map of strings to strings (the API's SandboxMetadata)
+    let Ok(metadata) =
+        serde_json::from_value::<Option<BTreeMap<String, String>>>(body["metadata"].clone())
+    else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "metadata must map strings to strings",
+        );
+    };
     let id: String = uuid::Uuid::new_v4().simple().to_string()[..20].to_owned();
     let dir = inner.root.join(&id);
     if let Err(e) = std::fs::create_dir_all(&dir) {
@@ -77,6 +86,7 @@ pub(super) async fn create(State(inner): Shared, headers: HeaderMap, body: Bytes
             + Duration::from_secs(body["timeout"].as_u64().unwrap_or(300)),
         keepalives: 1,
         paused: false,
+        metadata: metadata.unwrap_or_default(),
     };
     let version = inner
         .envd_version
@@ -110,14 +120,44 @@ pub(super) async fn read(
     }
 }
 
-pub(super) async fn list(State(inner): Shared, headers: HeaderMap) -> Response {
+pub(super) async fn list(
+    State(inner): Shared,
+    headers: HeaderMap,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response {
     if let Err(refused) = authorised(&headers) {
         return *refused;
     }
+    // as E2B's list filters: `metadata` is a form-encoded query of key=value pairs a box's
+    // metadata must all hold exactly; `state` a comma-separated list of states (E2B's SDKs
+    // send both so: the pairs URL-encoded into the one parameter, the states joined by commas)
+    let wanted: Vec<(String, String)> = match query.get("metadata") {
+        Some(metadata) => {
+            let pairs = format!("/?{metadata}")
+                .parse::<axum::http::Uri>()
+                .ok()
+                .and_then(|uri| Query::<Vec<(String, String)>>::try_from_uri(&uri).ok());
+            match pairs {
+                Some(Query(pairs)) => pairs,
+                None => return error(StatusCode::BAD_REQUEST, "metadata is not a query string"),
+            }
+        }
+        None => Vec::new(),
+    };
+    let states: Option<Vec<&str>> = query.get("state").map(|s| s.split(',').collect());
     let version = version(&inner);
     let all: Vec<Value> = inner
         .boxes()
         .iter()
+        .filter(|(_, state)| {
+            wanted
+                .iter()
+                .all(|(k, v)| state.metadata.get(k).is_some_and(|held| held == v))
+        })
+        .filter(|(_, state)| {
+            let now = if state.paused { "paused" } else { "running" };
+            states.as_ref().is_none_or(|states| states.contains(&now))
+        })
         .map(|(id, state)| {
             let mut one = info(id, state, &version);
             one["envdAccessToken"] = Value::Null;

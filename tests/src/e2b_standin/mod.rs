@@ -1,6 +1,7 @@
 //! A stand-in E2B for the `e2b` backend's tests: one axum server on `127.0.0.1:0` speaking both
 //! planes — the control plane at `/` (`POST /sandboxes`, `GET /sandboxes/{id}`,
-//! `POST /sandboxes/{id}/connect|timeout|pause`, `DELETE /sandboxes/{id}`, `GET /v2/sandboxes`)
+//! `POST /sandboxes/{id}/connect|timeout|pause`, `DELETE /sandboxes/{id}`, `GET /v2/sandboxes`,
+//! filtered by `metadata` and `state` as E2B's list is)
 //! and each box's envd under `/envd/{id}/` (`process.Process/Start` as a Connect server stream
 //! of JSON envelopes, `process.Process/SendSignal`, `GET`/`POST /files`). The backend reaches
 //! envd there through `E2bConfig::envd_url` ([`E2bStandIn::config`] sets it).
@@ -170,6 +171,11 @@ impl E2bStandIn {
         self.inner
             .get(sandbox_id)
             .map(|b| (b.timeout, b.keepalives))
+    }
+
+    /// The ids of the boxes alive (running or paused).
+    pub fn live_boxes(&self) -> Vec<String> {
+        self.inner.boxes().keys().cloned().collect()
     }
 
     /// The boxes' access tokens (to prove none leaked).

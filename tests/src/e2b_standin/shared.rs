@@ -33,6 +33,8 @@ pub(super) struct BoxState {
     pub(super) deadline: std::time::Instant,
     pub(super) keepalives: u64,
     pub(super) paused: bool,
+    /// the create's `metadata`, string to string as E2B keeps it
+    pub(super) metadata: BTreeMap<String, String>,
 }
 
 impl BoxState {

@@ -27,6 +27,7 @@ impl TestBox {
             env: Default::default(),
             timeout_seconds: 900,
             sandbox_id: None,
+            launch_id: String::new(),
         };
         let sandbox = provider.create(&spec).await.expect("create");
         TestBox {

@@ -304,6 +304,27 @@ impl Api {
         }
     }
 
+    /// `GET /v2/sandboxes?metadata=…&state=running,paused`: the team's boxes whose metadata
+    /// holds every `(key, value)` of `labels` (the query E2B's SDKs send: the pairs
+    /// form-encoded into the one `metadata` parameter, the states comma-joined).
+    pub async fn list_labelled(
+        &self,
+        labels: &[(&str, &str)],
+    ) -> Result<Vec<SandboxInfo>, BoxError> {
+        let what = "list boxes by label";
+        let metadata = form_encoded(labels);
+        let query = form_encoded(&[("metadata", metadata.as_str()), ("state", "running,paused")]);
+        let answer = self
+            .call(Method::GET, &format!("/v2/sandboxes?{query}"), None, what)
+            .await?;
+        Self::judge(&answer, what)?;
+        serde_json::from_slice(&answer.body).map_err(|error| {
+            BoxError::Failed(format!(
+                "{what}: the E2B control plane's answer is not a list of sandboxes: {error}"
+            ))
+        })
+    }
+
     /// `GET /v2/sandboxes`: the team's boxes, running and paused.
     pub async fn list(&self) -> Result<Vec<SandboxInfo>, BoxError> {
         let what = "list boxes";
@@ -315,4 +336,11 @@ impl Api {
             ))
         })
     }
+}
+
+/// `pairs` form-encoded (`k=v&k2=v2`), as a query string.
+fn form_encoded(pairs: &[(&str, &str)]) -> String {
+    let mut url = reqwest::Url::parse("http://form.invalid/").expect("a literal URL");
+    url.query_pairs_mut().extend_pairs(pairs);
+    url.query().unwrap_or_default().to_owned()
 }

@@ -55,6 +55,9 @@ pub const HOME: &str = "/home/user";
 const SECURE_ENVD: (u64, u64) = (0, 2);
 
 /// How the `e2b` cell reaches E2B.
+/// The metadata key a box carries its launch under (`find_by_launch`).
+const LAUNCH_LABEL: &str = "boxfleet_launch_id";
+
 #[derive(Clone)]
 pub struct E2bConfig {
     /// `X-API-Key` (never shown by `Debug`)
@@ -242,7 +245,13 @@ impl Provider for E2bProvider {
             .create(
                 &config.template,
                 spec.timeout_seconds,
-                json!({ "turn_id": spec.turn_id, "seat": spec.seat }),
+                // the launch labels the box: a node that dies before the id reaches the run's
+                // row leaves a box the reap finds by it (find_by_launch)
+                json!({
+                    "turn_id": spec.turn_id,
+                    "seat": spec.seat,
+                    LAUNCH_LABEL: spec.launch_id,
+                }),
                 json!(spec.env),
             )
             .await?;
@@ -272,6 +281,26 @@ impl Provider for E2bProvider {
         };
         debug!(sandbox_id = %sandbox_id, template = %config.template, "e2b_sandbox_created");
         Ok(Arc::new(sandbox))
+    }
+
+    async fn find_by_launch(
+        &self,
+        turn_id: &str,
+        launch_id: &str,
+    ) -> Result<Vec<String>, BoxError> {
+        if launch_id.is_empty() {
+            return Ok(Vec::new());
+        }
+        let found = self
+            .shared
+            .api
+            .list_labelled(&[("turn_id", turn_id), (LAUNCH_LABEL, launch_id)])
+            .await?;
+        Ok(found
+            .into_iter()
+            .map(|info| info.sandbox_id)
+            .filter(|id| valid_sandbox_id(id))
+            .collect())
     }
 
     async fn attach(&self, sandbox_id: &str) -> Result<Arc<dyn Sandbox>, BoxError> {
