@@ -340,3 +340,84 @@ async fn a_node_killed_between_the_reapers_release_and_its_kill_leaks_no_box() {
     let launch_id = parked_in_reseed_with_no_box(&fleet, &turn).await;
     answered_reseed_delivers(&fleet, &turn, &launch_id).await;
 }
+
+/// The `sandbox_run_failed` events announced for `turn`.
+async fn failures_of(fleet: &Fleet, turn: &str) -> Vec<serde_json::Value> {
+    fleet
+        .events_of("n1", turn)
+        .await
+        .into_iter()
+        .filter(|e| e["type"] == "sandbox_run_failed")
+        .collect()
+}
+
+/// A findings resume the engine keeps refusing (`Retry`) is offered again by the next poll at
+/// most 10 times, counted on the row, and the run then ends `resume_broken` — its findings
+/// charged and published once. On `main` the refused resume was offered again every poll
+/// without bound and the seat stayed busy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_findings_resume_the_engine_keeps_refusing_ends_the_run_resume_broken() {
+    let fleet = Fleet::start_armed(&["n1"], 3, "engine-findings-refused");
+    let turn = launch(&fleet, "wedge-refused", "echo done > \"$BOXFLEET_REPORT\"");
+    let phase = settled_phase(&fleet, &turn, Duration::from_secs(120)).await;
+    assert_eq!(phase["failed"], false, "{phase:#}");
+    let failures = failures_of(&fleet, &turn).await;
+    assert_eq!(failures.len(), 1, "announced once: {failures:#?}");
+    let body = &failures[0]["body"];
+    assert_eq!(body["reason"], "resume_broken", "{body:#}");
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("10 times"),
+        "{body:#}"
+    );
+    assert_eq!(
+        fleet.logs().matches("sandbox_resume_retried").count(),
+        10,
+        "ten refusals: nine handed back, the tenth ends the run"
+    );
+}
+
+/// A resume that breaks before its turn began — the built-in engine panicking as it re-enters
+/// the conversation — is not retried: the run ends `resume_broken`, announced once, and the
+/// person's reply that drove it goes back to the seat. On `main` the panic left the claim for
+/// the seat's next recovery pass, which reaped it as an abandoned tail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_that_panics_before_its_turn_ends_the_run_resume_broken_and_the_reply_goes_back() {
+    let fleet = Fleet::start_armed(&["n1"], 3, "engine-resume-panics");
+    let turn = launch(
+        &fleet,
+        "wedge-panic",
+        r#"boxfleet-ask "which way?" --to requester"#,
+    );
+    let launch_id = eventually(
+        &fleet,
+        "the run to park",
+        Duration::from_secs(60),
+        async || {
+            let record = fleet.record("n1", &turn).await?;
+            (record["status"] == "awaiting_clarification")
+                .then(|| record["launch_id"].as_str().unwrap_or_default().to_owned())
+        },
+    )
+    .await;
+    let (code, out, err) = fleet
+        .node("n1")
+        .cli(&["answer", &turn, "--launch", &launch_id, "--text", "true"]);
+    assert_eq!(code, 0, "{out}{err}");
+    fleet
+        .until_settled(
+            "n1",
+            &turn,
+            "the broken resume to end the run",
+            Duration::from_secs(60),
+        )
+        .await;
+    let failures = failures_of(&fleet, &turn).await;
+    assert_eq!(failures.len(), 1, "announced once: {failures:#?}");
+    let body = &failures[0]["body"];
+    assert_eq!(body["reason"], "resume_broken", "{body:#}");
+    assert_eq!(body["reply_went_back"], true, "{body:#}");
+    assert!(fleet.logs().contains("sandbox_resume_panicked"));
+}

@@ -71,13 +71,16 @@ impl Observed {
     }
 }
 
+/// A test failpoint named in `BOXFLEET_FAILPOINTS` (comma-separated) fires every time.
+pub fn failpoint_armed(name: &str) -> bool {
+    std::env::var("BOXFLEET_FAILPOINTS")
+        .is_ok_and(|list| list.split(',').any(|point| point.trim() == name))
+}
+
 /// A test failpoint named in `BOXFLEET_FAILPOINTS` (comma-separated) fires once per process.
 pub fn failpoint_once(name: &str) -> bool {
     static FIRED: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let armed = std::env::var("BOXFLEET_FAILPOINTS")
-        .map(|list| list.split(',').any(|point| point.trim() == name))
-        .unwrap_or(false);
-    if !armed {
+    if !failpoint_armed(name) {
         return false;
     }
     let mut fired = FIRED.lock().unwrap_or_else(|p| p.into_inner());

@@ -418,6 +418,10 @@ pub struct RunRecord {
     /// when the first of those failed (the allowance spans a minute from it)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collect_failed_since: Option<DateTime<Utc>>,
+    /// times the engine refused to resume this job's findings (a retry that handed the claim
+    /// back); past the bound the run ends `resume_broken`
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resume_refusals: u32,
     /// completion claims: the resumed turn's take, and the claims lost with their node and
     /// revived (DESIGN §6 I12)
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -486,6 +490,7 @@ impl RunRecord {
             reclaim_owed: None,
             collect_failures: 0,
             collect_failed_since: None,
+            resume_refusals: 0,
             completion: None,
             bridge_calls: Vec::new(),
             bridge_calls_elided: 0,
@@ -552,6 +557,10 @@ mod base64_bytes {
         text.map(|text| STANDARD.decode(text).map_err(serde::de::Error::custom))
             .transpose()
     }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -137,8 +137,14 @@ pub enum Settle {
     },
     /// the turn failed after it wrote outside the box: it is not retried
     BrokeAfterExternalWrite { error: String },
-    /// the turn failed before it changed anything: the claim goes back for a retry
+    /// the turn failed before it changed anything: the claim goes back for a retry (a
+    /// findings resume at most [`super::limits::MAX_FINDINGS_RESUME_REFUSALS`] times, then `resume_broken`)
     Retry { error: String },
+    /// the turn could not be re-entered — resuming it broke before the turn began (a
+    /// conversation that does not decode, a panic re-entering it): not retried, because every
+    /// attempt re-enters the same bytes; the run ends `resume_broken` and a reply no turn took
+    /// goes back to the seat
+    ResumeBroken { error: String },
 }
 
 /// Who is answering a run's question by name (the Runs API's `answer`).

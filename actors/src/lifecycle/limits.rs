@@ -13,3 +13,8 @@ pub const MAX_ENDING_DETAIL_BYTES: usize = 16 * 1024;
 pub const MAX_ANSWER_RESUME_ATTEMPTS: u32 = 10;
 /// How long a graceful release waits for a seat's collections and answers to settle.
 pub const RELEASE_SETTLE: Duration = Duration::from_secs(60);
+
+/// Refusals of one job's findings resume (an engine's `Retry`) before the run ends
+/// `resume_broken`: the poll collects the job again after each, so the last comes about
+/// this many poll intervals after the first.
+pub const MAX_FINDINGS_RESUME_REFUSALS: u32 = 10;

@@ -72,7 +72,8 @@ pub use api::{
 pub use error::Error;
 pub use follow_ups::{AnswerRetry, Detached, FollowUps};
 pub use limits::{
-    MAX_ANSWER_RESUME_ATTEMPTS, MAX_QUESTION_BYTES, MAX_REPORT_BYTES, RELEASE_SETTLE,
+    MAX_ANSWER_RESUME_ATTEMPTS, MAX_FINDINGS_RESUME_REFUSALS, MAX_QUESTION_BYTES, MAX_REPORT_BYTES,
+    RELEASE_SETTLE,
 };
 pub use work::WorkGuard;
 

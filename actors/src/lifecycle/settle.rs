@@ -23,6 +23,7 @@ use super::Coordinator;
 use super::api::{LaunchRequest, Settle};
 use super::error::Error;
 use super::job::StoredJob;
+use super::limits::MAX_FINDINGS_RESUME_REFUSALS;
 use super::text::new_id;
 
 impl Coordinator {
@@ -89,17 +90,15 @@ impl Coordinator {
                 Ok(None)
             }
             Settle::Retry { error } => {
-                warn!(turn_id, %error, "sandbox_resume_retried");
-                let hand_back = Transition::HandBackClaim {
-                    launch_id: launch_id.to_owned(),
-                    collect_failed: false,
-                };
-                let handed = self.runs.apply(&fence, turn_id, hand_back).await?;
-                if let Some(record) = handed.record()
-                    && record.status == Status::Answered
-                {
-                    self.answer_resume_failed(record).await;
-                }
+                self.resume_refused(&fence, &run.record, launch_id, &error)
+                    .await
+            }
+            Settle::ResumeBroken { error } => {
+                warn!(turn_id, %error, "sandbox_resume_broken");
+                let detail = broken_detail(&run.record, &error);
+                self.end_run(&fence, turn_id, EndingReason::ResumeBroken, &detail, guard)
+                    .await;
+                self.pump(&run.record.seat).await;
                 Ok(None)
             }
             Settle::Relaunched {
@@ -117,6 +116,52 @@ impl Coordinator {
                 self.relaunch(&fence, &run.record, launch_id, next).await
             }
         }
+    }
+
+    /// The engine handed a resume back for a retry. An answer's goes back to its driver's
+    /// spaced, bounded retries; a completion's is counted on the row and collected again by the
+    /// next poll, and the refusal past [`MAX_FINDINGS_RESUME_REFUSALS`] ends the run
+    /// `resume_broken`.
+    async fn resume_refused(
+        &self,
+        fence: &Fence,
+        run: &RunRecord,
+        launch_id: &str,
+        error: &str,
+    ) -> Result<Option<String>, Error> {
+        let turn_id = run.turn_id.as_str();
+        warn!(turn_id, %error, "sandbox_resume_retried");
+        let findings = run.claim.as_ref().map(|c| c.kind) == Some(ClaimKind::Completion);
+        if findings && run.resume_refusals + 1 >= MAX_FINDINGS_RESUME_REFUSALS {
+            let detail = format!(
+                "the engine refused to resume this job's findings {} times; the last: {error}",
+                run.resume_refusals + 1
+            );
+            let guard = EndingGuard::Claim {
+                launch_id: launch_id.to_owned(),
+            };
+            self.end_run(fence, turn_id, EndingReason::ResumeBroken, &detail, guard)
+                .await;
+            self.pump(&run.seat).await;
+            return Ok(None);
+        }
+        let hand_back = if findings {
+            Transition::RefuseResume {
+                launch_id: launch_id.to_owned(),
+            }
+        } else {
+            Transition::HandBackClaim {
+                launch_id: launch_id.to_owned(),
+                collect_failed: false,
+            }
+        };
+        let handed = self.runs.apply(fence, turn_id, hand_back).await?;
+        if let Some(record) = handed.record()
+            && record.status == Status::Answered
+        {
+            self.answer_resume_failed(record).await;
+        }
+        Ok(None)
     }
 
     /// A resumed turn starts its next job in the same box: the relaunch transition (a new
@@ -194,4 +239,20 @@ struct Relaunch {
     conversation: Vec<u8>,
     command: Option<String>,
     env: BTreeMap<String, String>,
+}
+
+/// A broken resume's ending detail: the error, and whether a person's reply goes back.
+fn broken_detail(run: &RunRecord, error: &str) -> String {
+    let reply_back = run
+        .answer
+        .as_ref()
+        .is_some_and(|answer| answer.taken_at.is_none());
+    if reply_back {
+        format!(
+            "the resume broke before its turn began: {error}; the person's reply went back to \
+             the seat as the ordinary message it is"
+        )
+    } else {
+        format!("the resume broke before its turn began: {error}")
+    }
 }

@@ -90,6 +90,20 @@ pub(super) fn hand_back_claim(
     Ok(())
 }
 
+/// The engine refused to resume the findings of a completion's claim: the claim goes back as a
+/// hand-back gives it (the next poll collects the job again, charged and published once each),
+/// and the refusal is counted on the row, so the bound holds across nodes and restarts.
+pub(super) fn refuse_resume(
+    step: &Step<'_>,
+    next: &mut RunRecord,
+    launch_id: &str,
+) -> Result<(), Refusal> {
+    step.own_claim(launch_id, Some(ClaimKind::Completion))?;
+    hand_back_claim(step, next, launch_id, false)?;
+    next.resume_refusals += 1;
+    Ok(())
+}
+
 /// The collect-failure allowance (spec, Failure modes): the poll's own for an unreachable box,
 /// at least [`COLLECT_ATTEMPTS`] consecutive failed reads spanning [`COLLECT_SPAN`]. `true` when
 /// one more failed read at `now` spends it, so the run is ended `collect_unreachable` rather
@@ -297,6 +311,30 @@ mod tests {
         assert_eq!(
             decide_on(&current, hand_back(LAUNCH, false)),
             writes(expected, vec![])
+        );
+    }
+
+    #[test]
+    fn a_refused_findings_resume_goes_back_counted_and_only_a_completions_can() {
+        let mut current = claimed_for_completion();
+        current.resume_refusals = 3;
+        let mut expected = stamped(&current);
+        expected.status = Status::Running;
+        expected.claim = None;
+        expected.resume_refusals = 4;
+        let refuse = Transition::RefuseResume {
+            launch_id: LAUNCH.into(),
+        };
+        assert_eq!(
+            decide_on(&current, refuse.clone()),
+            writes(expected, vec![])
+        );
+        assert!(
+            matches!(
+                decide_on(&claimed_for_answer(), refuse),
+                Err(Refusal::WrongLaunch { .. })
+            ),
+            "an answer's resume goes back through its own bounded retries"
         );
     }
 

@@ -118,6 +118,7 @@ pub(super) fn relaunch(
     next.paused_at = None;
     next.collect_failures = 0;
     next.collect_failed_since = None;
+    next.resume_refusals = 0;
     next.model = None;
     effects.push(started_event(next, step.now));
     Ok(())

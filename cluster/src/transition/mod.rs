@@ -155,6 +155,9 @@ pub fn decide(
         } => ending::decide_ending(&step, &mut next, &mut effects, *reason, detail, guard)?,
         Transition::ReleaseBox { sandbox_id } => ending::release_box(&step, &mut next, sandbox_id)?,
         Transition::Finish => return ending::finish(&step),
+        Transition::RefuseResume { launch_id } => {
+            collect::refuse_resume(&step, &mut next, launch_id)?
+        }
         Transition::ExpirePause { sandbox_id } => {
             ending::expire_pause(&step, &mut next, sandbox_id)?
         }
@@ -324,6 +327,7 @@ mod tests {
                 "clear_hand_back",
                 "decide_ending",
                 "release_box",
+                "refuse_resume",
                 "finish",
                 "expire_pause",
                 "box_reclaimed",

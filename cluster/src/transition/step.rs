@@ -99,6 +99,9 @@ pub enum Transition {
     },
     /// The box the record names was killed (I8).
     ReleaseBox { sandbox_id: String },
+    /// The engine refused to resume a completion's findings: the claim goes back, as
+    /// [`Transition::HandBackClaim`] gives it, with the refusal counted on the row.
+    RefuseResume { launch_id: String },
     /// Deletes an ended row: only with its box reclaimed and nothing owed (I7, I8).
     Finish,
     /// The pause TTL passed: the box is released from the run and owed its kill
@@ -145,6 +148,7 @@ impl Transition {
             Transition::DecideEnding { .. } => "decide_ending",
             Transition::ReleaseBox { .. } => "release_box",
             Transition::Finish => "finish",
+            Transition::RefuseResume { .. } => "refuse_resume",
             Transition::RevertRelaunch { .. } => "revert_relaunch",
             Transition::ExpirePause { .. } => "expire_pause",
             Transition::BoxReclaimed { .. } => "box_reclaimed",

@@ -283,6 +283,9 @@ pub(super) fn one_of_each() -> Vec<Transition> {
         Transition::ReleaseBox {
             sandbox_id: BOX.into(),
         },
+        Transition::RefuseResume {
+            launch_id: LAUNCH.into(),
+        },
         Transition::Finish,
         Transition::ExpirePause {
             sandbox_id: BOX.into(),

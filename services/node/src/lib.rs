@@ -44,7 +44,7 @@ async fn run(command: cli::Command) -> i32 {
     let result = match command {
         cli::Command::Node(args) => run_node(args).await,
         cli::Command::Validate { file } => validate(&file).await,
-        cli::Command::Demo(args) => demo(args).await,
+        cli::Command::Demo(args) => Box::pin(demo(args)).await,
         cli::Command::Token(cli::TokenCommand::Issue(args)) => keys::issue(&args),
         cli::Command::Keyring(command) => keys::keyring(&command),
         other => client::run(other).await,
@@ -209,5 +209,5 @@ async fn check_etcd(store: &boxfleet_config::StoreConfig) {
 }
 
 async fn demo(args: cli::DemoArgs) -> anyhow::Result<i32> {
-    demo::run(args).await
+    Box::pin(demo::run(args)).await
 }

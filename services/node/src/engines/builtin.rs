@@ -66,6 +66,37 @@ impl Engines {
         }
     }
 
+    /// [`Engines::builtin`], with a resume that panics before its turn began settled as
+    /// broken (`resume_broken`) rather than left claimed for a recovery pass to reap.
+    pub(super) async fn builtin_guarded(self: std::sync::Arc<Self>, work: EngineDown) {
+        let resumed = match &work {
+            EngineDown::Resume(resume) => Some((resume.turn_id.clone(), resume.launch_id.clone())),
+            EngineDown::Turn { .. } => None,
+        };
+        let engines = std::sync::Arc::clone(&self);
+        let ran = tokio::spawn(async move { engines.builtin(work).await }).await;
+        let Err(failure) = ran else {
+            return;
+        };
+        let Some((turn_id, launch_id)) = resumed.filter(|_| failure.is_panic()) else {
+            warn!(error = %failure, "builtin_engine_work_failed");
+            return;
+        };
+        let panic = failure.into_panic();
+        let text = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic with no message".to_owned());
+        warn!(turn_id, launch_id, panic = %text, "sandbox_resume_panicked");
+        let broken = Settle::ResumeBroken {
+            error: format!("the built-in engine panicked resuming the turn: {text}"),
+        };
+        if let Err(error) = self.coordinator.settle(&turn_id, &launch_id, broken).await {
+            warn!(turn_id, %error, "builtin_engine_settle_failed");
+        }
+    }
+
     async fn resume(&self, resume: Resume) -> Result<(), lifecycle::Error> {
         let Resume {
             turn_id,
@@ -89,6 +120,22 @@ impl Engines {
         // reply, under an id derived from the run, so a node that dies before the settle leaves
         // a claim the seat's next holder revives, collects again and resumes with the same
         // reply; an answer's turn is its relaunch, which takes the answer in the same write
+        // test failpoints: a resume that breaks before its turn (a panic re-entering it), and
+        // an engine that refuses every findings resume it is offered
+        if boxfleet_actors::workers::failpoint_once("engine-resume-panics") {
+            panic!("failpoint engine-resume-panics: the conversation cannot be re-entered");
+        }
+        if kind == ResumeKind::Findings
+            && boxfleet_actors::workers::failpoint_armed("engine-findings-refused")
+        {
+            let refused = Settle::Retry {
+                error: "failpoint engine-findings-refused".into(),
+            };
+            self.coordinator
+                .settle(&turn_id, &launch_id, refused)
+                .await?;
+            return Ok(());
+        }
         match kind {
             ResumeKind::Findings => {
                 crash::point(crash::SETTLE_AFTER_TAKE);

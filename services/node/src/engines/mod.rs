@@ -394,7 +394,7 @@ impl ractor::Actor for Router {
                 Routed::Sent => {}
                 Routed::Builtin(work) => {
                     let engines = state.engines.clone();
-                    tokio::spawn(async move { engines.builtin(work).await });
+                    tokio::spawn(async move { engines.builtin_guarded(work).await });
                 }
                 Routed::NoEngine(work) => state.engines.wait(work),
             },

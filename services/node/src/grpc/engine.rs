@@ -182,6 +182,9 @@ impl pb::engine_server::Engine for EngineService {
                             Some(pb::settle::Outcome::Retry(r)) => {
                                 lifecycle::Settle::Retry { error: r.error }
                             }
+                            Some(pb::settle::Outcome::ResumeBroken(r)) => {
+                                lifecycle::Settle::ResumeBroken { error: r.error }
+                            }
                             None => continue,
                         };
                         coordinator
