@@ -421,3 +421,54 @@ async fn a_resume_that_panics_before_its_turn_ends_the_run_resume_broken_and_the
     assert_eq!(body["reply_went_back"], true, "{body:#}");
     assert!(fleet.logs().contains("sandbox_resume_panicked"));
 }
+
+/// An answer's resume the engine refuses is retried a second later, doubling to 30 s (DESIGN
+/// §15), never at once. On `main` a fresh run driver read the record as it started, skipping
+/// the delay: all 10 attempts were spent in ~55 ms and the answer let go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_answer_resume_is_retried_on_its_spacing_not_at_once() {
+    let fleet = Fleet::start_armed(&["n1"], 3, "engine-answers-refused");
+    let turn = launch(
+        &fleet,
+        "wedge-spacing",
+        r#"boxfleet-ask "which way?" --to requester"#,
+    );
+    let launch_id = eventually(
+        &fleet,
+        "the run to park",
+        Duration::from_secs(60),
+        async || {
+            let record = fleet.record("n1", &turn).await?;
+            (record["status"] == "awaiting_clarification")
+                .then(|| record["launch_id"].as_str().unwrap_or_default().to_owned())
+        },
+    )
+    .await;
+    let answered = std::time::Instant::now();
+    let (code, out, err) = fleet
+        .node("n1")
+        .cli(&["answer", &turn, "--launch", &launch_id, "--text", "left"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let attempts = async || {
+        let record = fleet.record("n1", &turn).await?;
+        record["answer"]["attempts"].as_u64()
+    };
+    // attempts 1 (at once), 2 (+1 s), 3 (+2 s), 4 (+4 s): the fourth no sooner than 7 s on
+    eventually(
+        &fleet,
+        "a fourth attempt",
+        Duration::from_secs(60),
+        async || (attempts().await? >= 4).then_some(()),
+    )
+    .await;
+    let elapsed = answered.elapsed();
+    assert!(
+        elapsed >= Duration::from_secs(7),
+        "four attempts in {elapsed:?}: the retries were not spaced"
+    );
+    let record = fleet.record("n1", &turn).await.expect("the run waits on");
+    assert_ne!(
+        record["status"], "awaiting_clarification",
+        "the answer is not let go yet: {record:#}"
+    );
+}

@@ -6,6 +6,7 @@
 //! nothing more from this node (settled, parked, or moved to another holder) stops its actor.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use boxfleet_cluster::record::Status;
@@ -25,6 +26,10 @@ pub struct RunActor;
 pub struct RunArgs {
     pub coordinator: Arc<Coordinator>,
     pub turn_id: String,
+    /// set at the driver's first start: a restart (after a panic) reads the record again at
+    /// once, while a first start waits for the message that started it — a retry's delay is
+    /// waited out, not skipped by a read on start
+    pub started: Arc<AtomicBool>,
 }
 
 #[derive(Debug)]
@@ -45,7 +50,9 @@ impl Actor for RunActor {
         myself: ActorRef<Self::Msg>,
         args: RunArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let _ = myself.cast(RunMsg::Check);
+        if args.started.swap(true, Ordering::SeqCst) {
+            let _ = myself.cast(RunMsg::Check);
+        }
         Ok(args)
     }
 

@@ -64,6 +64,7 @@ impl NodeTree {
         let args = RunArgs {
             coordinator,
             turn_id: turn_id.to_owned(),
+            started: Default::default(),
         };
         let driver = self
             .child(

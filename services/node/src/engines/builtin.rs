@@ -121,15 +121,17 @@ impl Engines {
         // a claim the seat's next holder revives, collects again and resumes with the same
         // reply; an answer's turn is its relaunch, which takes the answer in the same write
         // test failpoints: a resume that breaks before its turn (a panic re-entering it), and
-        // an engine that refuses every findings resume it is offered
+        // an engine that refuses every findings (or answer) resume it is offered
         if boxfleet_actors::workers::failpoint_once("engine-resume-panics") {
             panic!("failpoint engine-resume-panics: the conversation cannot be re-entered");
         }
-        if kind == ResumeKind::Findings
-            && boxfleet_actors::workers::failpoint_armed("engine-findings-refused")
-        {
+        let refused = match kind {
+            ResumeKind::Findings => "engine-findings-refused",
+            ResumeKind::Answer | ResumeKind::Reseed => "engine-answers-refused",
+        };
+        if boxfleet_actors::workers::failpoint_armed(refused) {
             let refused = Settle::Retry {
-                error: "failpoint engine-findings-refused".into(),
+                error: format!("failpoint {refused}"),
             };
             self.coordinator
                 .settle(&turn_id, &launch_id, refused)
