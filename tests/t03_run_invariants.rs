@@ -260,6 +260,7 @@ async fn i4_the_first_qualifying_answer_wins(store: Arc<dyn Store>, prefix: &str
         from: "alice".into(),
         text: "postgres".into(),
         posted_at: at(20),
+        answer_given: None,
     };
     let queued = world.inbox.enqueue(SEAT, &delivery).await.expect("enqueue");
     assert!(matches!(queued, Enqueued::Queued { .. }));
@@ -460,6 +461,7 @@ async fn i7_a_row_owing_a_reply_is_never_deleted(store: Arc<dyn Store>, prefix: 
         from: copy.from.clone(),
         text: copy.text.clone(),
         posted_at: copy.posted_at,
+        answer_given: None,
     };
     world
         .inbox
@@ -594,6 +596,7 @@ async fn i9_a_node_without_the_seat_writes_nothing(store: Arc<dyn Store>, prefix
         from: "bob".into(),
         text: "hi".into(),
         posted_at: at(1),
+        answer_given: None,
     };
     world.inbox.enqueue(SEAT, &message).await.expect("enqueue");
     let head = world.inbox.head(SEAT).await.expect("head").expect("queued");
@@ -681,6 +684,7 @@ async fn inbox_acks_dedupes_defers_and_dead_letters(store: Arc<dyn Store>, prefi
         from: "bob".into(),
         text: format!("message {id}"),
         posted_at: at(1),
+        answer_given: None,
     };
     for id in ["m1", "m2", "m3"] {
         let queued = world

@@ -5,9 +5,10 @@
 //!   (DESIGN §6 I13). On `main` the repeat of an ended turn ran the job again: two phase
 //!   records, two replies.
 //!
-//! - an answer given by naming a run while its seat runs another job waits, and resumes the run
-//!   once that job is done (spec line 20: one coding run of a seat at a time). On `main` it
-//!   resumed at once, two of the seat's jobs in flight.
+//! - an answer given by naming a run while its seat runs another job waits on the seat's inbox
+//!   (`sandbox_answer_given`, `pending`), and resumes the run once that job is done (spec line
+//!   20: one coding run of a seat at a time; lines 476-478). On `main` it resumed at once, two
+//!   of the seat's jobs in flight.
 //!
 //! - a launch whose node dies after its E2B box was made and before the box's id reached the
 //!   row leaves no box: the box carries its launch in its metadata, and the reap of the
@@ -130,9 +131,16 @@ async fn an_answer_given_by_naming_a_run_waits_while_its_seat_runs_another_job()
         .node("n1")
         .cli(&["answer", &asking, "--launch", &launch_id, "--text", "go on"]);
     assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("pending"), "{out}{err}");
+    // a second answer to the same question waits too; the first one taken wins
+    let (code, out, err) = fleet
+        .node("n1")
+        .cli(&["answer", &asking, "--launch", &launch_id, "--text", "stop"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("pending"), "{out}{err}");
 
-    // while the other job runs, the answer is recorded and waits (main resumed it at once:
-    // two of the seat's jobs in flight)
+    // while the other job runs, the answer waits on the seat's inbox and the run on its
+    // question (main resumed it at once: two of the seat's jobs in flight)
     for _ in 0..10 {
         let (a, b) = (
             status_of(&fleet, &asking).await,
@@ -143,7 +151,7 @@ async fn an_answer_given_by_naming_a_run_waits_while_its_seat_runs_another_job()
         }
         assert_eq!(
             a.as_deref(),
-            Some("answered"),
+            Some("awaiting_clarification"),
             "the answer waits for the seat"
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -190,6 +198,16 @@ async fn an_answer_given_by_naming_a_run_waits_while_its_seat_runs_another_job()
     assert_eq!(
         asked.iter().filter(|e| e["type"] == "turn_replied").count(),
         1
+    );
+    let became: Vec<_> = asked
+        .iter()
+        .filter(|e| e["type"] == "sandbox_run_answered")
+        .map(|e| e["body"]["became"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        became,
+        ["resumed", "not_awaiting"],
+        "the first answer resumed the run, the second found it answered: {asked:#?}"
     );
 }
 

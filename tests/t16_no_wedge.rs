@@ -381,10 +381,11 @@ async fn a_findings_resume_the_engine_keeps_refusing_ends_the_run_resume_broken(
 
 /// A resume that breaks before its turn began — the built-in engine panicking as it re-enters
 /// the conversation — is not retried: the run ends `resume_broken`, announced once, and the
-/// person's reply that drove it goes back to the seat. On `main` the panic left the claim for
-/// the seat's next recovery pass, which reaped it as an abandoned tail.
+/// answer that drove it, given by naming the run, is announced gone (a chat reply would go back
+/// to the seat as the ordinary message it is). On `main` the panic left the claim for the
+/// seat's next recovery pass, which reaped it as an abandoned tail.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_resume_that_panics_before_its_turn_ends_the_run_resume_broken_and_the_reply_goes_back() {
+async fn a_resume_that_panics_before_its_turn_ends_the_run_resume_broken_and_the_answer_is_gone() {
     let fleet = Fleet::start_armed(&["n1"], 3, "engine-resume-panics");
     let turn = launch(
         &fleet,
@@ -418,7 +419,14 @@ async fn a_resume_that_panics_before_its_turn_ends_the_run_resume_broken_and_the
     assert_eq!(failures.len(), 1, "announced once: {failures:#?}");
     let body = &failures[0]["body"];
     assert_eq!(body["reason"], "resume_broken", "{body:#}");
-    assert_eq!(body["reply_went_back"], true, "{body:#}");
+    assert_eq!(body["reply_went_back"], false, "{body:#}");
+    let events = fleet.events_of("n1", &turn).await;
+    let became: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "sandbox_run_answered")
+        .map(|e| e["body"]["became"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(became, ["resumed", "gone"], "{events:#?}");
     assert!(fleet.logs().contains("sandbox_resume_panicked"));
 }
 

@@ -654,7 +654,7 @@ impl Actor for Collectors {
             let coordinator = args.coordinator.clone();
             let (turn, launch) = (turn_id.clone(), launch_id.clone());
             let collection =
-                tokio::spawn(async move { coordinator.complete(&turn, &launch).await });
+                tokio::spawn(async move { Box::pin(coordinator.complete(&turn, &launch)).await });
             match collection.await {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => {

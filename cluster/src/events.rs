@@ -67,6 +67,46 @@ impl Event {
     }
 }
 
+/// An answer and its run, for `sandbox_run_answered`: what the answer became is announced once
+/// per answer and outcome (the id is derived from the answer's delivery and the outcome).
+#[derive(Debug, Clone, Copy)]
+pub struct Answered<'a> {
+    pub turn_id: &'a str,
+    pub launch_id: &'a str,
+    pub seat: &'a str,
+    /// `chat` or `operator`
+    pub route: &'a str,
+    pub answered_by: &'a str,
+    pub given_by: Option<&'a str>,
+    pub delivery_id: &'a str,
+}
+
+impl Answered<'_> {
+    /// `became`: resumed, not_awaiting, gone or declined.
+    pub fn event(&self, became: &str, at: DateTime<Utc>) -> Event {
+        Event::new(
+            kind::RUN_ANSWERED,
+            &[self.turn_id, self.delivery_id, became],
+            self.turn_id,
+            self.launch_id,
+            self.seat,
+            at,
+            serde_json::json!({
+                "route": self.route,
+                "answered_by": self.answered_by,
+                "given_by": self.given_by,
+                "delivery_id": self.delivery_id,
+                "became": became,
+            }),
+        )
+    }
+
+    /// The id of the event announcing that the answer `became` this.
+    pub fn event_id(&self, became: &str) -> String {
+        derive_id(&[kind::RUN_ANSWERED, self.turn_id, self.delivery_id, became])
+    }
+}
+
 /// A stable id from its parts: 32 hex digits of their SHA-256 (parts separated unambiguously).
 pub fn derive_id(parts: &[&str]) -> String {
     let mut hash = Sha256::new();

@@ -36,6 +36,23 @@ pub struct Delivery {
     pub text: String,
     /// the envelope's own post time (a chat vendor's post time)
     pub posted_at: DateTime<Utc>,
+    /// `sandbox_answer_given`: an answer naming its run (answer_run), addressed to the run
+    /// rather than to the seat — taken off the inbox before its screening, never a turn
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_given: Option<Box<AnswerGiven>>,
+}
+
+/// An answer given by naming a run and the question it answers (the spec's
+/// `sandbox_answer_given`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnswerGiven {
+    pub turn_id: String,
+    /// the job the run held when it asked (off the row answer_run checked): the run is resumed
+    /// with the answer only while it still waits on that question
+    pub launch_id: String,
+    /// the admin who gave it on the person's behalf (the person is `from`)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given_by: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -177,6 +194,19 @@ impl Inbox {
     /// The oldest queued message.
     pub async fn head(&self, seat: &str) -> Result<Option<Message>, Error> {
         Ok(self.list(seat).await?.into_iter().next())
+    }
+
+    /// What the seat works next: the oldest answer given by naming a run (addressed to its run,
+    /// it waited only for the seat to be free, and is the first thing offered), else the head.
+    pub async fn next_up(&self, seat: &str) -> Result<Option<Message>, Error> {
+        let queued = self.list(seat).await?;
+        let answer = queued
+            .iter()
+            .position(|message| message.delivery.answer_given.is_some());
+        Ok(match answer {
+            Some(at) => queued.into_iter().nth(at),
+            None => queued.into_iter().next(),
+        })
     }
 
     /// The seat's dead letters, oldest first.

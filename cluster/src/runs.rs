@@ -110,6 +110,31 @@ impl Runs {
         &self.store
     }
 
+    /// Announces `event` on its own, once: created only if no event with its id exists (an
+    /// announcement about a run that no write of the run carries — an answer that found the
+    /// run gone, or not waiting on its question). `true` when this call created it.
+    pub async fn announce(&self, event: &events::Event) -> Result<bool, Error> {
+        for _ in 0..2 {
+            let lease = self.events.lease(self.store.as_ref(), Utc::now()).await?;
+            let (compare, put) = events::create(&self.keys, event, lease);
+            let txn = Txn::new().when([compare]).and_then([put]);
+            match self.store.txn(txn).await {
+                Ok(response) => return Ok(response.succeeded),
+                Err(Error::Invalid(message)) if message.contains("lease") => self.events.forget(),
+                Err(error) => return Err(error),
+            }
+        }
+        Err(Error::Unavailable(format!(
+            "event {} was not announced: its retention lease kept lapsing",
+            event.id
+        )))
+    }
+
+    /// Whether the event with `id` was announced (and is still retained).
+    pub async fn announced(&self, id: &str) -> Result<bool, Error> {
+        Ok(self.store.get(&self.keys.event(id)).await?.is_some())
+    }
+
     /// Reads one run.
     pub async fn read(&self, turn_id: &str) -> Result<Option<Versioned>, Error> {
         let key = self.keys.run(turn_id);

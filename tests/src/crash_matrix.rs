@@ -215,7 +215,8 @@ impl Trial {
                 .fleet
                 .node(&via)
                 .cli(&["answer", &self.turn, "--launch", &launch, "--text", "go on"]);
-            if code == 0 && out.contains("recorded") {
+            // recorded on the run, or pending on the seat's inbox: durable either way
+            if code == 0 && (out.contains("recorded") || out.contains("pending")) {
                 return true;
             }
             self.notes

@@ -12,104 +12,25 @@
 
 use std::time::Duration;
 
-use boxfleet_cluster::record::{Answer, AnswerRoute, RunRecord, Status};
-use boxfleet_cluster::runs::{Outcome, RunError};
-use boxfleet_cluster::transition::{DEFAULT_PAUSE_TTL_SECONDS, Fence, Refusal, Transition};
+use boxfleet_cluster::record::{Answer, RunRecord, Status};
+use boxfleet_cluster::runs::Outcome;
+use boxfleet_cluster::transition::{DEFAULT_PAUSE_TTL_SECONDS, Fence, Transition};
 use chrono::{DateTime, Utc};
 use tracing::{info, warn};
 
 use crate::crash;
 
 use super::Coordinator;
-use super::api::{AnswerOutcome, Answerer, EngineDown, Resume, ResumeKind};
+use super::api::{EngineDown, Resume, ResumeKind};
 use super::error::Error;
 use super::follow_ups::AnswerRetry;
 use super::job::StoredJob;
 use super::limits::MAX_ANSWER_RESUME_ATTEMPTS;
-use super::text::new_id;
 
 /// How often a recorded answer waiting for its seat looks again.
 const SEAT_WAIT_RECHECK: Duration = Duration::from_secs(2);
 
 impl Coordinator {
-    /// answer_run: records the answer on a parked run, then drives its resume. Who may answer
-    /// is the spec's answer authority: the run's requester, whoever leads its seat, or an admin
-    /// — never a seat.
-    pub async fn answer(
-        &self,
-        turn_id: &str,
-        launch_id: &str,
-        text: &str,
-        answerer: &Answerer,
-    ) -> Result<AnswerOutcome, Error> {
-        let Some(run) = self.runs.read(turn_id).await? else {
-            return Ok(AnswerOutcome::Gone);
-        };
-        if !answerer.admin {
-            self.company
-                .may_answer(
-                    &run.record.seat,
-                    run.record.requester.as_deref(),
-                    &answerer.from,
-                )
-                .map_err(Error::Denied)?;
-        }
-        if !launch_id.is_empty() && run.record.launch_id != launch_id {
-            return Ok(AnswerOutcome::WrongLaunch(run.record.launch_id.clone()));
-        }
-        let from = answerer.from.as_str();
-        let _working = self.working_on(&run.record.seat);
-        let fence = self.seat_fence(&run.record.seat).await?;
-        let now = Utc::now();
-        let answer = Answer {
-            text: text.to_owned(),
-            from: from.to_owned(),
-            delivery_id: new_id("answer"),
-            posted_at: now,
-            recorded_at: now,
-            taken_at: None,
-            lost_claims: 0,
-            first_lost_at: None,
-            attempts: 0,
-            first_failed_at: None,
-            given_by: answerer.given_by.clone(),
-            conversation_key: run.record.conversation_key.clone(),
-            partition: run.record.partition.clone(),
-            // the job whose question is answered, checked again inside the write
-            for_launch: Some(run.record.launch_id.clone()),
-            route: AnswerRoute::Operator,
-        };
-        crash::point(crash::ANSWER_BEFORE_RECORD);
-        match self
-            .runs
-            .apply(&fence, turn_id, Transition::RecordAnswer { answer })
-            .await
-        {
-            Ok(_) => {}
-            Err(RunError::Refused(Refusal::AlreadyAnswered | Refusal::AlreadyRecorded)) => {
-                return Ok(AnswerOutcome::AlreadyAnswered);
-            }
-            Err(RunError::Refused(Refusal::WrongStatus { found, .. })) => {
-                return Ok(AnswerOutcome::NotAwaiting(found.to_string()));
-            }
-            Err(RunError::Refused(Refusal::Missing)) => return Ok(AnswerOutcome::Gone),
-            // the run moved on to another job between the read and the write
-            Err(RunError::Refused(Refusal::WrongLaunch { current, .. })) => {
-                return Ok(AnswerOutcome::WrongLaunch(current));
-            }
-            Err(error) => return Err(error.into()),
-        }
-        info!(
-            turn_id,
-            from,
-            given_by = answerer.given_by.as_deref(),
-            "sandbox_answer_recorded"
-        );
-        crash::point(crash::ANSWER_AFTER_RECORD);
-        self.drive_answer(&fence, turn_id).await?;
-        Ok(AnswerOutcome::Recorded)
-    }
-
     /// Claims an answered run and hands its resume to the engine.
     pub async fn drive_answer(&self, fence: &Fence, turn_id: &str) -> Result<(), Error> {
         let Some(run) = self.runs.read(turn_id).await? else {
@@ -239,6 +160,7 @@ pub(super) fn after_failed_resume(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use boxfleet_cluster::record::AnswerRoute;
 
     fn at(seconds: i64) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339("2026-12-01T10:00:00Z")

@@ -163,6 +163,9 @@ pub struct Answerer {
 pub enum AnswerOutcome {
     /// the answer is on the record; the run resumes with it
     Recorded,
+    /// the answer is on the seat's inbox, behind the job the seat runs (or for the seat's holder
+    /// to take): it is recorded, and the run resumed with it, when the seat takes it
+    Pending,
     /// the run is not waiting on a question (its status is given)
     NotAwaiting(String),
     /// no such run: it was collected, or never existed
@@ -178,6 +181,7 @@ impl AnswerOutcome {
     pub fn word(&self) -> &'static str {
         match self {
             AnswerOutcome::Recorded => "recorded",
+            AnswerOutcome::Pending => "pending",
             AnswerOutcome::NotAwaiting(_) => "not_awaiting",
             AnswerOutcome::Gone => "gone",
             AnswerOutcome::WrongLaunch(_) => "wrong_launch",

@@ -116,6 +116,7 @@ impl Coordinator {
                 from: copy.from.clone(),
                 text: copy.text.clone(),
                 posted_at: copy.posted_at,
+                answer_given: None,
             };
             self.inbox.enqueue(&record.seat, &delivery).await?;
             ids.push(copy.delivery_id.clone());

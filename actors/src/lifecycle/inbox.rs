@@ -48,13 +48,20 @@ impl Coordinator {
                     .iter()
                     .all(|run| run.record.status == boxfleet_cluster::record::Status::Answered);
                 if all_answered {
-                    return self.drive_answer(&fence, &first.record.turn_id).await;
+                    self.drive_answer(&fence, &first.record.turn_id).await?;
                 }
-                return Ok(());
+                // an answer naming a run that no longer waits on its question answers nothing:
+                // it is spent now rather than held behind the seat's job
+                return self.spend_stale_answers(&fence).await;
             }
-            let Some(message) = self.inbox.head(seat).await? else {
+            let Some(message) = self.inbox.next_up(seat).await? else {
                 return Ok(());
             };
+            // an answer naming its run is the run's, taken off before the screening
+            if let Some(given) = &message.delivery.answer_given {
+                self.work_answer_given(&fence, &message, given).await?;
+                continue;
+            }
             if self.offer_to_parked(&fence, &message).await? {
                 continue;
             }

@@ -36,6 +36,7 @@
 
 pub mod access;
 mod answer;
+mod answer_given;
 pub mod api;
 mod assess;
 mod collect;

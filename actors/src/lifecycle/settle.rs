@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use boxfleet_cluster::record::{ClaimKind, EndingReason, RunRecord, Status};
+use boxfleet_cluster::record::{AnswerRoute, ClaimKind, EndingReason, RunRecord, Status};
 use boxfleet_cluster::runs::{Outcome, RunError};
 use boxfleet_cluster::transition::{EndingGuard, Fence, Refusal, Transition};
 use tracing::{info, warn};
@@ -243,11 +243,17 @@ struct Relaunch {
 
 /// A broken resume's ending detail: the error, and whether a person's reply goes back.
 fn broken_detail(run: &RunRecord, error: &str) -> String {
-    let reply_back = run
+    let untaken = run
         .answer
         .as_ref()
-        .is_some_and(|answer| answer.taken_at.is_none());
-    if reply_back {
+        .filter(|answer| answer.taken_at.is_none());
+    if untaken.is_some_and(|answer| answer.route == AnswerRoute::Operator) {
+        format!(
+            "the resume broke before its turn began: {error}; the answer given by naming the run \
+             was let go with it (announced gone): answer the question again once the run is \
+             launched anew"
+        )
+    } else if untaken.is_some() {
         format!(
             "the resume broke before its turn began: {error}; the person's reply went back to \
              the seat as the ordinary message it is"

@@ -137,7 +137,11 @@ pub(super) fn let_go(
     if current.answer_taken() {
         return Err(Refusal::AnswerTaken);
     }
-    if let Some(answer) = &current.answer {
+    // an answer by name let go is announced declined, so the person knows to answer again; a
+    // chat reply let go becomes the ordinary message it is and records nothing
+    if let Some(answer) = &current.answer
+        && answer.route == crate::record::AnswerRoute::Operator
+    {
         effects.push(answered_event(current, answer, "declined", step.now));
     }
     let_answer_go(next, effects);
@@ -161,6 +165,9 @@ pub(super) fn clear_hand_back(
 
 /// Takes the untaken answer off the run into a copy owed to the seat; a taken one stays spent.
 /// Either way its original delivery is recorded as worked. Returns whether a copy is owed.
+/// An answer given by naming the run has no ordinary form to become: it gets no copy, only its
+/// announcement (declined, or gone when its run ended, which the caller makes), so the person
+/// knows to answer again.
 pub(super) fn let_answer_go(record: &mut RunRecord, effects: &mut Vec<Effect>) -> bool {
     let Some(answer) = record.answer.take() else {
         return false;
@@ -169,6 +176,12 @@ pub(super) fn let_answer_go(record: &mut RunRecord, effects: &mut Vec<Effect>) -
         delivery_id: answer.delivery_id.clone(),
     });
     if answer.taken_at.is_some() {
+        return false;
+    }
+    if answer.route == crate::record::AnswerRoute::Operator {
+        if !record.declined_answers.contains(&answer.delivery_id) {
+            record.declined_answers.push(answer.delivery_id.clone());
+        }
         return false;
     }
     let copy = copy_of(&answer);
@@ -183,27 +196,22 @@ pub(super) fn let_answer_go(record: &mut RunRecord, effects: &mut Vec<Effect>) -
 
 /// `sandbox_run_answered`: the run, the route, who answered, and what the answer `became`;
 /// its id is derived from the answer's delivery and the outcome, so it is announced once.
-fn answered_event(
+pub(super) fn answered_event(
     run: &RunRecord,
     answer: &crate::record::Answer,
     became: &str,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Effect {
-    Effect::Announce(Box::new(events::Event::new(
-        events::kind::RUN_ANSWERED,
-        &[&run.turn_id, &answer.delivery_id, became],
-        &run.turn_id,
-        &run.launch_id,
-        &run.seat,
-        now,
-        serde_json::json!({
-            "route": answer.route.as_str(),
-            "answered_by": answer.from,
-            "given_by": answer.given_by,
-            "delivery_id": answer.delivery_id,
-            "became": became,
-        }),
-    )))
+    let answered = events::Answered {
+        turn_id: &run.turn_id,
+        launch_id: &run.launch_id,
+        seat: &run.seat,
+        route: answer.route.as_str(),
+        answered_by: &answer.from,
+        given_by: answer.given_by.as_deref(),
+        delivery_id: &answer.delivery_id,
+    };
+    Effect::Announce(Box::new(answered.event(became, now)))
 }
 
 /// The copy of a reply owed back to the seat, its delivery id derived from the original's.
@@ -226,6 +234,7 @@ fn copy_of(answer: &Answer) -> HandBack {
 mod tests {
     use chrono::{DateTime, Duration, Utc};
 
+    use crate::record::AnswerRoute;
     use crate::transition::{DEFAULT_PAUSE_TTL_SECONDS, MAX_ANSWER_REVIVALS};
 
     use crate::transition::test_support::*;
@@ -614,14 +623,14 @@ mod tests {
         run.answer.as_ref().expect("an answer on the run")
     }
 
-    /// A let-go's effects: the answer announced declined, then its delivery spent.
+    /// A let-go's effects: an answer by name announced declined, then its delivery spent (a
+    /// chat reply let go becomes the ordinary message it is, and records nothing).
     fn declined_and_spent(current: &RunRecord) -> Vec<Effect> {
-        let mut effects = vec![answered_event(
-            current,
-            answer_of(current),
-            "declined",
-            now(),
-        )];
+        let answer = answer_of(current);
+        let mut effects = Vec::new();
+        if answer.route == AnswerRoute::Operator {
+            effects.push(answered_event(current, answer, "declined", now()));
+        }
         effects.extend(spent());
         effects
     }
@@ -630,6 +639,22 @@ mod tests {
     fn a_let_go_answer_is_declined_and_its_copy_owed_to_the_seat() {
         let current = answered();
         let mut expected = let_go_of(&current);
+        expected.status = Status::AwaitingClarification;
+        assert_eq!(
+            decide_on(&current, Transition::LetGo),
+            writes(expected, declined_and_spent(&current))
+        );
+    }
+
+    #[test]
+    fn a_let_go_answer_by_name_is_announced_declined_and_gets_no_copy() {
+        let mut current = answered();
+        if let Some(answer) = current.answer.as_mut() {
+            answer.route = AnswerRoute::Operator;
+        }
+        let mut expected = stamped(&current);
+        expected.answer = None;
+        expected.declined_answers = vec![DELIVERY.into()];
         expected.status = Status::AwaitingClarification;
         assert_eq!(
             decide_on(&current, Transition::LetGo),

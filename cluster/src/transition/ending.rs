@@ -6,7 +6,7 @@
 use crate::events::{self, Event};
 use crate::record::{Ending, EndingReason, RunRecord, Status};
 
-use super::answer::let_answer_go;
+use super::answer::{answered_event, let_answer_go};
 use super::step::{Decision, Effect, EndingGuard, Next, Refusal, Step};
 
 /// Decides the ending; an untaken answer on the run goes back to the seat as a copy.
@@ -28,6 +28,14 @@ pub(super) fn decide_ending(
             step.same_launch(launch_id)?;
         }
         EndingGuard::Any => {}
+    }
+    // an answer by name no turn took, let go with its run, is announced gone (no copy of it
+    // goes back: it has no ordinary form to become)
+    if let Some(answer) = &current.answer
+        && answer.taken_at.is_none()
+        && answer.route == crate::record::AnswerRoute::Operator
+    {
+        effects.push(answered_event(current, answer, "gone", now));
     }
     let reply_goes_back = let_answer_go(next, effects);
     let mut ending = Ending {

@@ -10,7 +10,8 @@ use super::conn::{CALL_TIMEOUT, connect};
 use super::render::{cell, non_empty, one_line, out, shell_quote};
 use crate::cli::{AnswerArgs, DeliverArgs};
 
-/// Runs `boxfleet answer`: exit 0 when the answer was recorded, 1 for any other outcome.
+/// Runs `boxfleet answer`: exit 0 when the answer was recorded or is pending on the seat's
+/// inbox (durable either way; the run resumes with it), 1 for any other outcome.
 pub(super) async fn answer(args: &AnswerArgs) -> anyhow::Result<i32> {
     let AnswerArgs {
         turn,
@@ -33,12 +34,23 @@ pub(super) async fn answer(args: &AnswerArgs) -> anyhow::Result<i32> {
         "{}\n",
         answer_line(&reply.outcome, &reply.detail, turn)
     ))?;
-    Ok(if reply.outcome == "recorded" { 0 } else { 1 })
+    Ok(
+        if matches!(reply.outcome.as_str(), "recorded" | "pending") {
+            0
+        } else {
+            1
+        },
+    )
 }
 
 fn answer_line(outcome: &str, detail: &str, turn: &str) -> String {
     let meaning = match outcome {
         "recorded" => "the answer is on the run; its turn resumes with it".to_owned(),
+        "pending" => {
+            "the answer waits on the seat's inbox behind its current job; the run resumes with \
+             it once that job settles or parks"
+                .to_owned()
+        }
         "not_awaiting" => "the run is not waiting on a question".to_owned(),
         "gone" => "no such run: it was collected or ended".to_owned(),
         "wrong_launch" => format!(

@@ -152,6 +152,7 @@ impl Local {
             from,
             text: r.text,
             posted_at: parse_time(&r.posted_at)?,
+            answer_given: None,
         };
         let (outcome, seq) = match self
             .coordinator
@@ -326,6 +327,10 @@ impl Local {
             AnswerOutcome::Gone => "no such run: it was collected or never existed".into(),
             AnswerOutcome::AlreadyAnswered => "somebody answered first".into(),
             AnswerOutcome::Recorded => "the answer is recorded; the run resumes with it".into(),
+            AnswerOutcome::Pending => "the answer is on the seat's inbox, behind the job the \
+                                       seat runs now: it is recorded, and the run resumed with \
+                                       it, when that job settles or parks"
+                .into(),
         };
         Ok(Response::new(pb::AnswerReply {
             outcome: outcome.word().into(),
