@@ -437,3 +437,61 @@ async fn a_launch_killed_after_its_e2b_box_was_made_leaves_no_box_behind() {
         "the box was found by its launch"
     );
 }
+
+/// A chat reply whose answer the store will not record is handed back by deferral, keeping its
+/// place, and offered again after each of the node's session renews — at most 10 times in one
+/// process — then let go to the ordinary route, where it becomes the turn it looks like; the
+/// parked run keeps waiting on its question (spec lines 440 and 452). On `main` a failed record
+/// stopped the seat's inbox until something else happened to pump it, without bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_the_store_will_not_record_is_offered_again_then_let_go_to_the_ordinary_route() {
+    let fleet = Fleet::start_armed(&["n1"], 3, "offer-record-fails");
+    let ask = r#"boxfleet-ask "which way?" --to requester"#;
+    let (code, out, err) = fleet.node("n1").cli(&[
+        "deliver",
+        "--seat",
+        "deferred",
+        "--conversation",
+        "conv-deferred",
+        "--text",
+        ask,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let logs_say = |what: &str| fleet.logs().matches(what).count();
+    eventually(
+        &fleet,
+        "the run to park",
+        Duration::from_secs(60),
+        async || (logs_say("sandbox_clarification_requested") == 1).then_some(()),
+    )
+    .await;
+    let (code, out, err) = fleet.node("n1").cli(&[
+        "deliver",
+        "--seat",
+        "deferred",
+        "--conversation",
+        "conv-deferred",
+        "--text",
+        "true",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    eventually(
+        &fleet,
+        "the reply to be let go after its attempts",
+        Duration::from_secs(90),
+        async || (logs_say("sandbox_answer_record_exhausted") == 1).then_some(()),
+    )
+    .await;
+    assert_eq!(
+        logs_say("sandbox_answer_deferred"),
+        9,
+        "nine hand-backs, each offered again after a renew"
+    );
+    eventually(
+        &fleet,
+        "the reply to run as an ordinary turn",
+        Duration::from_secs(30),
+        async || (logs_say("builtin_engine_launched") >= 2).then_some(()),
+    )
+    .await;
+}

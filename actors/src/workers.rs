@@ -136,6 +136,12 @@ impl Actor for SessionKeeper {
         if let Err(error) = coordinator.renew_session().await {
             duty_failed(coordinator.store.as_ref(), "session_renew_failed", &error);
             state.errors.record("session", &error.to_string());
+            return Ok(());
+        }
+        // an inbox that stopped on a hand-back is offered again after the renew
+        for seat in coordinator.stalled_inboxes() {
+            let coordinator = coordinator.clone();
+            tokio::spawn(async move { coordinator.pump(&seat).await });
         }
         Ok(())
     }

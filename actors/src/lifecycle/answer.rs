@@ -104,6 +104,8 @@ impl Coordinator {
         match self.runs.apply(&fence, turn_id, Transition::LetGo).await {
             Ok(Outcome::Written(run)) => {
                 warn!(turn_id, attempts, "sandbox_answer_requeue_exhausted");
+                // the run waits on its question again
+                self.offers.parked(seat);
                 if let Err(error) = self.publish_hand_backs(&fence, &run.record).await {
                     warn!(turn_id, %error, "sandbox_hand_back_owed");
                 }

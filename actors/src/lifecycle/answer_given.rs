@@ -170,6 +170,7 @@ impl Coordinator {
         let record = Transition::RecordAnswer { answer };
         match self.runs.apply(fence, turn_id, record).await {
             Ok(_) | Err(RunError::Refused(Refusal::AlreadyRecorded)) => {
+                self.offers.answered(&fence.seat);
                 info!(
                     turn_id,
                     from = %delivery.from,

@@ -389,6 +389,7 @@ impl Coordinator {
                 question,
             };
             let parked = self.runs.apply(fence, turn_id, park).await?;
+            self.offers.parked(&run.seat);
             crash::point(crash::COLLECT_AFTER_PARK);
             info!(turn_id, launch_id, "sandbox_clarification_requested");
             // pause_ttl_seconds: 0 holds no snapshot: the box goes now, the run to reseed

@@ -9,13 +9,25 @@
 use boxfleet_cluster::inbox::{Delivery, Enqueued, Message};
 use boxfleet_cluster::record::{Answer, Status};
 use boxfleet_cluster::runs::{RunError, Versioned};
-use boxfleet_cluster::transition::{Fence, Refusal, Transition};
+use std::time::Duration;
+
+use boxfleet_cluster::transition::{DEFAULT_PAUSE_TTL_SECONDS, Fence, Refusal, Transition};
 use chrono::Utc;
-use tracing::warn;
+use tracing::{info, warn};
 
 use super::Coordinator;
 use super::api::EngineDown;
 use super::error::Error;
+use super::offers::{ANSWER_RESERVE, AfterFailure, reserve_reached};
+
+/// Which step of an offer failed.
+#[derive(Debug, Clone, Copy)]
+enum Failed {
+    /// which of the seat's runs awaits a reply could not be read
+    Lookup,
+    /// the answer could not be recorded
+    Record,
+}
 
 impl Coordinator {
     /// A message into a seat's inbox; the seat is pumped if this node holds it.
@@ -29,8 +41,16 @@ impl Coordinator {
     /// run first, and becomes a turn otherwise. One turn at a time is out at the engine.
     pub async fn pump(&self, seat: &str) {
         if let Err(error) = self.try_pump(seat).await {
+            // the inbox stops here; the node's next session renew pumps it again
+            self.offers.stall(seat);
             warn!(seat, %error, "seat_pump_failed");
         }
+    }
+
+    /// The seats whose inbox stopped on a failure since the last call, to pump again now (the
+    /// session keeper calls it after each renew).
+    pub fn stalled_inboxes(&self) -> Vec<String> {
+        self.offers.take_stalled()
     }
 
     async fn try_pump(&self, seat: &str) -> Result<(), Error> {
@@ -75,14 +95,39 @@ impl Coordinator {
     }
 
     /// Offers a delivery to the seat's parked runs: `true` when it was consumed as an answer.
+    /// Bounded as `offers` says: the reserve, the attempts per process and the pause TTL, and a
+    /// lookup that fails is decided by the seat's awaiting count.
     async fn offer_to_parked(&self, fence: &Fence, message: &Message) -> Result<bool, Error> {
         let Some(conversation) = &message.delivery.conversation_key else {
             return Ok(false);
         };
-        let mut parked: Vec<Versioned> = self
-            .runs
-            .list_by_conversation(conversation)
-            .await?
+        let delivery_id = message.delivery.delivery_id.as_str();
+        if reserve_reached(message) {
+            info!(
+                seat = %fence.seat,
+                delivery_id,
+                delivery_count = message.delivery_count,
+                reserve = ANSWER_RESERVE,
+                "sandbox_answer_headroom_reserved"
+            );
+            return Ok(false);
+        }
+        let listed = match self.runs.list_by_conversation(conversation).await {
+            Ok(listed) => listed,
+            Err(error) if !self.offers.awaiting(&fence.seat) => {
+                // nothing here awaits a reply: an unreadable store must not swallow the message
+                warn!(seat = %fence.seat, delivery_id, %error, "sandbox_answer_lookup_failed");
+                return Ok(false);
+            }
+            Err(error) => {
+                warn!(seat = %fence.seat, delivery_id, %error, "sandbox_answer_lookup_failed");
+                let window = Duration::from_secs(DEFAULT_PAUSE_TTL_SECONDS);
+                return self
+                    .hand_back_offer(fence, message, window, Failed::Lookup, error.into())
+                    .await;
+            }
+        };
+        let mut parked: Vec<Versioned> = listed
             .into_iter()
             .filter(|run| {
                 run.record.seat == fence.seat
@@ -117,12 +162,20 @@ impl Coordinator {
             route: boxfleet_cluster::record::AnswerRoute::Chat,
         };
         let turn_id = run.record.turn_id.clone();
-        match self
-            .runs
-            .apply(fence, &turn_id, Transition::RecordAnswer { answer })
-            .await
-        {
+        // a test failpoint: the store refuses every record of a chat reply
+        let recorded = if crate::workers::failpoint_armed("offer-record-fails") {
+            Err(RunError::Store(boxfleet_cluster::Error::Unavailable(
+                "failpoint offer-record-fails".into(),
+            )))
+        } else {
+            self.runs
+                .apply(fence, &turn_id, Transition::RecordAnswer { answer })
+                .await
+        };
+        match recorded {
             Ok(_) | Err(RunError::Refused(Refusal::AlreadyRecorded)) => {
+                self.offers.settled(delivery_id);
+                self.offers.answered(&fence.seat);
                 // recorded before the delivery is acked
                 if let Err(error) = self.inbox.ack(fence, message).await {
                     warn!(seat = %fence.seat, %error, "sandbox_answer_ack_failed");
@@ -130,10 +183,50 @@ impl Coordinator {
                 self.drive_answer(fence, &turn_id).await?;
                 Ok(true)
             }
-            Err(RunError::Refused(_)) => Ok(false),
+            Err(RunError::Refused(_)) => {
+                self.offers.settled(delivery_id);
+                Ok(false)
+            }
             Err(error) => {
+                let ttl = run
+                    .record
+                    .pause_ttl_seconds
+                    .unwrap_or(DEFAULT_PAUSE_TTL_SECONDS);
+                let window = Duration::from_secs(ttl);
+                self.hand_back_offer(fence, message, window, Failed::Record, error.into())
+                    .await
+            }
+        }
+    }
+
+    /// A delivery whose answer could not be recorded or looked up, within its bounds: handed
+    /// back by deferral, keeping its place at the head, and the seat's inbox stops until the
+    /// node's next renew (`Err`). Past them it is let go to the ordinary route (`Ok(false)`).
+    async fn hand_back_offer(
+        &self,
+        fence: &Fence,
+        message: &Message,
+        window: Duration,
+        failed: Failed,
+        error: Error,
+    ) -> Result<bool, Error> {
+        let (seat, delivery_id) = (fence.seat.as_str(), message.delivery.delivery_id.as_str());
+        match self.offers.failed(delivery_id, window) {
+            AfterFailure::Exhausted { attempts } => {
+                match failed {
+                    Failed::Record => {
+                        warn!(seat, delivery_id, attempts, %error, "sandbox_answer_record_exhausted")
+                    }
+                    Failed::Lookup => {
+                        warn!(seat, delivery_id, attempts, %error, "sandbox_answer_lookup_exhausted")
+                    }
+                }
+                Ok(false)
+            }
+            AfterFailure::Again { attempts } => {
+                info!(seat, delivery_id, attempts, "sandbox_answer_deferred");
                 let _ = self.inbox.defer(fence, message).await;
-                Err(error.into())
+                Err(error)
             }
         }
     }

@@ -47,6 +47,7 @@ mod inbox;
 mod job;
 mod launch;
 pub mod limits;
+pub mod offers;
 mod placement;
 mod recovery;
 mod seats;
@@ -118,6 +119,9 @@ pub struct Coordinator {
     seats: seats::Seats,
     /// launches, collections and answers in progress, by seat
     work: work::WorkInProgress,
+    /// what this node keeps of its offers to parked runs: their bounds, each seat's awaiting
+    /// count, the inboxes stopped on a hand-back
+    offers: offers::Offers,
     /// the rest of the fleet (the node sets it once its gRPC clients exist)
     fleet: RwLock<Option<Arc<dyn FleetLink>>>,
     /// what the steps leave to the node's actors
@@ -161,6 +165,7 @@ impl Coordinator {
             access: Arc::new(access),
             seats: seats::Seats::new(session),
             work: work::WorkInProgress::default(),
+            offers: offers::Offers::default(),
             fleet: RwLock::new(None),
             follow_ups,
             engine,

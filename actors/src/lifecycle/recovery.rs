@@ -32,6 +32,18 @@ impl Coordinator {
         if !runs.is_empty() {
             crash::point(crash::RECOVERY_AFTER_FENCE);
         }
+        // the seat's awaiting count, which decides a delivery whose lookup cannot be made
+        let awaiting = runs
+            .iter()
+            .filter(|run| {
+                matches!(
+                    run.record.status,
+                    Status::AwaitingClarification | Status::Reseed
+                )
+            })
+            .count();
+        self.offers
+            .seed_awaiting(&fence.seat, u32::try_from(awaiting).unwrap_or(u32::MAX));
         for run in runs {
             let record = &run.record;
             let turn_id = record.turn_id.as_str();
