@@ -636,3 +636,76 @@ async fn a_question_to_the_team_is_put_to_the_units_lead_and_people() {
         "the unit's lead and people, not bot"
     );
 }
+
+/// An external engine that takes a resume and goes away before it settles it leaves no claim
+/// behind: what it took may have been used, so the run is not handed back for a retry but
+/// ended `abandoned_tail` at once, announced once, and the seat takes work again. On `main` the
+/// claim stayed `resumed` — nothing polls, answers or expires one — until the seat changed
+/// hands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_that_takes_a_resume_and_goes_away_leaves_its_run_ended_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = NodeProcess::start("taker", dir.path(), &["--default-engine", "external"]);
+    let addr = node.addr();
+    let mut engine = boxfleet_tests::grpc::engine(&addr).await.expect("connect");
+    let (up_tx, up_rx) = mpsc::channel::<pb::EngineUp>(16);
+    let hello = pb::Hello {
+        engine: "taker".into(),
+        seats: vec![],
+    };
+    up_tx
+        .send(pb::EngineUp {
+            msg: Some(pb::engine_up::Msg::Hello(hello)),
+        })
+        .await
+        .expect("hello");
+    let mut down = engine
+        .attach(tokio_stream::wrappers::ReceiverStream::new(up_rx))
+        .await
+        .expect("attach")
+        .into_inner();
+
+    let (code, out, err) = node.cli(&[
+        "launch",
+        "--seat",
+        "taker",
+        "--command",
+        r#"echo done > "$BOXFLEET_REPORT""#,
+    ]);
+    assert_eq!(code, 0, "{out} {err}");
+    let (turn_id, _) = turn_of(&out);
+    let resume = tokio::time::timeout(Duration::from_secs(30), down.next())
+        .await
+        .expect("a resume within 30 s")
+        .expect("stream open")
+        .expect("message")
+        .msg;
+    let Some(pb::engine_down::Msg::Resume(resume)) = resume else {
+        panic!("expected the findings' resume, got {resume:?}")
+    };
+    up_tx
+        .send(pb::EngineUp {
+            msg: Some(pb::engine_up::Msg::Take(pb::Take {
+                turn_id: resume.turn_id.clone(),
+                launch_id: resume.launch_id.clone(),
+            })),
+        })
+        .await
+        .expect("take");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(up_tx);
+    drop(down);
+    boxfleet_tests::wait_until("the run to be ended", Duration::from_secs(30), async || {
+        get(&addr, &turn_id).await.record_json.is_empty()
+    })
+    .await;
+    let got = get(&addr, &turn_id).await;
+    let failed: Vec<serde_json::Value> = got
+        .events_json
+        .iter()
+        .map(|json| serde_json::from_str(json).expect("event"))
+        .filter(|e: &serde_json::Value| e["type"] == "sandbox_run_failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "announced once: {got:#?}");
+    assert_eq!(failed[0]["body"]["reason"], "abandoned_tail");
+}

@@ -50,6 +50,33 @@ impl Coordinator {
         Ok(())
     }
 
+    /// An engine that took a resume went away before it settled it: what it took may have been
+    /// used (an answer's take spends it), so the run is not handed back for a retry but ended
+    /// `abandoned_tail`, once, under the claim it was taken under.
+    pub async fn abandon_taken(
+        &self,
+        turn_id: &str,
+        launch_id: &str,
+        engine: &str,
+    ) -> Result<(), Error> {
+        let Some(run) = self.runs.read(turn_id).await? else {
+            return Ok(());
+        };
+        let fence = self.in_flight_fence(&run.record.seat).await?;
+        let guard = EndingGuard::Claim {
+            launch_id: launch_id.to_owned(),
+        };
+        let detail = format!(
+            "engine {engine} took the resume and went away before it settled it; what it took \
+             may have been used, so the run is not resumed again"
+        );
+        warn!(turn_id, engine, "sandbox_abandoned_tail_reaped");
+        self.end_run(&fence, turn_id, EndingReason::AbandonedTail, &detail, guard)
+            .await;
+        self.pump(&run.record.seat).await;
+        Ok(())
+    }
+
     /// How the resumed turn ended. A relaunch returns the new job's launch id.
     pub async fn settle(
         &self,

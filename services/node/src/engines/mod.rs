@@ -38,6 +38,8 @@ struct Attached {
     down: mpsc::Sender<EngineDown>,
     /// resumes sent and not taken: turn → launch
     untaken: HashMap<String, String>,
+    /// resumes taken and not settled: turn → launch
+    taken: HashMap<String, String>,
     /// turns sent and not acked: seat → delivery
     turns: HashMap<String, String>,
 }
@@ -142,6 +144,7 @@ impl Engines {
             seats,
             down,
             untaken: HashMap::new(),
+            taken: HashMap::new(),
             turns: HashMap::new(),
         };
         let replaced = {
@@ -215,6 +218,7 @@ impl Engines {
             engine = %engine.name,
             id,
             untaken = engine.untaken.len(),
+            taken = engine.taken.len(),
             unacked = engine.turns.len(),
             "engine_detached"
         );
@@ -226,6 +230,16 @@ impl Engines {
                 warn!(turn_id, %error, "sandbox_resume_handback_failed");
             }
         }
+        // a resume it took may have been used: not retried, the run ended abandoned_tail
+        for (turn_id, launch_id) in engine.taken {
+            if let Err(error) = self
+                .coordinator
+                .abandon_taken(&turn_id, &launch_id, &engine.name)
+                .await
+            {
+                warn!(turn_id, %error, "sandbox_abandoned_resume_not_ended");
+            }
+        }
         for (seat, delivery_id) in engine.turns {
             if let Err(error) = self.coordinator.turn_done(&seat, &delivery_id, false).await {
                 warn!(seat, delivery_id, %error, "engine_turn_handback_failed");
@@ -233,11 +247,21 @@ impl Engines {
         }
     }
 
-    /// Engine `id` took (or settled) the resume of `turn_id`: it is no longer handed back
-    /// when the engine goes away.
+    /// Engine `id` took the resume of `turn_id`: it is no longer handed back when the engine
+    /// goes away, but ended, unless the engine settles it first.
     pub fn taken(&self, id: u64, turn_id: &str) {
+        if let Some(engine) = self.attached().iter_mut().find(|a| a.id == id)
+            && let Some(launch_id) = engine.untaken.remove(turn_id)
+        {
+            engine.taken.insert(turn_id.to_owned(), launch_id);
+        }
+    }
+
+    /// Engine `id` settled the resume of `turn_id`: nothing is owed for it when it goes away.
+    pub fn settled(&self, id: u64, turn_id: &str) {
         if let Some(engine) = self.attached().iter_mut().find(|a| a.id == id) {
             engine.untaken.remove(turn_id);
+            engine.taken.remove(turn_id);
         }
     }
 

@@ -163,7 +163,7 @@ impl pb::engine_server::Engine for EngineService {
                         taken
                     }
                     Some(pb::engine_up::Msg::Settle(settle)) => {
-                        engines.taken(id, &settle.turn_id);
+                        engines.settled(id, &settle.turn_id);
                         let outcome = match settle.outcome {
                             Some(pb::settle::Outcome::Finished(f)) => {
                                 lifecycle::Settle::Finished { reply: f.reply }
