@@ -480,3 +480,67 @@ async fn a_refused_answer_resume_is_retried_on_its_spacing_not_at_once() {
         "the answer is not let go yet: {record:#}"
     );
 }
+
+/// A seat that leaves the company's agent seats — here made a person's — keeps its runs for its
+/// retirement grace (24 h; 3 s here, through `BOXFLEET_SEAT_RETIREMENT_GRACE_SECONDS`), then its
+/// runs are ended `seat_removed`, announced once, and its boxes reclaimed. On `main` a removed
+/// seat's parked run waited on its question for ever, its box held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seat_made_a_persons_has_its_runs_ended_seat_removed_after_its_grace() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("company.yaml");
+    let chart = |kind: &str| {
+        format!(
+            "company:\n  seats:\n    - {{ handle: eng, kind: {kind} }}\n    - {{ handle: lead, kind: person }}\n"
+        )
+    };
+    std::fs::write(&config, chart("agent")).expect("config");
+    let config_arg = config.display().to_string();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).expect("data dir");
+    let mut node = boxfleet_tests::node::NodeProcess::start_with_env(
+        "retire",
+        &data,
+        &["--config", &config_arg],
+        &[("BOXFLEET_SEAT_RETIREMENT_GRACE_SECONDS", "3")],
+    );
+    let (code, out, err) = node.cli(&[
+        "launch",
+        "--seat",
+        "eng",
+        "--command",
+        r#"boxfleet-ask "which way?" --to lead"#,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let turn = launched_turn(&format!("{out}{err}"));
+    let record = async |node: &boxfleet_tests::node::NodeProcess| {
+        let mut runs = boxfleet_tests::grpc::runs(&node.addr()).await.ok()?;
+        let got = runs
+            .get(boxfleet_proto::v1::GetRequest {
+                turn_id: turn.clone(),
+            })
+            .await
+            .ok()?
+            .into_inner();
+        serde_json::from_str::<serde_json::Value>(&got.record_json).ok()
+    };
+    boxfleet_tests::wait_until("the run to park", Duration::from_secs(60), async || {
+        record(&node)
+            .await
+            .is_some_and(|r| r["status"] == "awaiting_clarification")
+    })
+    .await;
+    std::fs::write(&config, chart("person")).expect("config");
+    node.restart();
+    boxfleet_tests::wait_until(
+        "the removed seat's run to end",
+        Duration::from_secs(60),
+        async || node.log().contains("seat_removed"),
+    )
+    .await;
+    boxfleet_tests::wait_until("the row to go", Duration::from_secs(30), async || {
+        record(&node).await.is_none()
+    })
+    .await;
+    assert!(node.log().contains("seat_retiring"), "{}", node.log());
+}

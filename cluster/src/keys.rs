@@ -52,6 +52,11 @@ impl Keys {
     pub fn seats(&self) -> String {
         format!("{}/seats/", self.prefix)
     }
+    /// When the seat was first found missing from the company's agent seats (its retirement
+    /// grace runs from it).
+    pub fn seat_retiring(&self, seat: &str) -> String {
+        format!("{}/seats/{seat}/retiring", self.prefix)
+    }
     pub fn seat_holder(&self, seat: &str) -> String {
         format!("{}/seats/{seat}/holder", self.prefix)
     }

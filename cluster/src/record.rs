@@ -231,8 +231,11 @@ pub enum EndingReason {
     NoConversation,
     /// the run's model did not match the model requested
     ModelMismatch,
-    /// an operator or the seat's removal ended it
+    /// an operator ended it
     Cancelled,
+    /// the seat left the company's agent seats (removed from the chart, or made a person's)
+    /// and was not made an agent's again within the retirement grace
+    SeatRemoved,
 }
 
 impl EndingReason {
@@ -249,6 +252,7 @@ impl EndingReason {
             EndingReason::NoConversation => "no_conversation",
             EndingReason::ModelMismatch => "model_mismatch",
             EndingReason::Cancelled => "cancelled",
+            EndingReason::SeatRemoved => "seat_removed",
         }
     }
 

@@ -217,6 +217,15 @@ impl Company {
         self.seats.is_empty() || self.seat(handle).is_some()
     }
 
+    /// Whether `handle` is one of the company's agent seats: any seat when no chart is
+    /// configured; else a seat of the chart whose kind is `agent`.
+    pub fn is_agent_seat(&self, handle: &str) -> bool {
+        self.seats.is_empty()
+            || self
+                .seat(handle)
+                .is_some_and(|seat| seat.kind == Kind::Agent)
+    }
+
     fn seat(&self, handle: &str) -> Option<&Seat> {
         self.seats
             .iter()

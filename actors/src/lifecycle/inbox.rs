@@ -74,6 +74,11 @@ impl Coordinator {
                 // it is spent now rather than held behind the seat's job
                 return self.spend_stale_answers(&fence).await;
             }
+            // a seat that is not one of the company's agent seats takes no work; its mail is
+            // kept for the seat's return (see `retire`)
+            if !self.seat_is_agents(seat) {
+                return Ok(());
+            }
             let Some(message) = self.inbox.next_up(seat).await? else {
                 return Ok(());
             };

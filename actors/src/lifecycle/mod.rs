@@ -50,6 +50,7 @@ pub mod limits;
 pub mod offers;
 mod placement;
 mod recovery;
+mod retire;
 mod seats;
 mod settle;
 mod setup;

@@ -236,6 +236,12 @@ impl Coordinator {
                 None => {}
             }
         }
+        // a held seat that left the company's agent seats: its retirement grace, then its end
+        for fence in self.held_seats() {
+            if let Err(error) = self.retire_if_removed(&fence).await {
+                warn!(seat = %fence.seat, %error, "seat_retirement_failed");
+            }
+        }
         Ok(acquired)
     }
 
