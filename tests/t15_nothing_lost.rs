@@ -391,6 +391,14 @@ async fn an_answer_is_announced_once_as_what_it_became() {
     assert_eq!(body["became"], "resumed", "{body:#}");
     assert_eq!(body["route"], "operator", "{body:#}");
     assert_eq!(body["answered_by"], "admin", "{body:#}");
+    // who answered as the chart names them (no chart here), and the credential they used
+    assert_eq!(body["answered_by_kind"], "unlisted", "{body:#}");
+    assert!(
+        body["operator_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("admin:admin@")),
+        "{body:#}"
+    );
 }
 
 /// A launch killed between its E2B create and naming the box on its row leaves no box: the

@@ -79,6 +79,8 @@ pub struct Answered<'a> {
     pub answered_by: &'a str,
     pub given_by: Option<&'a str>,
     pub delivery_id: &'a str,
+    /// an answer by name's `answered_by_kind` and `operator_id`
+    pub operator: Option<&'a crate::record::Operator>,
 }
 
 impl Answered<'_> {
@@ -96,6 +98,8 @@ impl Answered<'_> {
                 "answered_by": self.answered_by,
                 "given_by": self.given_by,
                 "delivery_id": self.delivery_id,
+                "answered_by_kind": self.operator.map(|o| o.answered_by_kind.as_str()),
+                "operator_id": self.operator.map(|o| o.operator_id.as_str()),
                 "became": became,
             }),
         )

@@ -53,6 +53,9 @@ pub struct AnswerGiven {
     /// the admin who gave it on the person's behalf (the person is `from`)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub given_by: Option<String>,
+    /// who answered as the chart names them, and the credential they came through
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator: Option<crate::record::Operator>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

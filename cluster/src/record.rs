@@ -166,6 +166,19 @@ pub struct Answer {
     /// how it came: a chat reply matched to the parked question, or an answer naming the run
     #[serde(default, skip_serializing_if = "AnswerRoute::is_chat")]
     pub route: AnswerRoute,
+    /// for an answer given by naming the run: who answered as the chart names them and the
+    /// credential they came through (`sandbox_run_answered`'s `answered_by_kind`, `operator_id`)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator: Option<Operator>,
+}
+
+/// Who gave an answer by naming its run, beyond their handle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Operator {
+    /// the kind of seat the person holds in the chart (`person`, `agent`), or `unlisted`
+    pub answered_by_kind: String,
+    /// the credential they came through: `{role}:{subject}@{key id}`
+    pub operator_id: String,
 }
 
 /// How an answer reached its run (`sandbox_run_answered`'s `route`).

@@ -217,6 +217,15 @@ impl Company {
         self.seats.is_empty() || self.seat(handle).is_some()
     }
 
+    /// The kind of seat `handle` holds in the chart (`person`, `agent`), or `unlisted`.
+    pub fn kind_of(&self, handle: &str) -> &'static str {
+        match self.seat(handle).map(|seat| seat.kind) {
+            Some(Kind::Person) => "person",
+            Some(Kind::Agent) => "agent",
+            None => "unlisted",
+        }
+    }
+
     /// Whether `handle` is one of the company's agent seats: any seat when no chart is
     /// configured; else a seat of the chart whose kind is `agent`.
     pub fn is_agent_seat(&self, handle: &str) -> bool {

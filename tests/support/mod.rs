@@ -126,6 +126,7 @@ pub fn answer(delivery_id: &str, posted_at: DateTime<Utc>) -> Answer {
         partition: None,
         for_launch: None,
         route: Default::default(),
+        operator: None,
     }
 }
 

@@ -188,6 +188,7 @@ mod tests {
             partition: None,
             for_launch: None,
             route: AnswerRoute::Chat,
+            operator: None,
         }
     }
 

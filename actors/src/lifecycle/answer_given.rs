@@ -16,7 +16,7 @@
 
 use boxfleet_cluster::events::Answered;
 use boxfleet_cluster::inbox::{AnswerGiven, Delivery, Message};
-use boxfleet_cluster::record::{Answer, AnswerRoute, RunRecord, Status};
+use boxfleet_cluster::record::{Answer, AnswerRoute, Operator, RunRecord, Status};
 use boxfleet_cluster::runs::RunError;
 use boxfleet_cluster::transition::{Fence, Refusal, Transition};
 use chrono::Utc;
@@ -69,6 +69,10 @@ impl Coordinator {
                 turn_id: turn_id.to_owned(),
                 launch_id: record.launch_id.clone(),
                 given_by: answerer.given_by.clone(),
+                operator: Some(Operator {
+                    answered_by_kind: self.company.kind_of(&answerer.from).to_owned(),
+                    operator_id: answerer.operator_id.clone(),
+                }),
             })),
         };
         crash::point(crash::ANSWER_BEFORE_RECORD);
@@ -166,6 +170,7 @@ impl Coordinator {
             partition: run.record.partition.clone(),
             for_launch: Some(given.launch_id.clone()),
             route: AnswerRoute::Operator,
+            operator: given.operator.clone(),
         };
         let record = Transition::RecordAnswer { answer };
         match self.runs.apply(fence, turn_id, record).await {
@@ -259,5 +264,9 @@ fn announcement<'a>(turn_id: &'a str, seat: &'a str, delivery: &'a Delivery) -> 
             .as_ref()
             .and_then(|given| given.given_by.as_deref()),
         delivery_id: &delivery.delivery_id,
+        operator: delivery
+            .answer_given
+            .as_ref()
+            .and_then(|given| given.operator.as_ref()),
     }
 }

@@ -156,6 +156,8 @@ pub struct Answerer {
     pub given_by: Option<String>,
     /// an admin may answer any question; anyone else as the spec's answer authority allows
     pub admin: bool,
+    /// the credential the answer came through: `{role}:{subject}@{key id}`
+    pub operator_id: String,
 }
 
 /// What answering a run by name did.

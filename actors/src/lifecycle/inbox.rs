@@ -165,6 +165,7 @@ impl Coordinator {
             // the parked job this reply was matched to, checked again inside the write
             for_launch: Some(run.record.launch_id.clone()),
             route: boxfleet_cluster::record::AnswerRoute::Chat,
+            operator: None,
         };
         let turn_id = run.record.turn_id.clone();
         // a test failpoint: the store refuses every record of a chat reply

@@ -210,6 +210,7 @@ pub(super) fn answered_event(
         answered_by: &answer.from,
         given_by: answer.given_by.as_deref(),
         delivery_id: &answer.delivery_id,
+        operator: answer.operator.as_ref(),
     };
     Effect::Announce(Box::new(answered.event(became, now)))
 }

@@ -157,6 +157,7 @@ pub(super) fn reply(delivery_id: &str) -> Answer {
         partition: Some("p-1".into()),
         for_launch: None,
         route: Default::default(),
+        operator: None,
     }
 }
 

@@ -170,6 +170,7 @@ pub(super) fn a_full_record() -> boxfleet_cluster::record::RunRecord {
         partition: None,
         for_launch: None,
         route: Default::default(),
+        operator: None,
     });
     record.ending = Some(Ending {
         reason: EndingReason::CollectUnreachable,

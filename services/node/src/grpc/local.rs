@@ -301,12 +301,14 @@ impl Local {
                 from: caller.subject.clone(),
                 given_by: None,
                 admin,
+                operator_id: operator_id(caller),
             }
         } else if admin {
             Answerer {
                 from: r.as_whom.clone(),
                 given_by: Some(caller.subject.clone()),
                 admin,
+                operator_id: operator_id(caller),
             }
         } else {
             return Err(GrpcStatus::permission_denied(format!(
@@ -337,4 +339,14 @@ impl Local {
             detail,
         }))
     }
+}
+
+/// The credential an answer came through, as `sandbox_run_answered` names it.
+fn operator_id(caller: &boxfleet_auth::Principal) -> String {
+    format!(
+        "{}:{}@{}",
+        caller.role.as_str(),
+        caller.subject,
+        caller.key_id
+    )
 }
