@@ -503,3 +503,46 @@ async fn a_reply_the_store_will_not_record_is_offered_again_then_let_go_to_the_o
     )
     .await;
 }
+
+/// A recovery pass that fails part way — here the first pass of a restarted node, after it has
+/// fenced the seat's runs — is run again (by the next placement pass), and the run it left is
+/// collected as if the pass had never failed: nothing waits for the seat to change hands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recovery_pass_that_fails_part_way_is_run_again() {
+    let mut fleet = Fleet::start(&["n1"], 3);
+    let turn = format!("turn-recover-{}", uuid::Uuid::new_v4().simple());
+    let (code, out) = launch(
+        &fleet,
+        "recover-again",
+        &turn,
+        r#"sleep 4; echo "Delivered: fix/recovered" > "$BOXFLEET_REPORT""#,
+    );
+    assert_eq!(code, 0, "{out}");
+    let node = fleet.node_mut("n1");
+    node.kill();
+    node.env
+        .push(("BOXFLEET_FAILPOINTS".into(), "recovery-fails-once".into()));
+    node.start_again();
+    fleet
+        .until_settled(
+            "n1",
+            &turn,
+            "the run to be collected",
+            Duration::from_secs(90),
+        )
+        .await;
+    let logs = fleet.logs();
+    assert!(
+        logs.contains("recovery-fails-once"),
+        "the first pass failed: {logs}"
+    );
+    let events = fleet.events_of("n1", &turn).await;
+    let phase = events
+        .iter()
+        .find(|e| e["type"] == "agent_phase_completed")
+        .unwrap_or_else(|| panic!("a phase record: {events:#?}"));
+    assert_eq!(
+        phase["body"]["record"]["delivered_refs"],
+        serde_json::json!(["fix/recovered"])
+    );
+}

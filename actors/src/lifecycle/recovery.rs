@@ -31,6 +31,12 @@ impl Coordinator {
             .await?;
         if !runs.is_empty() {
             crash::point(crash::RECOVERY_AFTER_FENCE);
+            // a test failpoint: the first pass of this process fails part way, after its fence
+            if crate::workers::failpoint_once("recovery-fails-once") {
+                return Err(Error::Store(boxfleet_cluster::Error::Unavailable(
+                    "failpoint recovery-fails-once".into(),
+                )));
+            }
         }
         // the seat's awaiting count, which decides a delivery whose lookup cannot be made
         let awaiting = runs
