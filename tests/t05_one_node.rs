@@ -20,6 +20,32 @@ fn turn_of(launch_stdout: &str) -> (String, String) {
     (words[at + 1].to_owned(), words[at + 3].to_owned())
 }
 
+/// An external engine named `name` attached to the node at `addr`, serving every seat its
+/// credential covers: its up channel (Hello sent) and its down stream.
+async fn attach_engine(
+    addr: &str,
+    name: &str,
+) -> (mpsc::Sender<pb::EngineUp>, tonic::Streaming<pb::EngineDown>) {
+    let mut engine = boxfleet_tests::grpc::engine(addr).await.expect("connect");
+    let (up_tx, up_rx) = mpsc::channel::<pb::EngineUp>(16);
+    let hello = pb::Hello {
+        engine: name.into(),
+        seats: vec![],
+    };
+    up_tx
+        .send(pb::EngineUp {
+            msg: Some(pb::engine_up::Msg::Hello(hello)),
+        })
+        .await
+        .expect("hello");
+    let down = engine
+        .attach(tokio_stream::wrappers::ReceiverStream::new(up_rx))
+        .await
+        .expect("attach")
+        .into_inner();
+    (up_tx, down)
+}
+
 /// `Runs.Get` of one turn.
 async fn get(addr: &str, turn_id: &str) -> pb::GetReply {
     let mut runs = boxfleet_tests::grpc::runs(addr).await.expect("connect");
@@ -314,23 +340,7 @@ async fn a_failed_answer_resume_is_retried_then_let_go_and_announced_declined() 
     let dir = tempfile::tempdir().expect("tempdir");
     let node = NodeProcess::start("retry", dir.path(), &["--default-engine", "external"]);
     let addr = node.addr();
-    let mut engine = boxfleet_tests::grpc::engine(&addr).await.expect("connect");
-    let (up_tx, up_rx) = mpsc::channel::<pb::EngineUp>(16);
-    let hello = pb::Hello {
-        engine: "flaky".into(),
-        seats: vec![],
-    };
-    up_tx
-        .send(pb::EngineUp {
-            msg: Some(pb::engine_up::Msg::Hello(hello)),
-        })
-        .await
-        .expect("hello");
-    let mut down = engine
-        .attach(tokio_stream::wrappers::ReceiverStream::new(up_rx))
-        .await
-        .expect("attach")
-        .into_inner();
+    let (up_tx, mut down) = attach_engine(&addr, "flaky").await;
     let mut next = async move || -> pb::engine_down::Msg {
         tokio::time::timeout(Duration::from_secs(30), down.next())
             .await
@@ -647,23 +657,7 @@ async fn an_engine_that_takes_a_resume_and_goes_away_leaves_its_run_ended_once()
     let dir = tempfile::tempdir().expect("tempdir");
     let node = NodeProcess::start("taker", dir.path(), &["--default-engine", "external"]);
     let addr = node.addr();
-    let mut engine = boxfleet_tests::grpc::engine(&addr).await.expect("connect");
-    let (up_tx, up_rx) = mpsc::channel::<pb::EngineUp>(16);
-    let hello = pb::Hello {
-        engine: "taker".into(),
-        seats: vec![],
-    };
-    up_tx
-        .send(pb::EngineUp {
-            msg: Some(pb::engine_up::Msg::Hello(hello)),
-        })
-        .await
-        .expect("hello");
-    let mut down = engine
-        .attach(tokio_stream::wrappers::ReceiverStream::new(up_rx))
-        .await
-        .expect("attach")
-        .into_inner();
+    let (up_tx, mut down) = attach_engine(&addr, "taker").await;
 
     let (code, out, err) = node.cli(&[
         "launch",

@@ -351,17 +351,7 @@ async fn an_answer_is_announced_once_as_what_it_became() {
     let job = r#"if [ -z "$BOXFLEET_ANSWER" ]; then boxfleet-ask "ship it?" --to requester; else echo "Delivered: fix/answered" > "$BOXFLEET_REPORT"; fi"#;
     let (code, out) = launch(&fleet, "answered", &turn, job);
     assert_eq!(code, 0, "{out}");
-    let launch_id = eventually(
-        &fleet,
-        "the run to park",
-        Duration::from_secs(60),
-        async || {
-            let record = fleet.record("n1", &turn).await?;
-            (record["status"] == "awaiting_clarification")
-                .then(|| record["launch_id"].as_str().unwrap_or_default().to_owned())
-        },
-    )
-    .await;
+    let launch_id = fleet.parked_launch("n1", &turn).await;
     let (code, out, err) = fleet.node("n1").cli(&[
         "answer",
         &turn,

@@ -392,17 +392,7 @@ async fn a_resume_that_panics_before_its_turn_ends_the_run_resume_broken_and_the
         "wedge-panic",
         r#"boxfleet-ask "which way?" --to requester"#,
     );
-    let launch_id = eventually(
-        &fleet,
-        "the run to park",
-        Duration::from_secs(60),
-        async || {
-            let record = fleet.record("n1", &turn).await?;
-            (record["status"] == "awaiting_clarification")
-                .then(|| record["launch_id"].as_str().unwrap_or_default().to_owned())
-        },
-    )
-    .await;
+    let launch_id = fleet.parked_launch("n1", &turn).await;
     let (code, out, err) = fleet
         .node("n1")
         .cli(&["answer", &turn, "--launch", &launch_id, "--text", "true"]);
@@ -441,17 +431,7 @@ async fn a_refused_answer_resume_is_retried_on_its_spacing_not_at_once() {
         "wedge-spacing",
         r#"boxfleet-ask "which way?" --to requester"#,
     );
-    let launch_id = eventually(
-        &fleet,
-        "the run to park",
-        Duration::from_secs(60),
-        async || {
-            let record = fleet.record("n1", &turn).await?;
-            (record["status"] == "awaiting_clarification")
-                .then(|| record["launch_id"].as_str().unwrap_or_default().to_owned())
-        },
-    )
-    .await;
+    let launch_id = fleet.parked_launch("n1", &turn).await;
     let answered = std::time::Instant::now();
     let (code, out, err) = fleet
         .node("n1")

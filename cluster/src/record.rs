@@ -172,6 +172,37 @@ pub struct Answer {
     pub operator: Option<Operator>,
 }
 
+impl Answer {
+    /// The answer a delivery carries, not yet recorded: recorded `now` by the write that takes
+    /// it, for the parked job `for_launch`, on its conversation (a chat reply's own; an answer
+    /// by name takes its run's).
+    pub fn of_delivery(
+        delivery: &crate::inbox::Delivery,
+        for_launch: &str,
+        route: AnswerRoute,
+        now: DateTime<Utc>,
+    ) -> Answer {
+        Answer {
+            text: delivery.text.clone(),
+            from: delivery.from.clone(),
+            delivery_id: delivery.delivery_id.clone(),
+            posted_at: delivery.posted_at,
+            recorded_at: now,
+            taken_at: None,
+            lost_claims: 0,
+            first_lost_at: None,
+            attempts: 0,
+            first_failed_at: None,
+            given_by: None,
+            conversation_key: delivery.conversation_key.clone(),
+            partition: delivery.partition.clone(),
+            for_launch: Some(for_launch.to_owned()),
+            route,
+            operator: None,
+        }
+    }
+}
+
 /// Who gave an answer by naming its run, beyond their handle.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Operator {

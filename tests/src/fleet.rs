@@ -261,6 +261,22 @@ impl Fleet {
         .into_inner()
     }
 
+    /// Waits (up to 60 s) for `turn_id`'s run to park on its question, asked of `via`: the
+    /// launch id of the job that asked.
+    pub async fn parked_launch(&self, via: &str, turn_id: &str) -> String {
+        eventually(
+            self,
+            "the run to park",
+            Duration::from_secs(60),
+            async || {
+                let record = self.record(via, turn_id).await?;
+                (record["status"] == "awaiting_clarification")
+                    .then(|| record["launch_id"].as_str().unwrap_or_default().to_owned())
+            },
+        )
+        .await
+    }
+
     /// Every event of one turn (phase records included), asked of `via`.
     pub async fn events_of(&self, via: &str, turn_id: &str) -> Vec<serde_json::Value> {
         let got = self.get(via, turn_id).await;

@@ -154,24 +154,16 @@ impl Coordinator {
             warn!(turn_id, seat = %fence.seat, "sandbox_answer_names_another_seats_run");
             return self.spend_given(fence, message, None).await;
         }
-        let answer = Answer {
-            text: delivery.text.clone(),
-            from: delivery.from.clone(),
-            delivery_id: delivery.delivery_id.clone(),
-            posted_at: delivery.posted_at,
-            recorded_at: Utc::now(),
-            taken_at: None,
-            lost_claims: 0,
-            first_lost_at: None,
-            attempts: 0,
-            first_failed_at: None,
-            given_by: given.given_by.clone(),
-            conversation_key: run.record.conversation_key.clone(),
-            partition: run.record.partition.clone(),
-            for_launch: Some(given.launch_id.clone()),
-            route: AnswerRoute::Operator,
-            operator: given.operator.clone(),
-        };
+        let mut answer = Answer::of_delivery(
+            delivery,
+            &given.launch_id,
+            AnswerRoute::Operator,
+            Utc::now(),
+        );
+        answer.given_by = given.given_by.clone();
+        answer.operator = given.operator.clone();
+        answer.conversation_key = run.record.conversation_key.clone();
+        answer.partition = run.record.partition.clone();
         let record = Transition::RecordAnswer { answer };
         match self.runs.apply(fence, turn_id, record).await {
             Ok(_) | Err(RunError::Refused(Refusal::AlreadyRecorded)) => {

@@ -148,25 +148,13 @@ impl Coordinator {
             return Ok(false);
         };
         let delivery = &message.delivery;
-        let answer = Answer {
-            text: delivery.text.clone(),
-            from: delivery.from.clone(),
-            delivery_id: delivery.delivery_id.clone(),
-            posted_at: delivery.posted_at,
-            recorded_at: Utc::now(),
-            taken_at: None,
-            lost_claims: 0,
-            first_lost_at: None,
-            attempts: 0,
-            first_failed_at: None,
-            given_by: None,
-            conversation_key: delivery.conversation_key.clone(),
-            partition: delivery.partition.clone(),
-            // the parked job this reply was matched to, checked again inside the write
-            for_launch: Some(run.record.launch_id.clone()),
-            route: boxfleet_cluster::record::AnswerRoute::Chat,
-            operator: None,
-        };
+        // the parked job this reply was matched to, checked again inside the write
+        let answer = Answer::of_delivery(
+            delivery,
+            &run.record.launch_id,
+            boxfleet_cluster::record::AnswerRoute::Chat,
+            Utc::now(),
+        );
         let turn_id = run.record.turn_id.clone();
         // a test failpoint: the store refuses every record of a chat reply
         let recorded = if crate::workers::failpoint_armed("offer-record-fails") {
