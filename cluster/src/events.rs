@@ -18,6 +18,8 @@ pub mod kind {
     pub const PHASE_COMPLETED: &str = "agent_phase_completed";
     /// the built-in engine's reply to a finished turn (its findings)
     pub const TURN_REPLIED: &str = "turn_replied";
+    /// a seat's message deferred past its bound, moved to the seat's dead letters
+    pub const MESSAGE_DEAD_LETTERED: &str = "seat_message_dead_lettered";
     /// what a person's answer became (resumed, declined), once per answer and outcome
     pub const RUN_ANSWERED: &str = "sandbox_run_answered";
 }

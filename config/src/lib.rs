@@ -81,6 +81,9 @@ pub struct NodeSection {
     pub insecure_listen: Option<bool>,
     /// the engine a seat whose seat and role name none is served by; default builtin
     pub default_engine: Option<engine::EngineChoice>,
+    /// how long a stopping node waits for its seats' resumes in flight to settle (an engine's
+    /// take and settle) before it lets them go; default 60
+    pub settle_window_seconds: Option<u64>,
 }
 
 /// A config file: `node:` and `store:` (the company section arrives with the fleet work).
@@ -123,7 +126,12 @@ pub struct NodeConfig {
     pub insecure_listen: bool,
     /// the engine a seat whose seat and role name none is served by
     pub default_engine: engine::EngineChoice,
+    /// how long a stopping node waits for resumes in flight to settle
+    pub settle_window_seconds: u64,
 }
+
+/// How long a stopping node waits for resumes in flight when nothing is configured.
+pub const DEFAULT_SETTLE_WINDOW_SECONDS: u64 = 60;
 
 /// The listener when none is configured.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7400";
@@ -176,6 +184,7 @@ impl File {
             tls,
             insecure_listen,
             default_engine,
+            settle_window_seconds,
         } = node;
         let id = id.unwrap_or_else(default_node_id);
         if id.is_empty() || id.contains('/') || id.chars().any(char::is_whitespace) {
@@ -205,6 +214,14 @@ impl File {
                 field: "node.poll_interval_seconds",
                 problem: format!("{poll_interval_seconds} is out of range"),
                 remedy: "use 1 to 3600 seconds (default 15)",
+            });
+        }
+        let settle_window_seconds = settle_window_seconds.unwrap_or(DEFAULT_SETTLE_WINDOW_SECONDS);
+        if settle_window_seconds > 3600 {
+            return Err(Error::Invalid {
+                field: "node.settle_window_seconds",
+                problem: format!("{settle_window_seconds} is out of range"),
+                remedy: "use 0 to 3600 seconds (default 60)",
             });
         }
         let store = match store {
@@ -237,6 +254,7 @@ impl File {
             tls,
             insecure_listen: insecure_listen.unwrap_or(false),
             default_engine: default_engine.unwrap_or_default(),
+            settle_window_seconds,
             id,
             listen,
             boxes_dir,

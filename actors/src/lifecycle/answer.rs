@@ -120,6 +120,7 @@ impl Coordinator {
 /// The resume an answered run's claim hands the engine: the answer, in the same box (or, when
 /// the box was reclaimed, a re-seed from the pushed branch).
 fn answer_resume(claimed: &RunRecord) -> Resume {
+    let attempt = claimed.answer.as_ref().map_or(1, |a| a.attempts.max(1));
     let answer = claimed.answer.clone().map(|a| a.text).unwrap_or_default();
     let job = StoredJob::of(claimed);
     Resume {
@@ -139,6 +140,8 @@ fn answer_resume(claimed: &RunRecord) -> Resume {
         question: claimed.question.as_ref().map(|q| q.text.clone()),
         branch: claimed.question.as_ref().and_then(|q| q.branch.clone()),
         command: job.and_then(|job| job.command),
+        attempt,
+        refs: Vec::new(),
     }
 }
 

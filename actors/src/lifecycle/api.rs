@@ -10,9 +10,11 @@ use serde::{Deserialize, Serialize};
 /// The class of a refused launch (DESIGN §8.1): a refusal is a result, never a transport error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RefusalClass {
-    /// nothing is wrong with the request; it cannot run now (the seat is busy, moving, or the
-    /// store or box could not be reached): the caller may try again
+    /// nothing is wrong with the request; it cannot run now (the seat is moving, or the store
+    /// or box could not be reached): the caller may try again
     Unavailable,
+    /// the seat runs another coding job (one at a time): try again when it ends or parks
+    Busy,
     /// the request can never run as made (an unknown seat, runner or cell; a model the box
     /// could not route)
     Refused,
@@ -89,10 +91,56 @@ pub enum ResumeKind {
 /// Work for the engine (DESIGN §8.2, down).
 #[derive(Debug, Clone, PartialEq)]
 pub enum EngineDown {
-    /// An ordinary message to run as a turn.
-    Turn { seat: String, delivery: Delivery },
+    /// An ordinary message to run as a turn; `attempt` counts its deliveries, this one
+    /// included.
+    Turn {
+        seat: String,
+        delivery: Delivery,
+        attempt: u32,
+    },
     /// A suspended turn to resume.
     Resume(Box<Resume>),
+    /// A notice: a run ended without the engine settling it (a box gone for good, a resume
+    /// broken or abandoned, a seat removed, …). Nothing to take or settle; the durable record
+    /// of it is the run's `sandbox_run_failed` event.
+    Ended(Box<Ended>),
+    /// A notice: a job parked on a question; its answer comes back as a resume.
+    Parked(Box<Parked>),
+}
+
+impl EngineDown {
+    /// The seat the work is for.
+    pub fn seat(&self) -> &str {
+        match self {
+            EngineDown::Turn { seat, .. } => seat,
+            EngineDown::Resume(resume) => &resume.seat,
+            EngineDown::Ended(ended) => &ended.seat,
+            EngineDown::Parked(parked) => &parked.seat,
+        }
+    }
+}
+
+/// A run that ended without the engine settling it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ended {
+    pub seat: String,
+    pub turn_id: String,
+    pub launch_id: String,
+    /// the ending's reason (`collect_unreachable`, `resume_broken`, …)
+    pub reason: String,
+    /// what the ending says happened
+    pub detail: String,
+}
+
+/// A job that parked on a question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parked {
+    pub seat: String,
+    pub turn_id: String,
+    pub launch_id: String,
+    pub question: String,
+    /// who the question is for
+    pub audience: String,
 }
 
 /// A resume: everything the engine needs is in it.
@@ -119,6 +167,10 @@ pub struct Resume {
     pub branch: Option<String>,
     /// the shell command of a `command` job, for a relaunch
     pub command: Option<String>,
+    /// how many times this claim has been offered, this one included
+    pub attempt: u32,
+    /// the refs the job said it delivered (findings)
+    pub refs: Vec<String>,
 }
 
 /// How a resumed turn ended (DESIGN §8.2, up).

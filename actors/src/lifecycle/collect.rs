@@ -31,7 +31,7 @@ use crate::crash;
 
 use super::Coordinator;
 use super::access::BACKSTOP_FILE;
-use super::api::{EngineDown, Resume, ResumeKind};
+use super::api::{EngineDown, Parked, Resume, ResumeKind};
 use super::assess::{Assessment, assess};
 use super::error::Error;
 use super::job::StoredJob;
@@ -392,6 +392,13 @@ impl Coordinator {
             self.offers.parked(&run.seat);
             crash::point(crash::COLLECT_AFTER_PARK);
             info!(turn_id, launch_id, "sandbox_clarification_requested");
+            self.dispatch(EngineDown::Parked(Box::new(Parked {
+                seat: run.seat.clone(),
+                turn_id: turn_id.clone(),
+                launch_id: launch_id.clone(),
+                question: cut(&asked.question, MAX_QUESTION_BYTES),
+                audience: asked.audience.clone(),
+            })));
             // pause_ttl_seconds: 0 holds no snapshot: the box goes now, the run to reseed
             if run.pause_ttl_seconds == Some(0)
                 && let Some(parked) = parked.record()
@@ -420,6 +427,8 @@ impl Coordinator {
             question: None,
             branch: None,
             command: job.command.clone(),
+            attempt: run.resume_refusals + 1,
+            refs: collected.delivered_refs.clone(),
         };
         self.dispatch(EngineDown::Resume(Box::new(resume)));
         crash::point(crash::COLLECT_AFTER_RESUME_DISPATCH);

@@ -19,6 +19,7 @@ use tracing::{info, warn};
 use crate::crash;
 
 use super::Coordinator;
+use super::api::{Ended, EngineDown};
 use super::error::Error;
 use super::limits::MAX_ENDING_DETAIL_BYTES;
 use super::text::cut;
@@ -41,16 +42,32 @@ impl Coordinator {
             detail: cut(&boxfleet_redact::redact(detail), MAX_ENDING_DETAIL_BYTES),
             guard,
         };
-        match self.runs.apply(fence, turn_id, decide).await {
-            Ok(_) | Err(RunError::Refused(Refusal::EndingDecided(_))) => {}
+        let decided = match self.runs.apply(fence, turn_id, decide).await {
+            Ok(outcome) => outcome.record().cloned(),
+            Err(RunError::Refused(Refusal::EndingDecided(_))) => None,
             Err(error) => {
                 warn!(turn_id, %error, reason = reason.as_str(), "sandbox_ending_refused");
                 return;
             }
-        }
+        };
         crash::point(crash::ENDING_AFTER_DECISION);
         if reason.is_failure() {
             warn!(turn_id, reason = reason.as_str(), "sandbox_run_failed");
+        }
+        // the engine hears of an ending it did not settle itself (a notice; the durable record
+        // is the announcement the decision wrote)
+        if let Some(run) = decided.filter(|_| !settled_by_engine(reason)) {
+            self.dispatch(EngineDown::Ended(Box::new(Ended {
+                seat: run.seat.clone(),
+                turn_id: run.turn_id.clone(),
+                launch_id: run.launch_id.clone(),
+                reason: reason.as_str().to_owned(),
+                detail: run
+                    .ending
+                    .as_ref()
+                    .map(|e| e.detail.clone())
+                    .unwrap_or_default(),
+            })));
         }
         if let Err(error) = self.finish_ending(fence, turn_id).await {
             warn!(turn_id, %error, "sandbox_ending_kept");
@@ -188,4 +205,12 @@ impl Coordinator {
             Err(error) => Err(error.into()),
         }
     }
+}
+
+/// Whether an ending is one the engine itself settled (and so needs no notice of).
+fn settled_by_engine(reason: EndingReason) -> bool {
+    matches!(
+        reason,
+        EndingReason::Finished | EndingReason::BrokeAfterExternalWrite
+    )
 }

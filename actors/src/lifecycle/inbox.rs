@@ -6,7 +6,7 @@
 //!
 //! Decisions: `transition::answer` (record_answer) and `boxfleet_cluster::inbox`.
 
-use boxfleet_cluster::inbox::{Delivery, Enqueued, Message};
+use boxfleet_cluster::inbox::{Deferred, Delivery, Enqueued, Message};
 use boxfleet_cluster::record::{Answer, Status};
 use boxfleet_cluster::runs::{RunError, Versioned};
 use std::time::Duration;
@@ -79,6 +79,10 @@ impl Coordinator {
             if !self.seat_is_agents(seat) {
                 return Ok(());
             }
+            // a turn the engine deferred keeps its place and its spacing: nothing overtakes it
+            if self.seats.cooling(seat) {
+                return Ok(());
+            }
             let Some(message) = self.inbox.next_up(seat).await? else {
                 return Ok(());
             };
@@ -94,6 +98,7 @@ impl Coordinator {
             self.dispatch(EngineDown::Turn {
                 seat: seat.to_owned(),
                 delivery: message.delivery.clone(),
+                attempt: message.delivery_count + 1,
             });
             return Ok(());
         }
@@ -243,5 +248,80 @@ impl Coordinator {
         }
         self.pump(seat).await;
         Ok(())
+    }
+
+    /// The engine handed its turn back (Defer): the delivery keeps its place at the head of
+    /// the seat's inbox, and goes out again after 1 s doubling to 30 s with each deferral;
+    /// past [`boxfleet_cluster::inbox::MAX_DELIVERIES`] it is dead-lettered (announced, and
+    /// listed by `boxfleet seats --dead-letters`) and the seat's mail flows on. Returns the
+    /// spacing, `None` when it was dead-lettered or was not the seat's turn out.
+    pub async fn defer_turn(
+        self: &std::sync::Arc<Self>,
+        seat: &str,
+        delivery_id: &str,
+    ) -> Result<Option<Duration>, Error> {
+        let Some(message) = self.seats.turn_back(seat, delivery_id) else {
+            return Ok(None);
+        };
+        let fence = self.seat_fence(seat).await?;
+        match self.inbox.defer(&fence, &message).await? {
+            Deferred::Kept { delivery_count } => {
+                let spacing = defer_spacing(delivery_count);
+                info!(
+                    seat,
+                    delivery_id,
+                    delivery_count,
+                    spacing_ms = spacing.as_millis() as u64,
+                    "engine_turn_deferred"
+                );
+                self.seats.cool(seat, tokio::time::Instant::now() + spacing);
+                let coordinator = self.clone();
+                let seat = seat.to_owned();
+                tokio::spawn(async move {
+                    tokio::time::sleep(spacing).await;
+                    coordinator.pump(&seat).await;
+                });
+                Ok(Some(spacing))
+            }
+            Deferred::DeadLettered => {
+                warn!(
+                    seat,
+                    delivery_id,
+                    deliveries = message.delivery_count + 1,
+                    "seat_message_dead_lettered"
+                );
+                self.announce_dead_letter(seat, &message).await;
+                self.pump(seat).await;
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// A deferred turn's spacing: 1 s after its first deferral, doubling to 30 s — in units of
+/// `BOXFLEET_DEFER_SPACING_MS` (default 1000), so a test can walk a message to its
+/// dead-lettering in seconds.
+pub(super) fn defer_spacing(delivery_count: u32) -> Duration {
+    let unit = std::env::var("BOXFLEET_DEFER_SPACING_MS")
+        .ok()
+        .and_then(|ms| ms.parse::<u64>().ok())
+        .unwrap_or(1000);
+    spacing_in(delivery_count, Duration::from_millis(unit))
+}
+
+fn spacing_in(delivery_count: u32, unit: Duration) -> Duration {
+    let doublings = delivery_count.saturating_sub(1).min(5);
+    (unit * (1u32 << doublings)).min(unit * 30)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deferred_turn_waits_a_second_doubling_to_thirty() {
+        let unit = Duration::from_secs(1);
+        let spacings: Vec<u64> = (1..=8).map(|n| spacing_in(n, unit).as_secs()).collect();
+        assert_eq!(spacings, [1, 2, 4, 8, 16, 30, 30, 30]);
     }
 }

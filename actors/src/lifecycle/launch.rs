@@ -92,7 +92,7 @@ impl Coordinator {
         }
         if let Some(busy) = self.runs.list_active(&request.seat).await?.first() {
             return Ok(LaunchOutcome::Refused {
-                class: RefusalClass::Unavailable,
+                class: RefusalClass::Busy,
                 reason: format!(
                     "seat {} is busy with run {} ({}); it takes one coding job at a time",
                     request.seat, busy.record.turn_id, busy.record.status

@@ -50,11 +50,12 @@ pub mod limits;
 pub mod offers;
 mod placement;
 mod recovery;
+mod reply;
 mod retire;
 mod seats;
 mod settle;
 mod setup;
-mod text;
+pub mod text;
 mod work;
 
 use std::collections::BTreeMap;
@@ -69,8 +70,8 @@ use tracing::warn;
 
 pub use access::{Access, BACKSTOP_MARGIN, DEFAULT_BOX_TIMEOUT};
 pub use api::{
-    AnswerOutcome, Answerer, EngineDown, LaunchOutcome, LaunchRequest, RefusalClass, Resume,
-    ResumeKind, Settle,
+    AnswerOutcome, Answerer, Ended, EngineDown, LaunchOutcome, LaunchRequest, Parked, RefusalClass,
+    Resume, ResumeKind, Settle,
 };
 pub use error::Error;
 pub use follow_ups::{AnswerRetry, Detached, FollowUps};
@@ -130,6 +131,8 @@ pub struct Coordinator {
     engine: mpsc::UnboundedSender<EngineDown>,
     /// the org chart questions resolve against (empty: seats are implicit)
     company: boxfleet_config::company::Company,
+    /// the lease a turn's reply event rides (kept as long as every event)
+    replies: boxfleet_cluster::retention::Retention,
 }
 
 impl Coordinator {
@@ -171,6 +174,7 @@ impl Coordinator {
             follow_ups,
             engine,
             company,
+            replies: boxfleet_cluster::retention::Retention::events(),
         }
     }
 

@@ -263,6 +263,11 @@ impl Coordinator {
         self.seats.fence(seat).is_some()
     }
 
+    /// Whether this node is handing `seat` over now.
+    pub fn releasing(&self, seat: &str) -> bool {
+        self.seats.releasing(seat)
+    }
+
     /// Whether the store names this node's incarnation as `seat`'s holder.
     async fn holds_in_store(&self, seat: &str) -> Result<bool, Error> {
         let me = self.holder();

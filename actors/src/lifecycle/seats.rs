@@ -51,6 +51,8 @@ struct SeatTable {
     fresh: HashSet<String>,
     /// seats with a turn out at the engine (dispatched, not yet acked)
     in_flight: HashMap<String, Message>,
+    /// seats whose head message was deferred: no turn goes out before the instant
+    cooling: HashMap<String, tokio::time::Instant>,
 }
 
 /// The node's seats and session.
@@ -202,6 +204,26 @@ impl Seats {
                 table.in_flight.remove(seat)
             }
             _ => None,
+        }
+    }
+
+    // --- a deferred turn's spacing
+
+    /// No turn of `seat` goes out before `until`.
+    pub fn cool(&self, seat: &str, until: tokio::time::Instant) {
+        self.table().cooling.insert(seat.to_owned(), until);
+    }
+
+    /// Whether `seat`'s next turn must still wait (a deferral's spacing).
+    pub fn cooling(&self, seat: &str) -> bool {
+        let mut table = self.table();
+        match table.cooling.get(seat) {
+            Some(until) if *until > tokio::time::Instant::now() => true,
+            Some(_) => {
+                table.cooling.remove(seat);
+                false
+            }
+            None => false,
         }
     }
 }

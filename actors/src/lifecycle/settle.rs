@@ -77,6 +77,24 @@ impl Coordinator {
         Ok(())
     }
 
+    /// A resume that never reached an engine (none serves the seat, and the seat is leaving
+    /// this node): its claim goes back uncounted — no engine refused it — for the seat's next
+    /// holder to offer again (a completion collected again, an answer driven again).
+    pub async fn hand_back_unsent(&self, turn_id: &str, launch_id: &str) -> Result<(), Error> {
+        let Some(run) = self.runs.read(turn_id).await? else {
+            return Ok(());
+        };
+        let fence = self.in_flight_fence(&run.record.seat).await?;
+        let hand_back = Transition::HandBackClaim {
+            launch_id: launch_id.to_owned(),
+            collect_failed: false,
+        };
+        match self.runs.apply(&fence, turn_id, hand_back).await {
+            Ok(_) | Err(RunError::Refused(_)) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
     /// How the resumed turn ended. A relaunch returns the new job's launch id.
     pub async fn settle(
         &self,
@@ -98,6 +116,12 @@ impl Coordinator {
         });
         match settle {
             Settle::Finished { reply } => {
+                // the turn's reply is published before the run ends, under an id derived from
+                // the job, so a settle repeated after a crash publishes it once
+                if !reply.is_empty() {
+                    self.publish_reply(turn_id, launch_id, &run.record.seat, &reply, None)
+                        .await;
+                }
                 self.end_run(&fence, turn_id, EndingReason::Finished, &reply, guard)
                     .await;
                 crash::point(crash::SETTLE_AFTER_FINISH);
@@ -138,7 +162,7 @@ impl Coordinator {
                     brief,
                     conversation,
                     command,
-                    env,
+                    env: relaunch_env(&run.record, env),
                 };
                 self.relaunch(&fence, &run.record, launch_id, next).await
             }
@@ -266,6 +290,26 @@ struct Relaunch {
     conversation: Vec<u8>,
     command: Option<String>,
     env: BTreeMap<String, String>,
+}
+
+/// What a relaunch exports to its job: the engine's variables, then — resuming an answer —
+/// the answer, the question and (a re-seed) the branch, which the node sets itself so a
+/// relaunch never asks its question again for want of them.
+fn relaunch_env(run: &RunRecord, mut env: BTreeMap<String, String>) -> BTreeMap<String, String> {
+    if run.claim.as_ref().map(|c| c.kind) != Some(ClaimKind::Answer) {
+        return env;
+    }
+    if let Some(answer) = &run.answer {
+        env.insert("BOXFLEET_ANSWER".to_owned(), answer.text.clone());
+    }
+    if let Some(question) = &run.question {
+        env.insert("BOXFLEET_QUESTION".to_owned(), question.text.clone());
+        if let Some(branch) = &question.branch {
+            // a re-seeded box starts empty: the job checks its work out from here
+            env.insert("BOXFLEET_BRANCH".to_owned(), branch.clone());
+        }
+    }
+    env
 }
 
 /// A broken resume's ending detail: the error, and whether a person's reply goes back.

@@ -6,6 +6,22 @@ pub(crate) fn new_id(prefix: &str) -> String {
     format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
 }
 
+/// The turn id a seat's delivery is launched under, `turn-{32 hex}` derived from the seat and
+/// the delivery: whoever works the delivery — the engine it went to, the next one after a
+/// detach, the built-in engine after a crash — launches the same turn, so a repeated launch
+/// gets the first one's outcome (DESIGN §6 I13) and a message never starts two jobs.
+pub fn turn_id_for_delivery(seat: &str, delivery_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new()
+        .chain_update(b"boxfleet turn of delivery\0")
+        .chain_update(seat.as_bytes())
+        .chain_update(b"\0")
+        .chain_update(delivery_id.as_bytes())
+        .finalize();
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("turn-{hex}")
+}
+
 /// `text` cut to at most `max` bytes on a whole line, with a line saying how much was left
 /// out; unchanged when it fits.
 pub(crate) fn cut(text: &str, max: usize) -> String {
@@ -44,5 +60,9 @@ mod tests {
     fn a_quoted_word_survives_its_own_quotes() {
         assert_eq!(shell_quote("it's"), r"'it'\''s'");
         assert!(new_id("turn").starts_with("turn-"));
+        let turn = turn_id_for_delivery("eng", "d-1");
+        assert_eq!(turn, turn_id_for_delivery("eng", "d-1"));
+        assert_ne!(turn, turn_id_for_delivery("ops", "d-1"));
+        assert_eq!(turn.len(), "turn-".len() + 32);
     }
 }

@@ -320,9 +320,15 @@ pub struct NodesArgs {
 /// `boxfleet seats`.
 #[derive(Debug, Clone, Args)]
 pub struct SeatsArgs {
-    /// Print one JSON document {"seats": [...]}.
+    /// Print one JSON document {"seats": [...]} ({"dead_letters": [...]} with --dead-letters).
     #[arg(long)]
     pub json: bool,
+    /// List the messages deferred past their bound (on their 26th delivery) instead, oldest first.
+    #[arg(long)]
+    pub dead_letters: bool,
+    /// With --dead-letters: only this seat's.
+    #[arg(long, value_name = "SEAT", requires = "dead_letters")]
+    pub seat: Option<String>,
     #[command(flatten)]
     pub conn: Conn,
 }
@@ -404,6 +410,10 @@ pub struct NodeArgs {
     /// [default: 15].
     #[arg(long, value_name = "SECS")]
     pub poll_interval: Option<u64>,
+    /// Seconds a stopping node (SIGTERM, Ctrl-C) waits for the engine to settle the resumes it
+    /// was sent before it lets them go (node.settle_window_seconds) [default: 60].
+    #[arg(long, value_name = "SECS", env = "BOXFLEET_SETTLE_WINDOW_SECONDS")]
+    pub settle_window: Option<u64>,
     /// The address other nodes reach this one at, HOST:PORT (node.advertise) [default: the
     /// listen address; on 0.0.0.0, the host name with the listen port].
     #[arg(long, value_name = "ADDR")]

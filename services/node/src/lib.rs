@@ -87,6 +87,9 @@ fn node_config(args: &cli::NodeArgs) -> anyhow::Result<boxfleet_config::NodeConf
     if let Some(interval) = args.poll_interval {
         file.node.poll_interval_seconds = Some(interval);
     }
+    if let Some(window) = args.settle_window {
+        file.node.settle_window_seconds = Some(window);
+    }
     if let Some(keyring) = &args.keyring {
         file.auth.get_or_insert_with(Default::default).keyring_file = Some(keyring.clone());
     }

@@ -93,6 +93,8 @@ pub struct Node {
     pub config: NodeConfig,
     pub addr: SocketAddr,
     pub coordinator: Arc<Coordinator>,
+    /// the engines attached here (told when the node stops)
+    engines: Arc<Engines>,
     pub root: ActorRef<SupervisorMsg>,
     root_join: tokio::task::JoinHandle<()>,
     /// the node's keyring and TLS (what the banner reports it made)
@@ -104,10 +106,6 @@ pub struct Node {
 /// How often the placement pass runs: a seat whose holder died is taken within the lease's
 /// TTL plus this.
 const PLACEMENT_INTERVAL: Duration = Duration::from_secs(1);
-
-/// How long a stopping node waits for each seat's work in progress before it lets go anyway
-/// (the next holder's recovery pass settles what is left).
-const STOP_SETTLE: Duration = Duration::from_secs(20);
 
 /// The workers the node's tree is made of, shared by their children's specs.
 struct Workers {
@@ -278,13 +276,14 @@ impl Node {
         let coordinator = Arc::new_cyclic(|me| {
             Coordinator::new(parts, Arc::new(NodeTree::new(me.clone(), refs.clone())))
         });
+        let engines = Arc::new(Engines::new(
+            coordinator.clone(),
+            config.company.clone(),
+            config.default_engine,
+        ));
         let workers = Workers {
             refs: refs.clone(),
-            engines: Arc::new(Engines::new(
-                coordinator.clone(),
-                config.company.clone(),
-                config.default_engine,
-            )),
+            engines: engines.clone(),
             trust: trust.clone(),
             coordinator: coordinator.clone(),
             errors: Arc::new(Observed::default()),
@@ -314,6 +313,7 @@ impl Node {
             config,
             addr,
             coordinator,
+            engines,
             root,
             root_join,
             trust,
@@ -331,7 +331,17 @@ impl Node {
         if let Err(error) = coordinator.set_draining(true).await {
             warn!(%error, "node_drain_failed");
         }
-        coordinator.release_all(STOP_SETTLE).await;
+        // each seat's work in progress gets the settle window (node.settle_window_seconds,
+        // default 60 s); what is left after it the next holder's recovery pass settles
+        let window = Duration::from_secs(self.config.settle_window_seconds);
+        coordinator.release_all(window).await;
+        self.engines.close_all(
+            "node_stopping",
+            &format!(
+                "node {} is stopping: attach to another node of the fleet",
+                self.config.id
+            ),
+        );
         self.root.stop(Some("node stopping".into()));
         let _ = tokio::time::timeout(Duration::from_secs(10), self.root_join).await;
         let _ = self

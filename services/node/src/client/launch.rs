@@ -94,6 +94,7 @@ fn refusal_class(refusal: &Refusal) -> &'static str {
     match refusal.class() {
         refusal::Class::Unspecified => "unspecified",
         refusal::Class::Unavailable => "unavailable",
+        refusal::Class::Busy => "busy",
         refusal::Class::Refused => "refused",
         refusal::Class::Budget => "budget",
     }

@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use boxfleet_proto::v1::{
-    ActorInfo, DrainRequest, NodeInfo, NodesRequest, SeatInfo, SeatsRequest, TreeReply, TreeRequest,
+    ActorInfo, DeadLetter, DeadLettersRequest, DrainRequest, NodeInfo, NodesRequest, SeatInfo,
+    SeatsRequest, TreeReply, TreeRequest,
 };
 use serde_json::{Value, json};
 
@@ -152,6 +153,28 @@ fn nodes_table(nodes: &[NodeInfo]) -> String {
 /// Runs `boxfleet seats`.
 pub(super) async fn seats(args: &SeatsArgs) -> anyhow::Result<i32> {
     let node = connect(&args.conn).await?;
+    if args.dead_letters {
+        let request = DeadLettersRequest {
+            seat: args.seat.clone().unwrap_or_default(),
+        };
+        let reply = node
+            .call(
+                "dead letters",
+                CALL_TIMEOUT,
+                node.ops().dead_letters(request),
+            )
+            .await?;
+        if args.json {
+            let letters: Vec<Value> = reply.letters.iter().map(dead_letter_json).collect();
+            out(&format!(
+                "{}\n",
+                pretty(&json!({ "dead_letters": letters }))
+            ))?;
+        } else {
+            out(&dead_letters_table(&reply.letters))?;
+        }
+        return Ok(0);
+    }
     let reply = node
         .call("seats", CALL_TIMEOUT, node.ops().seats(SeatsRequest {}))
         .await?;
@@ -162,6 +185,38 @@ pub(super) async fn seats(args: &SeatsArgs) -> anyhow::Result<i32> {
         out(&seats_table(&reply.seats))?;
     }
     Ok(0)
+}
+
+fn dead_letter_json(letter: &DeadLetter) -> Value {
+    json!({
+        "seat": letter.seat,
+        "delivery_id": letter.delivery_id,
+        "from": letter.from,
+        "posted_at": letter.posted_at,
+        "deliveries": letter.deliveries,
+        "conversation_key": letter.conversation_key,
+        "text": letter.text,
+    })
+}
+
+fn dead_letters_table(letters: &[DeadLetter]) -> String {
+    let rows: Vec<Vec<String>> = letters
+        .iter()
+        .map(|letter| {
+            vec![
+                cell(&letter.seat).to_owned(),
+                cell(&letter.delivery_id).to_owned(),
+                cell(&letter.from).to_owned(),
+                letter.deliveries.to_string(),
+                cell(&letter.posted_at).to_owned(),
+                truncate(&one_line(&letter.text), 60),
+            ]
+        })
+        .collect();
+    table(
+        &["SEAT", "DELIVERY", "FROM", "DELIVERIES", "POSTED", "TEXT"],
+        &rows,
+    )
 }
 
 fn seat_json(info: &SeatInfo) -> Value {

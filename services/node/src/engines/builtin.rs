@@ -7,11 +7,10 @@
 use std::collections::BTreeMap;
 
 use boxfleet_actors::crash;
+use boxfleet_actors::lifecycle::text::turn_id_for_delivery;
 use boxfleet_actors::lifecycle::{
     self, EngineDown, LaunchOutcome, LaunchRequest, RefusalClass, Resume, ResumeKind, Settle,
 };
-use boxfleet_cluster::events::{self, Event};
-use boxfleet_cluster::store::{Op, Txn};
 use tracing::{info, warn};
 
 use super::Engines;
@@ -20,9 +19,13 @@ impl Engines {
     /// The built-in engine's handling of one piece of work.
     pub(super) async fn builtin(&self, work: EngineDown) {
         match work {
-            EngineDown::Turn { seat, delivery } => {
+            EngineDown::Turn { seat, delivery, .. } => {
+                // the turn id is the delivery's: worked again after a crash, it is the same
+                // launch, never a second job
+                let turn_id = turn_id_for_delivery(&seat, &delivery.delivery_id);
                 let request = LaunchRequest {
                     seat: seat.clone(),
+                    turn_id: Some(turn_id),
                     brief: delivery.text.clone(),
                     task: delivery.text.clone(),
                     runner: "command".into(),
@@ -39,7 +42,7 @@ impl Engines {
                         true
                     }
                     LaunchOutcome::Refused {
-                        class: RefusalClass::Unavailable,
+                        class: RefusalClass::Unavailable | RefusalClass::Busy,
                         reason,
                     } => {
                         warn!(seat, reason, "builtin_engine_deferred");
@@ -58,6 +61,13 @@ impl Engines {
                     warn!(seat, %error, "builtin_engine_ack_failed");
                 }
             }
+            // notices: the built-in engine keeps no state a notice would change
+            EngineDown::Ended(ended) => {
+                info!(seat = %ended.seat, turn_id = %ended.turn_id, reason = %ended.reason, "builtin_engine_run_ended");
+            }
+            EngineDown::Parked(parked) => {
+                info!(seat = %parked.seat, turn_id = %parked.turn_id, "builtin_engine_run_parked");
+            }
             EngineDown::Resume(resume) => {
                 if let Err(error) = self.resume(*resume).await {
                     warn!(%error, "builtin_engine_resume_failed");
@@ -71,7 +81,7 @@ impl Engines {
     pub(super) async fn builtin_guarded(self: std::sync::Arc<Self>, work: EngineDown) {
         let resumed = match &work {
             EngineDown::Resume(resume) => Some((resume.turn_id.clone(), resume.launch_id.clone())),
-            EngineDown::Turn { .. } => None,
+            _ => None,
         };
         let engines = std::sync::Arc::clone(&self);
         let ran = tokio::spawn(async move { engines.builtin(work).await }).await;
@@ -108,7 +118,6 @@ impl Engines {
             command,
             succeeded,
             seat,
-            branch,
             ..
         } = resume;
         // a test failpoint: the first resume of this process is slow to be taken, as an
@@ -141,7 +150,8 @@ impl Engines {
         match kind {
             ResumeKind::Findings => {
                 crash::point(crash::SETTLE_AFTER_TAKE);
-                self.publish_reply(&turn_id, &launch_id, &seat, &reply, succeeded)
+                self.coordinator
+                    .publish_reply(&turn_id, &launch_id, &seat, &reply, Some(succeeded))
                     .await;
                 crash::point(crash::SETTLE_AFTER_REPLY);
                 self.coordinator
@@ -149,19 +159,14 @@ impl Engines {
                     .await?;
             }
             ResumeKind::Answer | ResumeKind::Reseed => {
+                // the relaunch carries the answer, the question and (a re-seed) the branch:
+                // the node exports them to the new job (`BOXFLEET_ANSWER`, …)
                 let question = question.unwrap_or_default();
-                let mut env = BTreeMap::new();
-                env.insert("BOXFLEET_ANSWER".to_owned(), reply.clone());
-                env.insert("BOXFLEET_QUESTION".to_owned(), question.clone());
-                if let Some(branch) = &branch {
-                    // a re-seeded box starts empty: the job checks its work out from here
-                    env.insert("BOXFLEET_BRANCH".to_owned(), branch.clone());
-                }
                 let relaunch = Settle::Relaunched {
                     brief: format!("{question}\nThe answer: {reply}"),
                     conversation,
                     command,
-                    env,
+                    env: BTreeMap::new(),
                 };
                 self.coordinator
                     .settle(&turn_id, &launch_id, relaunch)
@@ -169,42 +174,5 @@ impl Engines {
             }
         }
         Ok(())
-    }
-
-    /// The built-in engine's turn reply: the findings, as an event of the turn.
-    async fn publish_reply(
-        &self,
-        turn_id: &str,
-        launch_id: &str,
-        seat: &str,
-        reply: &str,
-        succeeded: bool,
-    ) {
-        let coordinator = &self.coordinator;
-        let now = chrono::Utc::now();
-        let event = Event::new(
-            events::kind::TURN_REPLIED,
-            &[turn_id, launch_id],
-            turn_id,
-            launch_id,
-            seat,
-            now,
-            serde_json::json!({ "reply": reply, "succeeded": succeeded }),
-        );
-        let lease = match self.retention.lease(coordinator.store.as_ref(), now).await {
-            Ok(lease) => lease,
-            Err(error) => {
-                warn!(turn_id, %error, "turn_reply_not_published");
-                return;
-            }
-        };
-        let (compare, put) = events::create(&coordinator.keys, &event, lease);
-        let txn = Txn::new()
-            .when([compare])
-            .and_then([put])
-            .or_else([Op::get(coordinator.keys.event(&event.id))]);
-        if let Err(error) = coordinator.store.txn(txn).await {
-            warn!(turn_id, %error, "turn_reply_not_published");
-        }
     }
 }

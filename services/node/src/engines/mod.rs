@@ -1,30 +1,49 @@
-//! Engines: which engine a seat's work goes to (DESIGN §8.2, §8.3, §13). That is
-//! configuration — the seat's `engine:`, its role's, else the node's `default_engine` — never
-//! whoever attached last:
+//! Engines: which engine a seat's work goes to (DESIGN §8.2, §8.3, §13; `docs/engine.md`).
+//! That is configuration — the seat's `engine:`, its role's, else the node's `default_engine`
+//! — never whoever attached last:
 //!
 //! - a seat served by the **built-in** engine ([`builtin`]) has its turns and resumes worked in
 //!   this process;
 //! - a seat served by an **external** engine has them sent to the one attached engine whose
 //!   credential covers the seat (an attach needs the `engine` or `admin` role for every seat it
-//!   names, and a seat is served by one engine at a time). With none attached a turn waits
-//!   here, its delivery held in the inbox, until one attaches; a resume is handed back for a
-//!   retry (a completion comes round again at the next poll).
+//!   names, and a seat is served by one engine at a time). Work for such a seat never falls to
+//!   the built-in engine: with no engine attached that serves it — or its engine's stream full
+//!   ([`STREAM_BUFFER`] messages unread) — it waits here ([`Waiting`]), and is sent when one
+//!   attaches or the stream drains. A resume waiting for a seat that leaves this node goes
+//!   back to the store uncounted, for the seat's next holder.
 //!
-//! When an engine goes away, every resume it had not taken is handed back, and every turn it
-//! had not acked is deferred (keeping its place at the head of the seat's inbox).
+//! When an engine goes away (or is replaced by a newer attach of the same credential, which is
+//! told so in a `Closing`), every resume it had not taken waits for the next engine, every
+//! resume it took and did not settle ends `abandoned_tail`, and every turn it had not acked is
+//! deferred (keeping its place at the head of the seat's inbox).
 
 mod builtin;
+mod waiting;
+pub mod wire;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use boxfleet_actors::lifecycle::{Coordinator, EngineDown, Settle};
+use boxfleet_actors::lifecycle::{Coordinator, EngineDown};
 use boxfleet_auth::Principal;
-use boxfleet_cluster::retention::Retention;
 use boxfleet_config::company::Company;
 use boxfleet_config::engine::EngineChoice;
+use boxfleet_proto::v1 as pb;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
+
+use waiting::Waiting;
+use wire::{Reason, Refusal};
+
+/// How many messages an engine's stream holds unread before the node holds its work back.
+pub const STREAM_BUFFER: usize = 256;
+
+/// A resume sent and not settled, as it was sent (so it can go to the next engine).
+#[derive(Debug)]
+struct Sent {
+    launch_id: String,
+    work: EngineDown,
+}
 
 /// An attached external engine: where its work goes, and what it was given.
 #[derive(Debug)]
@@ -35,9 +54,9 @@ struct Attached {
     principal: Principal,
     /// the seats it asked to serve; empty: every external seat its credential covers
     seats: Vec<String>,
-    down: mpsc::Sender<EngineDown>,
-    /// resumes sent and not taken: turn → launch
-    untaken: HashMap<String, String>,
+    down: mpsc::Sender<pb::EngineDown>,
+    /// resumes sent and not taken: turn → what was sent
+    untaken: HashMap<String, Sent>,
     /// resumes taken and not settled: turn → launch
     taken: HashMap<String, String>,
     /// turns sent and not acked: seat → delivery
@@ -58,7 +77,7 @@ pub enum Routed {
     Sent,
     /// the seat is the built-in engine's
     Builtin(EngineDown),
-    /// no engine serves the seat now: a turn waits for one, a resume goes back for a retry
+    /// no engine can take it now (none serves the seat, or its stream is full): it waits
     NoEngine(EngineDown),
 }
 
@@ -71,16 +90,8 @@ pub struct Engines {
     default_engine: EngineChoice,
     attached: Mutex<Vec<Attached>>,
     next_id: Mutex<u64>,
-    /// turns of external seats no attached engine serves, by seat (one is out at a time)
-    waiting: Mutex<HashMap<String, EngineDown>>,
-    retention: Retention,
-}
-
-fn seat_of(work: &EngineDown) -> &str {
-    match work {
-        EngineDown::Turn { seat, .. } => seat,
-        EngineDown::Resume(resume) => &resume.seat,
-    }
+    /// work of external seats no attached engine can take now
+    waiting: Waiting,
 }
 
 impl Engines {
@@ -95,8 +106,7 @@ impl Engines {
             default_engine,
             attached: Mutex::new(Vec::new()),
             next_id: Mutex::new(0),
-            waiting: Mutex::new(HashMap::new()),
-            retention: Retention::events(),
+            waiting: Waiting::default(),
         }
     }
 
@@ -116,13 +126,13 @@ impl Engines {
     /// Attaches an external engine for `seats` (empty: every external seat `principal`
     /// covers); returns its id. A seat the built-in engine serves, or one another engine
     /// already serves, is refused; the same subject attaching again replaces its own earlier
-    /// attach (a reconnect). The turns waiting for it are sent at once.
+    /// attach (a reconnect), which is told so and whose work in hand goes to the new one.
     pub fn attach(
-        &self,
+        self: &Arc<Self>,
         name: String,
         principal: Principal,
         seats: Vec<String>,
-        down: mpsc::Sender<EngineDown>,
+        down: mpsc::Sender<pb::EngineDown>,
     ) -> Result<u64, String> {
         if let Some(seat) = seats
             .iter()
@@ -159,7 +169,7 @@ impl Engines {
                     attached.push(replaced);
                 }
                 return Err(format!(
-                    "engine {other} already serves these seats: one engine serves a seat at a time"
+                    "engine {other} already serves these seats: one engine serves a seat at a time; attach with Hello.seats naming seats no other engine serves"
                 ));
             }
             attached.push(engine);
@@ -167,43 +177,20 @@ impl Engines {
         };
         info!(engine = %name, id, "engine_attached");
         if let Some(replaced) = replaced {
-            info!(engine = %replaced.name, id = replaced.id, "engine_replaced");
+            info!(engine = %replaced.name, id = replaced.id, by = id, "engine_replaced");
+            let why = format!(
+                "engine {} attached again with the same credential ({}): this stream is replaced by the newer one",
+                name, replaced.principal.subject
+            );
+            let _ = replaced.down.try_send(wire::closing("replaced", why));
+            let engines = self.clone();
+            tokio::spawn(async move { engines.orphan(replaced).await });
         }
         Ok(id)
     }
 
-    /// The turns waiting for an engine that `id` now serves, sent to it; a seat no longer held
-    /// here has its waiting turn dropped (the seat's holder dispatches it again).
-    pub fn send_waiting(self: &Arc<Self>, id: u64) {
-        let waiting: Vec<EngineDown> = {
-            let attached = self.attached();
-            let Some(engine) = attached.iter().find(|a| a.id == id) else {
-                return;
-            };
-            let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-            let seats: Vec<String> = waiting
-                .keys()
-                .filter(|seat| engine.serves(seat))
-                .cloned()
-                .collect();
-            seats
-                .iter()
-                .filter_map(|seat| waiting.remove(seat))
-                .collect()
-        };
-        for work in waiting {
-            if !self.coordinator.holds(seat_of(&work)) {
-                continue;
-            }
-            if let Routed::NoEngine(work) = self.to_external(work) {
-                self.wait(work);
-            }
-        }
-    }
-
-    /// An external engine went away: every resume it did not take is handed back for a retry,
-    /// and every turn it did not ack is deferred.
-    pub async fn detach(&self, id: u64) {
+    /// An external engine went away: see [`Engines::orphan`].
+    pub async fn detach(self: &Arc<Self>, id: u64) {
         let engine = {
             let mut attached = self.attached();
             attached
@@ -211,26 +198,26 @@ impl Engines {
                 .position(|a| a.id == id)
                 .map(|at| attached.remove(at))
         };
-        let Some(engine) = engine else {
-            return;
-        };
+        if let Some(engine) = engine {
+            self.orphan(engine).await;
+        }
+    }
+
+    /// The work an engine that is gone had in hand: each resume it did not take waits for the
+    /// next engine of its seat; each it took and did not settle may have been used, so its run
+    /// ends `abandoned_tail`; each turn it did not ack is deferred.
+    async fn orphan(self: &Arc<Self>, engine: Attached) {
         info!(
             engine = %engine.name,
-            id,
+            id = engine.id,
             untaken = engine.untaken.len(),
             taken = engine.taken.len(),
             unacked = engine.turns.len(),
             "engine_detached"
         );
-        for (turn_id, launch_id) in engine.untaken {
-            let retry = Settle::Retry {
-                error: format!("engine {} went away before it took the resume", engine.name),
-            };
-            if let Err(error) = self.coordinator.settle(&turn_id, &launch_id, retry).await {
-                warn!(turn_id, %error, "sandbox_resume_handback_failed");
-            }
+        for (_, sent) in engine.untaken {
+            self.wait(sent.work);
         }
-        // a resume it took may have been used: not retried, the run ended abandoned_tail
         for (turn_id, launch_id) in engine.taken {
             if let Err(error) = self
                 .coordinator
@@ -245,15 +232,90 @@ impl Engines {
                 warn!(seat, delivery_id, %error, "engine_turn_handback_failed");
             }
         }
+        self.send_waiting().await;
     }
 
-    /// Engine `id` took the resume of `turn_id`: it is no longer handed back when the engine
-    /// goes away, but ended, unless the engine settles it first.
+    /// Engine `id` may take the resume of `turn_id` under `launch_id`: it was sent it, under
+    /// that launch, and has not taken it.
+    pub fn may_take(&self, id: u64, turn_id: &str, launch_id: &str) -> Result<(), Refusal> {
+        let attached = self.attached();
+        let engine = attached.iter().find(|a| a.id == id);
+        let Some(engine) = engine else {
+            return Err(Refusal::new(Reason::NotSent, "this engine is detached"));
+        };
+        if engine.taken.contains_key(turn_id) {
+            return Err(Refusal::new(
+                Reason::AlreadyTaken,
+                format!("the resume of {turn_id} was already taken: settle it"),
+            ));
+        }
+        let Some(sent) = engine.untaken.get(turn_id) else {
+            return Err(Refusal::new(
+                Reason::NotSent,
+                format!(
+                    "this engine holds no resume of {turn_id}: it was never sent, or already settled"
+                ),
+            ));
+        };
+        if sent.launch_id != launch_id {
+            return Err(wrong_launch(turn_id, &sent.launch_id, launch_id));
+        }
+        Ok(())
+    }
+
+    /// Engine `id` may settle the resume of `turn_id` under `launch_id`; `needs_take`: the
+    /// outcome says the turn ran (finished, broke after an external write), so it must have
+    /// been taken.
+    pub fn may_settle(
+        &self,
+        id: u64,
+        turn_id: &str,
+        launch_id: &str,
+        needs_take: bool,
+    ) -> Result<(), Refusal> {
+        let attached = self.attached();
+        let Some(engine) = attached.iter().find(|a| a.id == id) else {
+            return Err(Refusal::new(Reason::NotSent, "this engine is detached"));
+        };
+        let held = engine
+            .taken
+            .get(turn_id)
+            .map(|launch| (launch.as_str(), true))
+            .or_else(|| {
+                engine
+                    .untaken
+                    .get(turn_id)
+                    .map(|sent| (sent.launch_id.as_str(), false))
+            });
+        let Some((sent_launch, taken)) = held else {
+            return Err(Refusal::new(
+                Reason::NotSent,
+                format!(
+                    "this engine holds no resume of {turn_id}: it was never sent, or already settled"
+                ),
+            ));
+        };
+        if sent_launch != launch_id {
+            return Err(wrong_launch(turn_id, sent_launch, launch_id));
+        }
+        if needs_take && !taken {
+            return Err(Refusal::new(
+                Reason::NotTaken,
+                format!(
+                    "the resume of {turn_id} was not taken: send Take before the turn runs, then Settle"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Engine `id` took the resume of `turn_id`: it is no longer offered to another engine
+    /// when this one goes away, but ended, unless this one settles it first.
     pub fn taken(&self, id: u64, turn_id: &str) {
         if let Some(engine) = self.attached().iter_mut().find(|a| a.id == id)
-            && let Some(launch_id) = engine.untaken.remove(turn_id)
+            && let Some(sent) = engine.untaken.remove(turn_id)
         {
-            engine.taken.insert(turn_id.to_owned(), launch_id);
+            engine.taken.insert(turn_id.to_owned(), sent.launch_id);
         }
     }
 
@@ -286,9 +348,32 @@ impl Engines {
         self.attached().iter().any(|a| a.id == id && a.serves(seat))
     }
 
+    /// The node ends every engine's stream: each is told why, then its stream closes.
+    pub fn close_all(&self, reason: &str, message: &str) {
+        let closed: Vec<Attached> = self.attached().drain(..).collect();
+        for engine in closed {
+            info!(engine = %engine.name, id = engine.id, reason, "engine_stream_closed");
+            let _ = engine
+                .down
+                .try_send(wire::closing(reason, message.to_owned()));
+            // the sender dropped here ends the stream after the closing word
+        }
+    }
+
+    /// Sends a message the node itself writes (a refusal) to engine `id`; one its full stream
+    /// cannot take is dropped and logged.
+    pub fn tell(&self, id: u64, message: pb::EngineDown) {
+        let attached = self.attached();
+        if let Some(engine) = attached.iter().find(|a| a.id == id)
+            && engine.down.try_send(message).is_err()
+        {
+            warn!(engine = %engine.name, id, "engine_notice_dropped");
+        }
+    }
+
     /// Sends work to the engine that serves its seat.
     pub fn to_external(&self, work: EngineDown) -> Routed {
-        let seat = seat_of(&work).to_owned();
+        let seat = work.seat().to_owned();
         if self.engine_for(&seat) == EngineChoice::Builtin {
             return Routed::Builtin(work);
         }
@@ -296,58 +381,74 @@ impl Engines {
         let Some(engine) = attached.iter_mut().find(|a| a.serves(&seat)) else {
             return Routed::NoEngine(work);
         };
-        let sent = match &work {
-            EngineDown::Resume(resume) => (resume.turn_id.clone(), resume.launch_id.clone()),
-            EngineDown::Turn { delivery, .. } => (seat.clone(), delivery.delivery_id.clone()),
-        };
-        let resume = matches!(work, EngineDown::Resume(_));
-        match engine.down.try_send(work) {
+        let kept = work.clone();
+        match engine.down.try_send(wire::down_message(work)) {
             Ok(()) => {
-                if resume {
-                    engine.untaken.insert(sent.0, sent.1);
-                } else {
-                    engine.turns.insert(sent.0, sent.1);
+                match kept {
+                    EngineDown::Resume(ref resume) => {
+                        let sent = Sent {
+                            launch_id: resume.launch_id.clone(),
+                            work: kept.clone(),
+                        };
+                        engine.untaken.insert(resume.turn_id.clone(), sent);
+                    }
+                    EngineDown::Turn { ref delivery, .. } => {
+                        engine.turns.insert(seat, delivery.delivery_id.clone());
+                    }
+                    EngineDown::Ended(_) | EngineDown::Parked(_) => {}
                 }
                 Routed::Sent
             }
-            Err(
-                mpsc::error::TrySendError::Full(work) | mpsc::error::TrySendError::Closed(work),
-            ) => Routed::NoEngine(work),
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                warn!(engine = %engine.name, seat, buffer = STREAM_BUFFER, "engine_backlogged");
+                Routed::NoEngine(kept)
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => Routed::NoEngine(kept),
         }
     }
 
-    /// Work for an external seat no engine serves now: a turn waits here for one; a resume is
-    /// handed back, so its claim comes round again (a completion at the next poll, an answer
-    /// after its retry spacing).
-    pub fn wait(self: &Arc<Self>, work: EngineDown) {
-        match work {
-            EngineDown::Turn { ref seat, .. } => {
-                info!(seat, "engine_turn_waiting");
-                self.waiting
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(seat.clone(), work);
-            }
-            EngineDown::Resume(resume) => {
-                let engines = self.clone();
-                tokio::spawn(async move {
-                    let retry = Settle::Retry {
-                        error: format!(
-                            "no engine attached serves seat {}: the resume waits for one",
-                            resume.seat
-                        ),
-                    };
-                    if let Err(error) = engines
+    /// Work for an external seat no engine can take now: it waits here, and is sent when one
+    /// can (an attach, a detach's hand-over, the router's tick).
+    pub fn wait(&self, work: EngineDown) {
+        self.waiting.add(work);
+    }
+
+    /// Sends what waits to the engines that can now take it. A resume waiting for a seat this
+    /// node no longer holds (or is handing over) goes back to the store uncounted, for the
+    /// seat's next holder; a turn or notice of such a seat is dropped (its holder dispatches
+    /// its mail again; a notice's durable record is the run's event).
+    pub async fn send_waiting(&self) {
+        if self.waiting.is_empty() {
+            return;
+        }
+        for work in self.waiting.take_all() {
+            let seat = work.seat().to_owned();
+            let leaving = !self.coordinator.holds(&seat) || self.coordinator.releasing(&seat);
+            if leaving {
+                if let EngineDown::Resume(resume) = &work {
+                    info!(seat, turn_id = %resume.turn_id, "engine_resume_returned_unsent");
+                    if let Err(error) = self
                         .coordinator
-                        .settle(&resume.turn_id, &resume.launch_id, retry)
+                        .hand_back_unsent(&resume.turn_id, &resume.launch_id)
                         .await
                     {
                         warn!(turn_id = %resume.turn_id, %error, "sandbox_resume_handback_failed");
                     }
-                });
+                }
+                continue;
+            }
+            if let Routed::NoEngine(work) = self.to_external(work) {
+                self.wait(work);
             }
         }
     }
+}
+
+fn wrong_launch(turn_id: &str, sent: &str, given: &str) -> Refusal {
+    Refusal::new(
+        Reason::WrongLaunch,
+        format!("the resume of {turn_id} was sent for job {sent}, not {given}"),
+    )
 }
 
 /// Whether two engines would serve a seat in common.
@@ -409,8 +510,12 @@ impl ractor::Actor for Router {
     ) -> Result<(), ractor::ActorProcessingErr> {
         let next = {
             let mut receiver = state.receiver.lock().await;
-            state.observed.set_depth("engines", receiver.len() as u64);
-            // bounded, so the router answers its supervisor between pieces of work
+            state.observed.set_depth(
+                "engines",
+                receiver.len() as u64 + state.engines.waiting.len() as u64,
+            );
+            // bounded, so the router answers its supervisor between pieces of work, and what
+            // waits for an engine is tried again
             tokio::time::timeout(std::time::Duration::from_millis(500), receiver.recv()).await
         };
         match next {
@@ -424,6 +529,9 @@ impl ractor::Actor for Router {
             },
             Ok(None) => return Ok(()),
             Err(_) => {}
+        }
+        if state.engines.waiting.sweep_due() {
+            state.engines.send_waiting().await;
         }
         let _ = myself.cast(RouterMsg::Next);
         Ok(())

@@ -1,47 +1,27 @@
-//! The Engine service (DESIGN §8.2): an external engine attaches with one bidirectional
-//! stream. Down it goes the seats' work (a turn, a resume); up come its acks and defers, its
-//! takes and settles, each performed by the node's lifecycle.
+//! The Engine service (DESIGN §8.2; `docs/engine.md`): an external engine attaches with one
+//! bidirectional stream. Down it goes the seats' work (a turn, a resume, a notice) and the
+//! node's word on what it sent up (a `Refused` for every Up message not acted on, a `Closing`
+//! before the node ends the stream); up come its acks and defers, its takes and settles, each
+//! performed by the node's lifecycle.
 
 use std::sync::Arc;
 
-use boxfleet_actors::lifecycle::{self, EngineDown, ResumeKind};
+use boxfleet_actors::lifecycle::{self, Error as LifecycleError};
+use boxfleet_cluster::runs::RunError;
 use boxfleet_proto::v1 as pb;
-use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status as GrpcStatus};
-use tracing::warn;
+use tracing::{info, warn};
 
 use boxfleet_auth::Call;
 
 use super::inputs;
 use super::runs::Stream_;
 use super::status::none_if_empty;
-use crate::engines::Engines;
+use crate::engines::wire::{self, Reason, Refusal};
+use crate::engines::{Engines, STREAM_BUFFER};
 use crate::trust::{authorize, principal_of};
-
-/// Whether engine `id` may send `message`: an ack or defer of a seat it serves, a take or a
-/// settle of a run of a seat it serves.
-async fn engine_may(engines: &Engines, id: u64, message: &pb::EngineUp) -> Result<(), String> {
-    let seat = match &message.msg {
-        Some(pb::engine_up::Msg::Ack(ack)) => ack.seat.clone(),
-        Some(pb::engine_up::Msg::Defer(defer)) => defer.seat.clone(),
-        Some(pb::engine_up::Msg::Take(pb::Take { turn_id, .. }))
-        | Some(pb::engine_up::Msg::Settle(pb::Settle { turn_id, .. })) => {
-            match engines.coordinator().runs.read(turn_id).await {
-                Ok(Some(run)) => run.record.seat,
-                Ok(None) => return Ok(()),
-                Err(error) => return Err(format!("run {turn_id} could not be read: {error}")),
-            }
-        }
-        Some(pb::engine_up::Msg::Hello(_)) | None => return Ok(()),
-    };
-    if engines.serves(id, &seat) {
-        Ok(())
-    } else {
-        Err(format!("seat {seat} is not this engine's"))
-    }
-}
 
 /// The Engine service.
 #[derive(Debug)]
@@ -49,40 +29,167 @@ pub struct EngineService {
     pub engines: Arc<Engines>,
 }
 
-fn down_message(work: EngineDown) -> pb::EngineDown {
-    let msg = match work {
-        EngineDown::Turn { seat, delivery } => pb::engine_down::Msg::Turn(pb::Turn {
-            seat,
-            delivery_id: delivery.delivery_id,
-            conversation_key: delivery.conversation_key.unwrap_or_default(),
-            partition: delivery.partition.unwrap_or_default(),
-            from: delivery.from,
-            text: delivery.text,
-            posted_at: delivery.posted_at.to_rfc3339(),
-        }),
-        EngineDown::Resume(resume) => {
-            let kind = match resume.kind {
-                ResumeKind::Findings => pb::resume::Kind::Findings,
-                ResumeKind::Answer => pb::resume::Kind::Answer,
-                ResumeKind::Reseed => pb::resume::Kind::Reseed,
-            };
-            pb::engine_down::Msg::Resume(pb::Resume {
-                seat: resume.seat,
-                turn_id: resume.turn_id,
-                launch_id: resume.launch_id,
-                conversation: resume.conversation,
-                reply: resume.reply,
-                iteration: resume.iteration,
-                work_item: resume.work_item.unwrap_or_default(),
-                kind: kind as i32,
-                question: resume.question.unwrap_or_default(),
-                answer: String::new(),
-                branch: resume.branch.unwrap_or_default(),
-                succeeded: resume.succeeded,
-            })
+/// What a lifecycle error means to the engine.
+fn refusal_of(error: LifecycleError) -> Refusal {
+    match error {
+        LifecycleError::NotFound(message) => Refusal::new(Reason::UnknownTurn, message),
+        LifecycleError::Run(RunError::Refused(refusal)) => {
+            Refusal::new(Reason::RefusedByRun, refusal.to_string())
         }
-    };
-    pb::EngineDown { msg: Some(msg) }
+        LifecycleError::BadRequest(message) => Refusal::new(Reason::BadInput, message),
+        other => Refusal::new(
+            Reason::Unavailable,
+            format!("{other}; nothing was changed: send it again"),
+        ),
+    }
+}
+
+/// A "not sent" refusal made precise: the run is gone, or the seat is not this engine's.
+async fn refine(engines: &Engines, id: u64, turn_id: &str, refusal: Refusal) -> Refusal {
+    if refusal.reason != Reason::NotSent {
+        return refusal;
+    }
+    match engines.coordinator().runs.read(turn_id).await {
+        Ok(None) => Refusal::new(
+            Reason::UnknownTurn,
+            format!("no run {turn_id} is on record: it ended, or never existed"),
+        ),
+        Ok(Some(run)) if !engines.serves(id, &run.record.seat) => Refusal::new(
+            Reason::NotYours,
+            format!(
+                "run {turn_id} is seat {}'s, which this engine does not serve",
+                run.record.seat
+            ),
+        ),
+        _ => refusal,
+    }
+}
+
+/// An ack or defer of a turn this engine was not given (or already answered for).
+fn turn_not_held(engines: &Engines, id: u64, seat: &str, delivery_id: &str) -> Refusal {
+    if engines.serves(id, seat) {
+        Refusal::new(
+            Reason::NotSent,
+            format!(
+                "seat {seat}'s turn out at this engine is not {delivery_id}: it was never sent here, or was already acked or deferred"
+            ),
+        )
+    } else {
+        Refusal::new(
+            Reason::NotYours,
+            format!("seat {seat} is not served by this engine"),
+        )
+    }
+}
+
+/// The lifecycle's settle outcome for the engine's.
+fn outcome_of(outcome: pb::settle::Outcome) -> lifecycle::Settle {
+    match outcome {
+        pb::settle::Outcome::Finished(f) => lifecycle::Settle::Finished { reply: f.reply },
+        pb::settle::Outcome::Relaunched(r) => lifecycle::Settle::Relaunched {
+            brief: r.brief,
+            conversation: r.conversation,
+            command: none_if_empty(r.command),
+            env: r.env.into_iter().collect(),
+        },
+        pb::settle::Outcome::BrokeAfterExternalWrite(b) => {
+            lifecycle::Settle::BrokeAfterExternalWrite { error: b.error }
+        }
+        pb::settle::Outcome::Retry(r) => lifecycle::Settle::Retry { error: r.error },
+        pb::settle::Outcome::ResumeBroken(r) => lifecycle::Settle::ResumeBroken { error: r.error },
+    }
+}
+
+/// Whether a failed call may be sent again (the engine keeps what it holds).
+fn retryable(refusal: &Refusal) -> bool {
+    refusal.reason == Reason::Unavailable
+}
+
+/// Performs one Up message of engine `id`; a refusal says why it was not acted on.
+async fn handle_up(engines: &Arc<Engines>, id: u64, message: pb::EngineUp) -> Result<(), Refusal> {
+    let coordinator = engines.coordinator().clone();
+    match message.msg {
+        None => Err(Refusal::new(
+            Reason::Empty,
+            "an Up message with nothing in it",
+        )),
+        Some(pb::engine_up::Msg::Hello(_)) => Err(Refusal::new(
+            Reason::HelloAgain,
+            "Hello is the stream's first message only: attach again to serve other seats",
+        )),
+        Some(pb::engine_up::Msg::Ack(ack)) => {
+            if !engines.holds_turn(id, &ack.seat, &ack.delivery_id) {
+                return Err(turn_not_held(engines, id, &ack.seat, &ack.delivery_id));
+            }
+            coordinator
+                .turn_done(&ack.seat, &ack.delivery_id, true)
+                .await
+                .map_err(refusal_of)
+        }
+        Some(pb::engine_up::Msg::Defer(defer)) => {
+            if !engines.holds_turn(id, &defer.seat, &defer.delivery_id) {
+                return Err(turn_not_held(engines, id, &defer.seat, &defer.delivery_id));
+            }
+            coordinator
+                .defer_turn(&defer.seat, &defer.delivery_id)
+                .await
+                .map(|_| ())
+                .map_err(refusal_of)
+        }
+        Some(pb::engine_up::Msg::Take(take)) => {
+            if let Err(refusal) = engines.may_take(id, &take.turn_id, &take.launch_id) {
+                return Err(refine(engines, id, &take.turn_id, refusal).await);
+            }
+            match coordinator.take(&take.turn_id, &take.launch_id).await {
+                Ok(()) => {
+                    engines.taken(id, &take.turn_id);
+                    Ok(())
+                }
+                Err(error) => {
+                    let refusal = refusal_of(error);
+                    if !retryable(&refusal) {
+                        engines.settled(id, &take.turn_id);
+                    }
+                    Err(refusal)
+                }
+            }
+        }
+        Some(pb::engine_up::Msg::Settle(settle)) => {
+            inputs::settle(&settle)
+                .map_err(|status| Refusal::new(Reason::BadInput, status.message()))?;
+            let Some(outcome) = settle.outcome else {
+                return Err(Refusal::new(
+                    Reason::NoOutcome,
+                    "a Settle needs an outcome: finished, relaunched, broke_after_external_write, retry or resume_broken",
+                ));
+            };
+            let needs_take = matches!(
+                outcome,
+                pb::settle::Outcome::Finished(_) | pb::settle::Outcome::BrokeAfterExternalWrite(_)
+            );
+            if let Err(refusal) =
+                engines.may_settle(id, &settle.turn_id, &settle.launch_id, needs_take)
+            {
+                return Err(refine(engines, id, &settle.turn_id, refusal).await);
+            }
+            let settled = coordinator
+                .settle(&settle.turn_id, &settle.launch_id, outcome_of(outcome))
+                .await;
+            match settled {
+                Ok(_) => {
+                    engines.settled(id, &settle.turn_id);
+                    Ok(())
+                }
+                Err(error) => {
+                    let refusal = refusal_of(error);
+                    if !retryable(&refusal) {
+                        engines.settled(id, &settle.turn_id);
+                    }
+                    Err(refusal)
+                }
+            }
+        }
+    }
 }
 
 #[tonic::async_trait]
@@ -105,6 +212,7 @@ impl pb::engine_server::Engine for EngineService {
                 ));
             }
         };
+        inputs::id("hello.engine", &hello.engine)?;
         for seat in &hello.seats {
             inputs::id("hello.seats", seat)?;
         }
@@ -115,12 +223,12 @@ impl pb::engine_server::Engine for EngineService {
             },
             &format!("engine={} seats={}", hello.engine, hello.seats.join(",")),
         )?;
-        let (down_tx, down_rx) = mpsc::channel::<EngineDown>(256);
+        let (down_tx, down_rx) = mpsc::channel::<pb::EngineDown>(STREAM_BUFFER);
         let engines = self.engines.clone();
         let id = engines
             .attach(hello.engine.clone(), caller, hello.seats.clone(), down_tx)
             .map_err(GrpcStatus::failed_precondition)?;
-        engines.send_waiting(id);
+        engines.send_waiting().await;
         // anything waiting on the seats it serves is offered to the new engine
         for fence in engines.coordinator().held_seats() {
             if engines.serves(id, &fence.seat) {
@@ -128,79 +236,24 @@ impl pb::engine_server::Engine for EngineService {
             }
         }
         tokio::spawn(async move {
-            let coordinator = engines.coordinator().clone();
             loop {
                 let message = match up.message().await {
                     Ok(Some(message)) => message,
                     Ok(None) => break,
                     Err(error) => {
-                        warn!(%error, "engine_stream_broke");
+                        warn!(engine = id, %error, "engine_stream_broke");
                         break;
                     }
                 };
-                if let Err(refusal) = engine_may(&engines, id, &message).await {
-                    warn!(engine = id, %refusal, "engine_message_refused");
-                    continue;
-                }
-                let result = match message.msg {
-                    Some(pb::engine_up::Msg::Ack(ack)) => {
-                        engines.holds_turn(id, &ack.seat, &ack.delivery_id);
-                        coordinator
-                            .turn_done(&ack.seat, &ack.delivery_id, true)
-                            .await
-                    }
-                    Some(pb::engine_up::Msg::Defer(defer)) => {
-                        engines.holds_turn(id, &defer.seat, &defer.delivery_id);
-                        coordinator
-                            .turn_done(&defer.seat, &defer.delivery_id, false)
-                            .await
-                    }
-                    Some(pb::engine_up::Msg::Take(take)) => {
-                        let taken = coordinator.take(&take.turn_id, &take.launch_id).await;
-                        if taken.is_ok() {
-                            engines.taken(id, &take.turn_id);
-                        }
-                        taken
-                    }
-                    Some(pb::engine_up::Msg::Settle(settle)) => {
-                        engines.settled(id, &settle.turn_id);
-                        let outcome = match settle.outcome {
-                            Some(pb::settle::Outcome::Finished(f)) => {
-                                lifecycle::Settle::Finished { reply: f.reply }
-                            }
-                            Some(pb::settle::Outcome::Relaunched(r)) => {
-                                lifecycle::Settle::Relaunched {
-                                    brief: r.brief,
-                                    conversation: r.conversation,
-                                    command: none_if_empty(r.command),
-                                    env: Default::default(),
-                                }
-                            }
-                            Some(pb::settle::Outcome::BrokeAfterExternalWrite(b)) => {
-                                lifecycle::Settle::BrokeAfterExternalWrite { error: b.error }
-                            }
-                            Some(pb::settle::Outcome::Retry(r)) => {
-                                lifecycle::Settle::Retry { error: r.error }
-                            }
-                            Some(pb::settle::Outcome::ResumeBroken(r)) => {
-                                lifecycle::Settle::ResumeBroken { error: r.error }
-                            }
-                            None => continue,
-                        };
-                        coordinator
-                            .settle(&settle.turn_id, &settle.launch_id, outcome)
-                            .await
-                            .map(|_| ())
-                    }
-                    Some(pb::engine_up::Msg::Hello(_)) | None => Ok(()),
-                };
-                if let Err(error) = result {
-                    warn!(%error, "engine_message_failed");
+                let kept = message.clone();
+                if let Err(refusal) = handle_up(&engines, id, message).await {
+                    info!(engine = id, reason = refusal.reason.word(), message = %refusal.message, "engine_message_refused");
+                    engines.tell(id, wire::refused(&kept, refusal));
                 }
             }
             engines.detach(id).await;
         });
-        let down = ReceiverStream::new(down_rx).map(|work| Ok(down_message(work)));
+        let down = tokio_stream::StreamExt::map(ReceiverStream::new(down_rx), Ok);
         Ok(Response::new(Box::pin(down)))
     }
 }

@@ -145,6 +145,77 @@ pub fn tail(r: &pb::TailRequest) -> Result<(), Status> {
     short("digest", &r.digest)
 }
 
+/// Variables an engine's relaunch may export.
+pub const MAX_RELAUNCH_ENV_VARS: usize = 64;
+/// One exported variable's value.
+pub const MAX_ENV_VALUE_BYTES: usize = 32 * 1024;
+
+/// A Settle from an engine: its ids, the reply, and a relaunch's brief, command, conversation
+/// and variables (a name in the `BOXFLEET_` namespace is the node's to set).
+pub fn settle(r: &pb::Settle) -> Result<(), Status> {
+    id("turn_id", &r.turn_id)?;
+    id("launch_id", &r.launch_id)?;
+    match &r.outcome {
+        Some(pb::settle::Outcome::Finished(f)) => text("reply", &f.reply, MAX_BRIEF_BYTES, false),
+        Some(pb::settle::Outcome::Relaunched(relaunched)) => relaunch(relaunched),
+        Some(pb::settle::Outcome::BrokeAfterExternalWrite(b)) => {
+            text("error", &b.error, MAX_MESSAGE_BYTES, false)
+        }
+        Some(pb::settle::Outcome::Retry(b)) => text("error", &b.error, MAX_MESSAGE_BYTES, false),
+        Some(pb::settle::Outcome::ResumeBroken(b)) => {
+            text("error", &b.error, MAX_MESSAGE_BYTES, false)
+        }
+        None => Ok(()),
+    }
+}
+
+fn relaunch(r: &pb::Relaunched) -> Result<(), Status> {
+    text("relaunched.brief", &r.brief, MAX_BRIEF_BYTES, false)?;
+    text("relaunched.command", &r.command, MAX_COMMAND_BYTES, false)?;
+    if r.conversation.len() > MAX_CONVERSATION_BYTES {
+        return Err(refuse(
+            "relaunched.conversation",
+            format!(
+                "{} bytes is over its bound of {MAX_CONVERSATION_BYTES}",
+                r.conversation.len()
+            ),
+        ));
+    }
+    if r.env.len() > MAX_RELAUNCH_ENV_VARS {
+        return Err(refuse(
+            "relaunched.env",
+            format!(
+                "{} variables is over its bound of {MAX_RELAUNCH_ENV_VARS}",
+                r.env.len()
+            ),
+        ));
+    }
+    for (name, value) in &r.env {
+        let well_formed = !name.is_empty()
+            && name.len() <= 128
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !well_formed {
+            return Err(refuse(
+                "relaunched.env",
+                format!(
+                    "{name:?} is not a variable name: use letters, digits and '_', not starting with a digit"
+                ),
+            ));
+        }
+        if name.starts_with("BOXFLEET_") {
+            return Err(refuse(
+                "relaunched.env",
+                format!(
+                    "{name} is the node's to set (the BOXFLEET_ namespace): the answer, question and branch are exported by the node itself"
+                ),
+            ));
+        }
+        text("relaunched.env", value, MAX_ENV_VALUE_BYTES, false)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

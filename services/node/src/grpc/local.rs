@@ -99,6 +99,7 @@ impl Local {
             LaunchOutcome::Refused { class, reason } => {
                 let class = match class {
                     RefusalClass::Unavailable => pb::refusal::Class::Unavailable,
+                    RefusalClass::Busy => pb::refusal::Class::Busy,
                     RefusalClass::Refused => pb::refusal::Class::Refused,
                     RefusalClass::Budget => pb::refusal::Class::Budget,
                 };

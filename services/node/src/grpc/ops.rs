@@ -223,6 +223,55 @@ impl pb::ops_server::Ops for OpsService {
         Ok(Response::new(pb::SeatsReply { seats }))
     }
 
+    async fn dead_letters(
+        &self,
+        request: Request<pb::DeadLettersRequest>,
+    ) -> Result<Response<pb::DeadLettersReply>, GrpcStatus> {
+        let caller = principal_of(&request)?;
+        let asked = request.into_inner().seat;
+        if !asked.is_empty() {
+            super::inputs::id("seat", &asked)?;
+        }
+        authorize(&caller, &Call::Seats, &format!("dead_letters seat={asked}"))?;
+        let coordinator = &self.coordinator;
+        let seats: std::collections::BTreeSet<String> = if asked.is_empty() {
+            let prefix = coordinator.keys.seats();
+            let range = coordinator.store.range(&prefix).await.map_err(status)?;
+            range
+                .kvs
+                .iter()
+                .filter_map(|kv| {
+                    let rest = kv.key.strip_prefix(&prefix)?;
+                    rest.split_once("/dead/").map(|(seat, _)| seat.to_owned())
+                })
+                .collect()
+        } else {
+            [asked].into_iter().collect()
+        };
+        let mut letters = Vec::new();
+        // a credential scoped to seats sees only theirs
+        for seat in seats.into_iter().filter(|seat| caller.covers(seat)) {
+            for message in coordinator
+                .inbox
+                .dead_letters(&seat)
+                .await
+                .map_err(status)?
+            {
+                let delivery = message.delivery;
+                letters.push(pb::DeadLetter {
+                    seat: seat.clone(),
+                    delivery_id: delivery.delivery_id,
+                    from: delivery.from,
+                    text: delivery.text,
+                    posted_at: delivery.posted_at.to_rfc3339(),
+                    deliveries: message.delivery_count,
+                    conversation_key: delivery.conversation_key.unwrap_or_default(),
+                });
+            }
+        }
+        Ok(Response::new(pb::DeadLettersReply { letters }))
+    }
+
     async fn drain(
         &self,
         request: Request<pb::DrainRequest>,

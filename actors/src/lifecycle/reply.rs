@@ -1,0 +1,91 @@
+//! What the engine's side announces (DESIGN §8.2, §8.3): a turn's reply — what the resumed
+//! turn answered, published as the turn's `turn_replied` event before its run ends — and a
+//! message dead-lettered after its deferrals. Each event's id is derived from what it is about,
+//! so an engine's settle repeated after a crash — or the built-in engine's publish followed by
+//! its settle — writes it once.
+
+use boxfleet_cluster::events::{self, Event};
+use boxfleet_cluster::store::{Op, Txn};
+use tracing::warn;
+
+use boxfleet_cluster::inbox::Message;
+
+use super::Coordinator;
+use super::limits::MAX_REPORT_BYTES;
+use super::text::cut;
+use super::text::turn_id_for_delivery;
+
+/// How much of a dead-lettered message its announcement quotes.
+const DEAD_LETTER_TEXT_BYTES: usize = 2048;
+
+impl Coordinator {
+    /// Publishes `reply` as the turn's reply event, once; `succeeded` is the job's own
+    /// verdict when the engine knows it. A reply not published is logged, never fatal: the run
+    /// still ends, and its phase record holds the findings.
+    pub async fn publish_reply(
+        &self,
+        turn_id: &str,
+        launch_id: &str,
+        seat: &str,
+        reply: &str,
+        succeeded: Option<bool>,
+    ) {
+        let now = chrono::Utc::now();
+        let reply = cut(&boxfleet_redact::redact(reply), MAX_REPORT_BYTES);
+        let mut body = serde_json::json!({ "reply": reply });
+        if let Some(succeeded) = succeeded {
+            body["succeeded"] = serde_json::Value::Bool(succeeded);
+        }
+        let event = Event::new(
+            events::kind::TURN_REPLIED,
+            &[turn_id, launch_id],
+            turn_id,
+            launch_id,
+            seat,
+            now,
+            body,
+        );
+        self.publish_once(event).await;
+    }
+
+    /// Announces that `message` was dead-lettered from `seat`'s inbox.
+    pub(super) async fn announce_dead_letter(&self, seat: &str, message: &Message) {
+        let delivery = &message.delivery;
+        let turn_id = turn_id_for_delivery(seat, &delivery.delivery_id);
+        let body = serde_json::json!({
+            "delivery_id": delivery.delivery_id,
+            "from": delivery.from,
+            "deliveries": message.delivery_count + 1,
+            "text": cut(&boxfleet_redact::redact(&delivery.text), DEAD_LETTER_TEXT_BYTES),
+        });
+        let event = Event::new(
+            events::kind::MESSAGE_DEAD_LETTERED,
+            &[seat, &delivery.delivery_id],
+            &turn_id,
+            "",
+            seat,
+            chrono::Utc::now(),
+            body,
+        );
+        self.publish_once(event).await;
+    }
+
+    /// Writes `event` unless one with its id exists; a failure is logged, never fatal.
+    async fn publish_once(&self, event: Event) {
+        let lease = match self.replies.lease(self.store.as_ref(), event.at).await {
+            Ok(lease) => lease,
+            Err(error) => {
+                warn!(kind = %event.kind, %error, "event_not_published");
+                return;
+            }
+        };
+        let (compare, put) = events::create(&self.keys, &event, lease);
+        let txn = Txn::new()
+            .when([compare])
+            .and_then([put])
+            .or_else([Op::get(self.keys.event(&event.id))]);
+        if let Err(error) = self.store.txn(txn).await {
+            warn!(kind = %event.kind, %error, "event_not_published");
+        }
+    }
+}
