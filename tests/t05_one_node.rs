@@ -341,14 +341,20 @@ async fn a_failed_answer_resume_is_retried_then_let_go_and_announced_declined() 
     let node = NodeProcess::start("retry", dir.path(), &["--default-engine", "external"]);
     let addr = node.addr();
     let (up_tx, mut down) = attach_engine(&addr, "flaky").await;
+    // the engine's work; the notice that the job parked (a `Parked`) is not work
     let mut next = async move || -> pb::engine_down::Msg {
-        tokio::time::timeout(Duration::from_secs(30), down.next())
-            .await
-            .expect("engine work within 30 s")
-            .expect("stream open")
-            .expect("message")
-            .msg
-            .expect("a message")
+        loop {
+            let msg = tokio::time::timeout(Duration::from_secs(30), down.next())
+                .await
+                .expect("engine work within 30 s")
+                .expect("stream open")
+                .expect("message")
+                .msg
+                .expect("a message");
+            if !matches!(msg, pb::engine_down::Msg::Parked(_)) {
+                return msg;
+            }
+        }
     };
 
     println!("--- phase: a job parks on a question (pause TTL 3 s)");

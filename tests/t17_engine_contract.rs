@@ -360,10 +360,16 @@ async fn a_scripted_engine_works_a_turn_and_is_told_of_every_message_the_node_re
     )
     .await;
 
+    hand_back_until_broken(&mut engine, &addr).await;
+}
+
+/// A findings resume the engine hands back every time is offered at most 10 times, each with
+/// its count, and the run then ends `resume_broken`, told to the engine as a FAILED resume.
+async fn hand_back_until_broken(engine: &mut ScriptedEngine, addr: &str) {
     println!("--- phase: a findings resume the engine keeps handing back is bounded");
     let looping = launched(
         launch(
-            &addr,
+            addr,
             pb::LaunchRequest {
                 seat: "eng".into(),
                 command: "echo done > \"$BOXFLEET_REPORT\"".into(),
