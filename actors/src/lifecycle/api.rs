@@ -176,8 +176,12 @@ pub struct Resume {
 /// How a resumed turn ended (DESIGN §8.2, up).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Settle {
-    /// the turn is done: the run ends and its box is reclaimed
-    Finished { reply: String },
+    /// the turn is done: `reply` is published as the turn's reply (with the job's own verdict
+    /// when the engine knows it), then the run ends and its box is reclaimed
+    Finished {
+        reply: String,
+        succeeded: Option<bool>,
+    },
     /// the turn starts another job in the same box (a new launch id)
     Relaunched {
         brief: String,

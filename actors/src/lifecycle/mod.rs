@@ -131,8 +131,9 @@ pub struct Coordinator {
     engine: mpsc::UnboundedSender<EngineDown>,
     /// the org chart questions resolve against (empty: seats are implicit)
     company: boxfleet_config::company::Company,
-    /// the lease a turn's reply event rides (kept as long as every event)
-    replies: boxfleet_cluster::retention::Retention,
+    /// the lease the engine side's announcements ride (a turn's reply, a dead letter), kept as
+    /// long as every event
+    announcements: boxfleet_cluster::retention::Retention,
 }
 
 impl Coordinator {
@@ -174,7 +175,7 @@ impl Coordinator {
             follow_ups,
             engine,
             company,
-            replies: boxfleet_cluster::retention::Retention::events(),
+            announcements: boxfleet_cluster::retention::Retention::events(),
         }
     }
 

@@ -5,15 +5,13 @@
 //! its settle — writes it once.
 
 use boxfleet_cluster::events::{self, Event};
+use boxfleet_cluster::inbox::Message;
 use boxfleet_cluster::store::{Op, Txn};
 use tracing::warn;
 
-use boxfleet_cluster::inbox::Message;
-
 use super::Coordinator;
 use super::limits::MAX_REPORT_BYTES;
-use super::text::cut;
-use super::text::turn_id_for_delivery;
+use super::text::{cut, turn_id_for_delivery};
 
 /// How much of a dead-lettered message its announcement quotes.
 const DEAD_LETTER_TEXT_BYTES: usize = 2048;
@@ -22,7 +20,7 @@ impl Coordinator {
     /// Publishes `reply` as the turn's reply event, once; `succeeded` is the job's own
     /// verdict when the engine knows it. A reply not published is logged, never fatal: the run
     /// still ends, and its phase record holds the findings.
-    pub async fn publish_reply(
+    pub(super) async fn publish_reply(
         &self,
         turn_id: &str,
         launch_id: &str,
@@ -72,7 +70,11 @@ impl Coordinator {
 
     /// Writes `event` unless one with its id exists; a failure is logged, never fatal.
     async fn publish_once(&self, event: Event) {
-        let lease = match self.replies.lease(self.store.as_ref(), event.at).await {
+        let lease = match self
+            .announcements
+            .lease(self.store.as_ref(), event.at)
+            .await
+        {
             Ok(lease) => lease,
             Err(error) => {
                 warn!(kind = %event.kind, %error, "event_not_published");

@@ -109,19 +109,22 @@ impl Coordinator {
         let guard = EndingGuard::Claim {
             launch_id: launch_id.to_owned(),
         };
+        // the turn's reply is published before the run ends, under an id derived from the
+        // job, so a settle repeated after a crash publishes it once
+        if let Settle::Finished { reply, succeeded } = &settle
+            && !reply.is_empty()
+        {
+            self.publish_reply(turn_id, launch_id, &run.record.seat, reply, *succeeded)
+                .await;
+            crash::point(crash::SETTLE_AFTER_REPLY);
+        }
         crash::point(if matches!(settle, Settle::Relaunched { .. }) {
             crash::RELAUNCH_BEFORE_OPEN
         } else {
             crash::SETTLE_BEFORE_ENDING
         });
         match settle {
-            Settle::Finished { reply } => {
-                // the turn's reply is published before the run ends, under an id derived from
-                // the job, so a settle repeated after a crash publishes it once
-                if !reply.is_empty() {
-                    self.publish_reply(turn_id, launch_id, &run.record.seat, &reply, None)
-                        .await;
-                }
+            Settle::Finished { reply, .. } => {
                 self.end_run(&fence, turn_id, EndingReason::Finished, &reply, guard)
                     .await;
                 crash::point(crash::SETTLE_AFTER_FINISH);

@@ -117,7 +117,6 @@ impl Engines {
             question,
             command,
             succeeded,
-            seat,
             ..
         } = resume;
         // a test failpoint: the first resume of this process is slow to be taken, as an
@@ -150,12 +149,13 @@ impl Engines {
         match kind {
             ResumeKind::Findings => {
                 crash::point(crash::SETTLE_AFTER_TAKE);
+                // the settle publishes the findings as the turn's reply, then ends the run
+                let finished = Settle::Finished {
+                    reply,
+                    succeeded: Some(succeeded),
+                };
                 self.coordinator
-                    .publish_reply(&turn_id, &launch_id, &seat, &reply, Some(succeeded))
-                    .await;
-                crash::point(crash::SETTLE_AFTER_REPLY);
-                self.coordinator
-                    .settle(&turn_id, &launch_id, Settle::Finished { reply })
+                    .settle(&turn_id, &launch_id, finished)
                     .await?;
             }
             ResumeKind::Answer | ResumeKind::Reseed => {

@@ -250,12 +250,7 @@ impl Engines {
             ));
         }
         let Some(sent) = engine.untaken.get(turn_id) else {
-            return Err(Refusal::new(
-                Reason::NotSent,
-                format!(
-                    "this engine holds no resume of {turn_id}: it was never sent, or already settled"
-                ),
-            ));
+            return Err(not_held(turn_id));
         };
         if sent.launch_id != launch_id {
             return Err(wrong_launch(turn_id, &sent.launch_id, launch_id));
@@ -288,12 +283,7 @@ impl Engines {
                     .map(|sent| (sent.launch_id.as_str(), false))
             });
         let Some((sent_launch, taken)) = held else {
-            return Err(Refusal::new(
-                Reason::NotSent,
-                format!(
-                    "this engine holds no resume of {turn_id}: it was never sent, or already settled"
-                ),
-            ));
+            return Err(not_held(turn_id));
         };
         if sent_launch != launch_id {
             return Err(wrong_launch(turn_id, sent_launch, launch_id));
@@ -442,6 +432,13 @@ impl Engines {
             }
         }
     }
+}
+
+fn not_held(turn_id: &str) -> Refusal {
+    Refusal::new(
+        Reason::NotSent,
+        format!("this engine holds no resume of {turn_id}: it was never sent, or already settled"),
+    )
 }
 
 fn wrong_launch(turn_id: &str, sent: &str, given: &str) -> Refusal {

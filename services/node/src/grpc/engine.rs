@@ -85,7 +85,10 @@ fn turn_not_held(engines: &Engines, id: u64, seat: &str, delivery_id: &str) -> R
 /// The lifecycle's settle outcome for the engine's.
 fn outcome_of(outcome: pb::settle::Outcome) -> lifecycle::Settle {
     match outcome {
-        pb::settle::Outcome::Finished(f) => lifecycle::Settle::Finished { reply: f.reply },
+        pb::settle::Outcome::Finished(f) => lifecycle::Settle::Finished {
+            reply: f.reply,
+            succeeded: None,
+        },
         pb::settle::Outcome::Relaunched(r) => lifecycle::Settle::Relaunched {
             brief: r.brief,
             conversation: r.conversation,
@@ -100,9 +103,22 @@ fn outcome_of(outcome: pb::settle::Outcome) -> lifecycle::Settle {
     }
 }
 
-/// Whether a failed call may be sent again (the engine keeps what it holds).
-fn retryable(refusal: &Refusal) -> bool {
-    refusal.reason == Reason::Unavailable
+/// A take or settle that failed: the resume stays in the engine's hands when the call may be
+/// sent again (`unavailable`), and is forgotten when the refusal is final.
+fn kept_unless_final(
+    engines: &Engines,
+    id: u64,
+    turn_id: &str,
+    result: Result<(), LifecycleError>,
+) -> Result<(), Refusal> {
+    let Err(error) = result else {
+        return Ok(());
+    };
+    let refusal = refusal_of(error);
+    if refusal.reason != Reason::Unavailable {
+        engines.settled(id, turn_id);
+    }
+    Err(refusal)
 }
 
 /// Performs one Up message of engine `id`; a refusal says why it was not acted on.
@@ -140,19 +156,11 @@ async fn handle_up(engines: &Arc<Engines>, id: u64, message: pb::EngineUp) -> Re
             if let Err(refusal) = engines.may_take(id, &take.turn_id, &take.launch_id) {
                 return Err(refine(engines, id, &take.turn_id, refusal).await);
             }
-            match coordinator.take(&take.turn_id, &take.launch_id).await {
-                Ok(()) => {
-                    engines.taken(id, &take.turn_id);
-                    Ok(())
-                }
-                Err(error) => {
-                    let refusal = refusal_of(error);
-                    if !retryable(&refusal) {
-                        engines.settled(id, &take.turn_id);
-                    }
-                    Err(refusal)
-                }
+            let taken = coordinator.take(&take.turn_id, &take.launch_id).await;
+            if taken.is_ok() {
+                engines.taken(id, &take.turn_id);
             }
+            kept_unless_final(engines, id, &take.turn_id, taken)
         }
         Some(pb::engine_up::Msg::Settle(settle)) => {
             inputs::settle(&settle)
@@ -175,19 +183,10 @@ async fn handle_up(engines: &Arc<Engines>, id: u64, message: pb::EngineUp) -> Re
             let settled = coordinator
                 .settle(&settle.turn_id, &settle.launch_id, outcome_of(outcome))
                 .await;
-            match settled {
-                Ok(_) => {
-                    engines.settled(id, &settle.turn_id);
-                    Ok(())
-                }
-                Err(error) => {
-                    let refusal = refusal_of(error);
-                    if !retryable(&refusal) {
-                        engines.settled(id, &settle.turn_id);
-                    }
-                    Err(refusal)
-                }
+            if settled.is_ok() {
+                engines.settled(id, &settle.turn_id);
             }
+            kept_unless_final(engines, id, &settle.turn_id, settled.map(|_| ()))
         }
     }
 }

@@ -34,6 +34,20 @@ fn refuse(field: &str, rule: String) -> Status {
     Status::invalid_argument(format!("{field}: {rule}"))
 }
 
+/// A suspended conversation, under its bound.
+fn conversation(field: &str, bytes: &[u8]) -> Result<(), Status> {
+    if bytes.len() > MAX_CONVERSATION_BYTES {
+        return Err(refuse(
+            field,
+            format!(
+                "{} bytes is over its bound of {MAX_CONVERSATION_BYTES}",
+                bytes.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// An id field: required, in the id grammar.
 pub fn id(field: &str, value: &str) -> Result<(), Status> {
     match id_problem(value) {
@@ -91,15 +105,7 @@ pub fn launch(r: &pb::LaunchRequest) -> Result<(), Status> {
     text("brief", &r.brief, MAX_BRIEF_BYTES, false)?;
     text("task", &r.task, MAX_TASK_BYTES, false)?;
     text("command", &r.command, MAX_COMMAND_BYTES, false)?;
-    if r.conversation.len() > MAX_CONVERSATION_BYTES {
-        return Err(refuse(
-            "conversation",
-            format!(
-                "{} bytes is over its bound of {MAX_CONVERSATION_BYTES}",
-                r.conversation.len()
-            ),
-        ));
-    }
+    conversation("conversation", &r.conversation)?;
     for (field, value) in [
         ("requester", &r.requester),
         ("work_item", &r.work_item),
@@ -172,15 +178,7 @@ pub fn settle(r: &pb::Settle) -> Result<(), Status> {
 fn relaunch(r: &pb::Relaunched) -> Result<(), Status> {
     text("relaunched.brief", &r.brief, MAX_BRIEF_BYTES, false)?;
     text("relaunched.command", &r.command, MAX_COMMAND_BYTES, false)?;
-    if r.conversation.len() > MAX_CONVERSATION_BYTES {
-        return Err(refuse(
-            "relaunched.conversation",
-            format!(
-                "{} bytes is over its bound of {MAX_CONVERSATION_BYTES}",
-                r.conversation.len()
-            ),
-        ));
-    }
+    conversation("relaunched.conversation", &r.conversation)?;
     if r.env.len() > MAX_RELAUNCH_ENV_VARS {
         return Err(refuse(
             "relaunched.env",
