@@ -111,9 +111,7 @@ impl Coordinator {
         };
         // the turn's reply is published before the run ends, under an id derived from the
         // job, so a settle repeated after a crash publishes it once
-        if let Settle::Finished { reply, succeeded } = &settle
-            && !reply.is_empty()
-        {
+        if let Settle::Finished { reply, succeeded } = &settle {
             self.publish_reply(turn_id, launch_id, &run.record.seat, reply, *succeeded)
                 .await;
             crash::point(crash::SETTLE_AFTER_REPLY);
