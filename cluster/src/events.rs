@@ -123,14 +123,73 @@ pub fn derive_id(parts: &[&str]) -> String {
     hex::encode(&hash.finalize()[..16])
 }
 
+/// The most an event is, whole (DESIGN §15): a broker refuses one larger.
+pub const MAX_EVENT_BYTES: usize = 8 * 1024 * 1024;
+
+/// Room kept in a request for what rides beside its events: keys, compares, a spend's ops.
+pub const REQUEST_OVERHEAD_BYTES: usize = 64 * 1024;
+
 /// The compare and the put that create an event only if it is not there yet, on the outbox's
-/// retention `lease`.
-pub fn create(keys: &Keys, event: &Event, lease: LeaseId) -> (Compare, Op) {
+/// retention `lease`. The event is held to `max_bytes` (and to [`MAX_EVENT_BYTES`]) by
+/// [`fit`], so a store that takes smaller requests than the event would need still takes it.
+pub fn create(keys: &Keys, event: &Event, lease: LeaseId, max_bytes: usize) -> (Compare, Op) {
     let key = keys.event(&event.id);
     (
         Compare::absent(key.clone()),
-        Op::put_on_lease(key, event.to_json(), lease),
+        Op::put_on_lease(key, fit(event, max_bytes), lease),
     )
+}
+
+/// The event's JSON in at most `max_bytes` (and [`MAX_EVENT_BYTES`]): while it is larger, its
+/// body's longest text is cut to half, keeping its start and saying on a line of its own how
+/// many bytes were left out and why. The event's identity and every short field are kept;
+/// telemetry never fails the write it rides (spec: "telemetry never fails the resume").
+pub fn fit(event: &Event, max_bytes: usize) -> Vec<u8> {
+    let max_bytes = max_bytes.min(MAX_EVENT_BYTES);
+    let mut json = event.to_json();
+    if json.len() <= max_bytes {
+        return json;
+    }
+    let mut event = event.clone();
+    while json.len() > max_bytes {
+        let over = json.len() - max_bytes;
+        let Some(longest) = longest_text(&mut event.body) else {
+            break;
+        };
+        if longest.len() < 1024 {
+            break; // nothing left worth cutting: the store's refusal names the write
+        }
+        // JSON can grow a text six-fold, so cut what is over, and at least half
+        let keep = longest.len().saturating_sub(over).min(longest.len() / 2);
+        let mut end = keep;
+        while !longest.is_char_boundary(end) {
+            end -= 1;
+        }
+        let left = longest.len() - end;
+        longest.truncate(end);
+        longest.push_str(&format!(
+            "\n[… {left} bytes left out so the event fits the store's {max_bytes}-byte requests]"
+        ));
+        json = event.to_json();
+    }
+    json
+}
+
+/// The longest string anywhere in `value`.
+fn longest_text(value: &mut serde_json::Value) -> Option<&mut String> {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => Some(text),
+        Value::Array(items) => items
+            .iter_mut()
+            .filter_map(longest_text)
+            .max_by_key(|text| text.len()),
+        Value::Object(fields) => fields
+            .values_mut()
+            .filter_map(longest_text)
+            .max_by_key(|text| text.len()),
+        _ => None,
+    }
 }
 
 /// An event read back, with the revision it was written at.
@@ -176,6 +235,31 @@ pub fn from_watch(kv: &KeyValue) -> Result<Stored, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_past_the_stores_request_limit_is_cut_to_fit_and_says_so() {
+        let body = serde_json::json!({
+            "record": {"response": "r".repeat(3 << 20), "notes": "q".repeat(100),
+                       "activity_transcript": ["\u{1}".repeat(1 << 20)]},
+            "succeeded": true,
+        });
+        let event = Event::new(kind::TURN_REPLIED, &["t"], "t", "l", "s", Utc::now(), body);
+        let limit = 1536 * 1024;
+        let json = fit(&event, limit);
+        assert!(json.len() <= limit, "{} over {limit}", json.len());
+        let fitted: Event = serde_json::from_slice(&json).expect("still an event");
+        assert_eq!((&fitted.id, &fitted.kind), (&event.id, &event.kind));
+        assert_eq!(fitted.body["record"]["notes"], "q".repeat(100));
+        assert_eq!(fitted.body["succeeded"], true);
+        let response = fitted.body["record"]["response"].as_str().expect("text");
+        assert!(
+            response.ends_with("-byte requests]"),
+            "says what it left out"
+        );
+        // one that fits is untouched, and no event is ever past the broker's cap
+        assert_eq!(fit(&fitted, limit), json);
+        assert!(fit(&event, usize::MAX).len() <= MAX_EVENT_BYTES);
+    }
 
     #[test]
     fn ids_are_derived_from_what_is_announced() {

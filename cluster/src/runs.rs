@@ -116,7 +116,11 @@ impl Runs {
     pub async fn announce(&self, event: &events::Event) -> Result<bool, Error> {
         for _ in 0..2 {
             let lease = self.events.lease(self.store.as_ref(), Utc::now()).await?;
-            let (compare, put) = events::create(&self.keys, event, lease);
+            let budget = self
+                .store
+                .max_request_bytes()
+                .saturating_sub(events::REQUEST_OVERHEAD_BYTES);
+            let (compare, put) = events::create(&self.keys, event, lease, budget);
             let txn = Txn::new().when([compare]).and_then([put]);
             match self.store.txn(txn).await {
                 Ok(response) => return Ok(response.succeeded),
@@ -315,15 +319,32 @@ impl Runs {
         let mut success = Vec::new();
         let mut failure = vec![Op::get(&holder_key), Op::get(&run_key)];
         let mut event_ids = Vec::new();
+        let mut record_bytes = 0;
         match &decision.next {
-            Next::Write(record) => success.push(Op::put(&run_key, record.to_json())),
+            Next::Write(record) => {
+                let json = record.to_json();
+                record_bytes = json.len();
+                success.push(Op::put(&run_key, json));
+            }
             Next::Delete => success.push(Op::delete(&run_key)),
         }
+        // the events share what the store takes in one request with the record they ride
+        let announced = decision
+            .effects
+            .iter()
+            .filter(|effect| matches!(effect, Effect::Announce(_)))
+            .count()
+            .max(1);
+        let event_budget = self
+            .store
+            .max_request_bytes()
+            .saturating_sub(record_bytes + events::REQUEST_OVERHEAD_BYTES)
+            / announced;
         for effect in &decision.effects {
             match effect {
                 Effect::Announce(event) => {
                     let lease = self.events.lease(self.store.as_ref(), now).await?;
-                    let (compare, put) = events::create(&self.keys, event, lease);
+                    let (compare, put) = events::create(&self.keys, event, lease, event_budget);
                     compares.push(compare);
                     success.push(put);
                     failure.push(Op::get(self.keys.event(&event.id)));

@@ -1086,4 +1086,7 @@ impl Store for Counting {
     fn health(&self) -> boxfleet_cluster::store::health::StoreHealth {
         self.inner.health()
     }
+    fn max_request_bytes(&self) -> usize {
+        self.inner.max_request_bytes()
+    }
 }

@@ -33,10 +33,10 @@ use super::Coordinator;
 use super::access::BACKSTOP_FILE;
 use super::api::{EngineDown, Parked, Resume, ResumeKind};
 use super::assess::{Assessment, assess};
+use super::bounds::{self, Unaskable};
 use super::error::Error;
 use super::job::StoredJob;
-use super::limits::{MAX_QUESTION_BYTES, MAX_REPORT_BYTES};
-use super::text::cut;
+use super::limits::MAX_REPORT_BYTES;
 use crate::boxes::BoxOp;
 use crate::ports::{BoxError, Collected, Sandbox};
 
@@ -48,6 +48,18 @@ struct Evidence {
     sandbox: Option<Arc<dyn Sandbox>>,
     /// the backstop's own note in the job's directory, when it ended the job
     backstop: Option<String>,
+    /// what the bounds left out of `collected`
+    elided: Elided,
+}
+
+/// What the bounds left out of a collection (the record's `*_elided` fields), and a question
+/// that could not be asked as it was written.
+#[derive(Debug, Default)]
+struct Elided {
+    refs: u64,
+    transcript_lines: u64,
+    transcript_bytes: u64,
+    unaskable: Option<Unaskable>,
 }
 
 impl Coordinator {
@@ -192,16 +204,27 @@ impl Coordinator {
         for warning in &collected.warnings {
             warn!(turn_id, launch_id, warning = %warning, "{}", warning);
         }
-        let assessment = assess(
+        let mut assessment = assess(
             collected,
             job,
             evidence.backstop.as_deref(),
             self.company.providers.sandbox.model_mismatch,
         );
+        if let Some(Unaskable(why)) = &evidence.elided.unaskable {
+            // the question could not be put to anyone: the run resumes as not succeeded
+            warn!(turn_id, launch_id, %why, "sandbox_question_unaskable");
+            assessment.failed = true;
+            assessment.error_text = if assessment.error_text.is_empty() {
+                why.clone()
+            } else {
+                format!("{why}\n{}", assessment.error_text)
+            };
+        }
+        assessment.error_text = bounds::failure(&assessment.error_text, MAX_REPORT_BYTES);
         if let Some(text) = &assessment.mismatch {
             warn!(turn_id, launch_id, %text, "sandbox_model_mismatch");
         }
-        self.publish(fence, run, collected, &assessment, usage, &sandbox_id)
+        self.publish(fence, run, &evidence, &assessment, usage, &sandbox_id)
             .await?;
         crash::point(crash::COLLECT_AFTER_PUBLISH);
         self.park_or_resume(fence, run, job, collected, &assessment, sandbox.as_ref())
@@ -246,7 +269,7 @@ impl Coordinator {
         };
         // redacted again at publish: the runner redacted what it read, and nothing from a box
         // reaches the record, an event or a person without passing here
-        let mut collected = redact_collected(collected);
+        let (mut collected, elided) = bound_collected(redact_collected(collected));
         // the backstop's own record, read before anything is torn down: a job the engine ended
         // is told apart from a check that hit its own deadline
         let backstop = match &sandbox {
@@ -268,6 +291,7 @@ impl Coordinator {
             collected,
             sandbox,
             backstop,
+            elided,
         })
     }
 
@@ -307,11 +331,12 @@ impl Coordinator {
         &self,
         fence: &Fence,
         run: &RunRecord,
-        collected: &Collected,
+        evidence: &Evidence,
         assessment: &Assessment,
         usage: Usage,
         sandbox_id: &str,
     ) -> Result<(), Error> {
+        let collected = &evidence.collected;
         let phase = PhaseRecord {
             turn_id: run.turn_id.clone(),
             iteration: run.iteration,
@@ -327,12 +352,15 @@ impl Coordinator {
             model: assessment.receipt.clone(),
             coding_agent: run.coding_agent.clone(),
             sandbox_id: sandbox_id.to_owned(),
-            response: cut(&collected.report, MAX_REPORT_BYTES),
+            response: collected.report.clone(),
             delivered_refs: collected.delivered_refs.clone(),
             activity_transcript: collected.transcript.clone(),
+            delivered_refs_elided: evidence.elided.refs,
+            activity_transcript_elided_lines: evidence.elided.transcript_lines,
+            activity_transcript_elided_bytes: evidence.elided.transcript_bytes,
             failed: assessment.failed,
             reason: assessment.reason,
-            error: cut(
+            error: bounds::failure(
                 &boxfleet_redact::redact(&assessment.error_text),
                 MAX_REPORT_BYTES,
             ),
@@ -377,7 +405,7 @@ impl Coordinator {
                 self.company
                     .resolve(&run.seat, run.requester.as_deref(), &asked.audience);
             let question = Question {
-                text: cut(&asked.question, MAX_QUESTION_BYTES),
+                text: asked.question.clone(),
                 audience: asked.audience.clone(),
                 audience_handles: audience.handles,
                 audience_fallback: audience.fallback,
@@ -396,7 +424,7 @@ impl Coordinator {
                 seat: run.seat.clone(),
                 turn_id: turn_id.clone(),
                 launch_id: launch_id.clone(),
-                question: cut(&asked.question, MAX_QUESTION_BYTES),
+                question: asked.question.clone(),
                 audience: asked.audience.clone(),
             })));
             // pause_ttl_seconds: 0 holds no snapshot: the box goes now, the run to reseed
@@ -471,6 +499,35 @@ impl From<Error> for Failed {
     fn from(error: Error) -> Self {
         Failed::After(error)
     }
+}
+
+/// Everything a collection read, held to its bounds ([`bounds`]): the report, the transcript,
+/// the refs and the question. A question that cannot be asked is taken off the collection.
+fn bound_collected(mut collected: Collected) -> (Collected, Elided) {
+    let mut elided = Elided::default();
+    collected.report = bounds::from_start(&collected.report, MAX_REPORT_BYTES);
+    let transcript = bounds::transcript(std::mem::take(&mut collected.transcript));
+    collected.transcript = transcript.lines;
+    elided.transcript_lines = transcript.elided_lines;
+    elided.transcript_bytes = transcript.elided_bytes;
+    let (refs, refs_elided) = bounds::delivered_refs(std::mem::take(&mut collected.delivered_refs));
+    collected.delivered_refs = refs;
+    elided.refs = refs_elided;
+    if refs_elided > 0 {
+        // never dropped unsaid: the resumed executor reads the count beside the report
+        collected.report.push_str(&format!(
+            "\n[… {refs_elided} more delivered refs are not listed: the record lists them up to 16 KiB]"
+        ));
+    }
+    if let Some(asked) = collected.question.take() {
+        match bounds::question(&asked.question, &asked.audience) {
+            Ok(question) => {
+                collected.question = Some(crate::ports::AskedQuestion { question, ..asked });
+            }
+            Err(unaskable) => elided.unaskable = Some(unaskable),
+        }
+    }
+    (collected, elided)
 }
 
 /// Everything a runner collected, redacted whole once more. A transcript is redacted as one

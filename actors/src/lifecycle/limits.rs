@@ -7,6 +7,10 @@ use std::time::Duration;
 pub const MAX_REPORT_BYTES: usize = 256 * 1024;
 /// A question, on the run record and the phase record.
 pub const MAX_QUESTION_BYTES: usize = 16 * 1024;
+/// The delivered refs a record lists, all together.
+pub const MAX_DELIVERED_REF_BYTES: usize = 16 * 1024;
+/// A question's audience as the agent wrote it (a word or a handle).
+pub const MAX_AUDIENCE_BYTES: usize = 256;
 /// An ending's detail, on the run record and the failure event.
 pub const MAX_ENDING_DETAIL_BYTES: usize = 16 * 1024;
 /// Resume attempts of one recorded answer before it is let go.

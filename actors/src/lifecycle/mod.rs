@@ -39,6 +39,7 @@ mod answer;
 mod answer_given;
 pub mod api;
 mod assess;
+pub mod bounds;
 mod collect;
 mod ending;
 pub mod error;

@@ -81,7 +81,11 @@ impl Coordinator {
                 return;
             }
         };
-        let (compare, put) = events::create(&self.keys, &event, lease);
+        let budget = self
+            .store
+            .max_request_bytes()
+            .saturating_sub(events::REQUEST_OVERHEAD_BYTES);
+        let (compare, put) = events::create(&self.keys, &event, lease, budget);
         let txn = Txn::new()
             .when([compare])
             .and_then([put])

@@ -84,6 +84,15 @@ pub struct PhaseRecord {
     pub delivered_refs: Vec<String>,
     /// one line per tool call or step
     pub activity_transcript: Vec<String>,
+    /// refs the record's 16 KiB bound left out; absent when none was
+    #[serde(skip_serializing_if = "is_zero")]
+    pub delivered_refs_elided: u64,
+    /// the lines of the transcript's middle its bound left out; absent when none was
+    #[serde(skip_serializing_if = "is_zero")]
+    pub activity_transcript_elided_lines: u64,
+    /// the bytes of those lines
+    #[serde(skip_serializing_if = "is_zero")]
+    pub activity_transcript_elided_bytes: u64,
     /// whether the job failed (a job that parked on a question did not)
     pub failed: bool,
     /// why it failed, when that is more than its exit status; `null` when it did not fail
@@ -98,6 +107,10 @@ pub struct PhaseRecord {
     pub work_item: Option<String>,
     /// the conversation the turn reports back to
     pub conversation_key: Option<String>,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 impl PhaseRecord {
@@ -172,6 +185,9 @@ mod tests {
             response: "half done\n".into(),
             delivered_refs: vec!["fix/retry".into()],
             activity_transcript: vec!["Bash: cargo test".into()],
+            delivered_refs_elided: 0,
+            activity_transcript_elided_lines: 0,
+            activity_transcript_elided_bytes: 0,
             failed: true,
             reason: Some(FailureReason::ModelMismatch),
             error: "model_mismatch: the box ran claude-haiku-4-5".into(),

@@ -270,6 +270,9 @@ impl<S: Store + ?Sized> Store for Faulty<S> {
     fn health(&self) -> super::health::StoreHealth {
         self.inner.health()
     }
+    fn max_request_bytes(&self) -> usize {
+        self.inner.max_request_bytes()
+    }
 }
 
 #[cfg(test)]

@@ -287,7 +287,16 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     fn health(&self) -> health::StoreHealth {
         health::StoreHealth::new()
     }
+    /// The largest request the store takes: one txn, all its ops together. An event is sized
+    /// to fit it beside the record it rides with (DESIGN §15), never assumed to.
+    fn max_request_bytes(&self) -> usize {
+        DEFAULT_MAX_REQUEST_BYTES
+    }
 }
+
+/// What a store takes in one request unless it says otherwise: an event of up to 8 MiB
+/// (DESIGN §15) and the run record beside it.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 10 * 1024 * 1024;
 
 /// Convenience reads and writes built on the trait.
 #[async_trait]

@@ -82,8 +82,14 @@ impl EtcdStore {
                 other => format!("etcd member {:x} raised {other:?}", alarm.member_id()),
             });
         }
-        if let Some(warning) = self.probe_request_size().await? {
-            warnings.push(warning);
+        let limit = self.probe_request_limit().await?;
+        if limit < LARGEST_WRITE_BYTES {
+            warnings.push(format!(
+                "etcd refuses requests over {} KiB: boxfleet writes an event of up to 8 MiB \
+                 beside its run record in one txn, and sizes its events down to fit until then; \
+                 start every member with --max-request-bytes={LARGEST_WRITE_BYTES}",
+                limit / 1024
+            ));
         }
         let revision = status.header().map_or(0, |header| header.revision());
         if revision > UNCOMPACTED_REVISIONS_WARN && self.keeps_first_revision().await? {
@@ -101,9 +107,11 @@ impl EtcdStore {
         })
     }
 
-    /// A read of a key as large as boxfleet's largest write: etcd's gRPC server refuses it
-    /// when `--max-request-bytes` is below [`LARGEST_WRITE_BYTES`]. A read writes nothing.
-    async fn probe_request_size(&self) -> Result<Option<String>, Error> {
+    /// The largest request etcd takes: a read of a key as large as boxfleet's largest write,
+    /// which etcd's gRPC server refuses when `--max-request-bytes` is below
+    /// [`LARGEST_WRITE_BYTES`], naming its own limit (`larger than max (A vs. B)`, B being
+    /// `--max-request-bytes` and gRPC's overhead). A read writes nothing.
+    pub(super) async fn probe_request_limit(&self) -> Result<usize, Error> {
         let key = vec![b'\x00'; LARGEST_WRITE_BYTES + GRPC_OVERHEAD_BYTES - PROBE_FRAMING_BYTES];
         let key = &key;
         match self
@@ -113,14 +121,9 @@ impl EtcdStore {
             })
             .await
         {
-            Ok(_) => Ok(None),
+            Ok(_) => Ok(LARGEST_WRITE_BYTES),
             Err(Error::Invalid(message)) if message.contains("--max-request-bytes") => {
-                Ok(Some(format!(
-                    "etcd refuses requests of {} MiB: boxfleet writes an event of up to 8 MiB \
-                     beside its run record in one txn; start every member with \
-                     --max-request-bytes={LARGEST_WRITE_BYTES}",
-                    LARGEST_WRITE_BYTES / (1024 * 1024)
-                )))
+                Ok(refused_limit(&message))
             }
             Err(error) => Err(error),
         }
@@ -143,6 +146,23 @@ impl EtcdStore {
     }
 }
 
+/// etcd's `--max-request-bytes` as a refusal states it (`larger than max (A vs. B)`, B with
+/// gRPC's overhead on top); etcd's default, 1.5 MiB, when the refusal states none.
+fn refused_limit(message: &str) -> usize {
+    let stated = message
+        .split(" vs. ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|number| number.trim().parse::<usize>().ok());
+    match stated {
+        Some(limit) => limit.saturating_sub(GRPC_OVERHEAD_BYTES).max(64 * 1024),
+        None => ETCD_DEFAULT_REQUEST_BYTES,
+    }
+}
+
+/// etcd's own `--max-request-bytes` default.
+const ETCD_DEFAULT_REQUEST_BYTES: usize = 1536 * 1024;
+
 /// Whether `version` (`3.4.23`) is at least `oldest`; an unreadable one passes.
 fn at_least(version: &str, oldest: (u64, u64)) -> bool {
     let mut parts = version.split('.').map(|part| part.parse::<u64>());
@@ -155,6 +175,13 @@ fn at_least(version: &str, oldest: (u64, u64)) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_states_the_limit_it_holds_to() {
+        let refused = "status: ResourceExhausted, message: \"grpc: received message larger than max (11010000 vs. 2097152)\"";
+        assert_eq!(refused_limit(refused), 1536 * 1024);
+        assert_eq!(refused_limit("request is too large"), 1536 * 1024);
+    }
 
     #[test]
     fn versions_compare_by_major_and_minor() {

@@ -117,11 +117,17 @@ impl EtcdOptions {
     }
 }
 
+/// The largest reply boxfleet reads from etcd in one message: a range of the outbox or a
+/// watch's batch holds many events of up to 8 MiB each, past the gRPC client's 4 MiB default.
+const MAX_REPLY_BYTES: usize = 512 * 1024 * 1024;
+
 /// A store backed by an etcd v3 cluster.
 #[derive(Clone)]
 pub struct EtcdStore {
     members: Arc<Members>,
     health: StoreHealth,
+    /// the largest request etcd takes, as probed at connect (`limits.rs`)
+    max_request: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl std::fmt::Debug for EtcdStore {
@@ -175,10 +181,22 @@ impl EtcdStore {
             options.call_timeout,
             health.clone(),
         ));
-        let store = Self { members, health };
+        let store = Self {
+            members,
+            health,
+            max_request: Arc::new(std::sync::atomic::AtomicUsize::new(
+                limits::LARGEST_WRITE_BYTES,
+            )),
+        };
         // one read: refuses bad credentials or certificates now, not at the first launch
         match store.get("\u{0}").await {
-            Ok(_) => Ok(store),
+            Ok(_) => {
+                let limit = store.probe_request_limit().await?;
+                store
+                    .max_request
+                    .store(limit, std::sync::atomic::Ordering::Relaxed);
+                Ok(store)
+            }
             Err(Error::Unavailable(message)) if options.tls.is_some() => {
                 Err(Error::Unavailable(format!(
                     "{message} (over TLS: a handshake etcd refuses looks like a dropped \
@@ -207,7 +225,11 @@ impl Store for EtcdStore {
         let response = self
             .members
             .call(Effect::Read, |client| async move {
-                client.kv_client().get(key, None).await
+                client
+                    .kv_client()
+                    .max_decoding_message_size(MAX_REPLY_BYTES)
+                    .get(key, None)
+                    .await
             })
             .await?;
         Ok(response.kvs().first().map(key_value))
@@ -218,7 +240,11 @@ impl Store for EtcdStore {
             .members
             .call(Effect::Read, |client| async move {
                 let options = etcd::GetOptions::new().with_prefix();
-                client.kv_client().get(prefix, Some(options)).await
+                client
+                    .kv_client()
+                    .max_decoding_message_size(MAX_REPLY_BYTES)
+                    .get(prefix, Some(options))
+                    .await
             })
             .await?;
         let revision = response.header().map_or(0, |header| header.revision());
@@ -238,7 +264,12 @@ impl Store for EtcdStore {
         let response = self
             .members
             .call(effect, |client| async move {
-                client.kv_client().txn(convert::txn(txn.clone())).await
+                client
+                    .kv_client()
+                    .max_decoding_message_size(MAX_REPLY_BYTES)
+                    .max_encoding_message_size(MAX_REPLY_BYTES)
+                    .txn(convert::txn(txn.clone()))
+                    .await
             })
             .await;
         match response {
@@ -321,7 +352,11 @@ impl Store for EtcdStore {
                 if from_revision > 0 {
                     options = options.with_start_revision(from_revision);
                 }
-                client.watch_client().watch(prefix, Some(options)).await
+                client
+                    .watch_client()
+                    .max_decoding_message_size(MAX_REPLY_BYTES)
+                    .watch(prefix, Some(options))
+                    .await
             })
             .await?;
         Ok(watch::events(
@@ -334,5 +369,9 @@ impl Store for EtcdStore {
 
     fn health(&self) -> StoreHealth {
         self.health.clone()
+    }
+
+    fn max_request_bytes(&self) -> usize {
+        self.max_request.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
