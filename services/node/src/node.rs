@@ -353,20 +353,45 @@ impl Node {
         info!(node = %self.config.id, "node_stopped");
     }
 
-    /// Runs until Ctrl-C or SIGTERM, or until the tree fails past its restart intensity.
+    /// Runs until Ctrl-C or SIGTERM, until the tree fails past its restart intensity, or until
+    /// the embedded store fails a write (redb takes none after an I/O error until reopened:
+    /// the node stops non-zero for its supervisor to restart it, never a live node that cannot
+    /// write).
     pub async fn run_until_signal(self) -> anyhow::Result<()> {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         let root_cell = self.root.get_cell();
+        let embedded = self.config.store.kind == boxfleet_config::StoreKind::Embedded;
+        let store = self.coordinator.store.health();
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}
             _ = wait_stopped(root_cell) => {
                 anyhow::bail!("the node's supervision tree stopped: restart intensity exceeded (see the log)");
             }
+            error = embedded_store_failed(store), if embedded => {
+                tracing::error!(node = %self.config.id, %error, "store_failed");
+                anyhow::bail!(
+                    "the embedded store cannot write ({error}); the node stops so its supervisor restarts it: free space on the data dir's disk first"
+                );
+            }
         }
         info!("node_stopping");
         self.stop().await;
         Ok(())
+    }
+}
+
+/// Waits until the embedded store is down, which for it is for good; returns why.
+async fn embedded_store_failed(health: boxfleet_cluster::store::health::StoreHealth) -> String {
+    use boxfleet_cluster::store::health::Reachability;
+    let mut changes = health.subscribe();
+    loop {
+        if let Reachability::Unreachable { error, .. } = &*changes.borrow_and_update() {
+            return error.clone();
+        }
+        if changes.changed().await.is_err() {
+            return "the store's health is no longer reported".into();
+        }
     }
 }
 

@@ -5,22 +5,33 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
 use redb::Database;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
+use crate::store::health::StoreHealth;
 use crate::store::{LeaseId, Revision, WatchEvent};
 
 /// What the store's handles and its background work share.
 pub(super) struct Inner {
-    pub(super) db: Database,
+    /// the open file; written through a shared guard, taken whole only to compact it
+    pub(super) db: RwLock<Database>,
     /// the redb file, named in every disk error
     pub(super) path: PathBuf,
     /// history length to keep, at least 1
     pub(super) history_revisions: i64,
+    /// history bytes to keep: past them the oldest revisions go, however few are kept
+    pub(super) history_bytes: i64,
+    /// history bytes dropped since the file was last compacted
+    pub(super) trimmed_bytes: AtomicU64,
+    /// how much dropped history makes a compaction
+    pub(super) compact_after_bytes: u64,
+    /// down for good once the file failed a write: redb takes no write after an I/O error
+    pub(super) health: StoreHealth,
     /// serializes every write and the watch subscriptions against them (see module docs)
     pub(super) commits: Mutex<()>,
     /// every committed change set, in revision order, sent while `commits` is held
@@ -32,6 +43,11 @@ pub(super) struct Inner {
 impl Inner {
     pub(super) fn lock_commits(&self) -> MutexGuard<'_, ()> {
         self.commits.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The open file, to begin a transaction on.
+    pub(super) fn database(&self) -> std::sync::RwLockReadGuard<'_, Database> {
+        self.db.read().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

@@ -24,6 +24,8 @@ pub(super) const META_REVISION: &str = "revision";
 /// The oldest revision a watch may start from; history below it is gone.
 pub(super) const META_OLDEST: &str = "oldest";
 pub(super) const META_NEXT_LEASE: &str = "next_lease";
+/// The bytes `history` holds, kept with every write (a file from before it is summed once).
+pub(super) const META_HISTORY_BYTES: &str = "history_bytes";
 pub(super) const META_FORMAT: &str = "format";
 pub(super) const FORMAT_VERSION: i64 = 1;
 
@@ -97,9 +99,18 @@ impl Inner {
             write
                 .open_table(LEASE_KEYS)
                 .map_err(|e| self.disk("open table lease_keys", e))?;
-            write
+            let history = write
                 .open_table(HISTORY)
                 .map_err(|e| self.disk("open table history", e))?;
+            if self.meta(&meta, META_HISTORY_BYTES)?.is_none() {
+                let mut bytes = 0i64;
+                for entry in history.iter().map_err(|e| self.disk("read history", e))? {
+                    let (_, value) = entry.map_err(|e| self.disk("read history", e))?;
+                    bytes += value.value().len() as i64;
+                }
+                meta.insert(META_HISTORY_BYTES, bytes)
+                    .map_err(|e| self.disk("write the history's size", e))?;
+            }
             let leases = write
                 .open_table(LEASES)
                 .map_err(|e| self.disk("open table leases", e))?;
@@ -117,21 +128,38 @@ impl Inner {
     }
 
     pub(super) fn disk(&self, doing: &str, error: impl Into<redb::Error>) -> Error {
-        disk(&self.path, doing, error)
+        let error: redb::Error = error.into();
+        let failed_io = matches!(error, redb::Error::Io(_) | redb::Error::PreviousIo);
+        let error = disk(&self.path, doing, error);
+        if failed_io {
+            self.failed(&error);
+        }
+        error
+    }
+
+    /// The file failed an I/O: redb takes no write after one until it is reopened, so the
+    /// store is down for good and says so (the node stops non-zero, for its supervisor to
+    /// restart it; gRPC health says `NOT_SERVING` meanwhile).
+    pub(super) fn failed(&self, error: &Error) {
+        self.health.mark_unreachable(&format!(
+            "{error}; the embedded store takes no write until the node restarts"
+        ));
     }
 
     /// A commit that failed may still reach the disk (the data was written, its fsync failed):
     /// the caller must re-read before deciding, and the store should be reopened.
     pub(super) fn commit_failed(&self, doing: &str, error: redb::CommitError) -> Error {
-        Error::Indeterminate(format!(
+        let error = Error::Indeterminate(format!(
             "embedded store at {}: {doing}: {error}: the write may or may not have landed; check the disk, restart the node",
             self.path.display()
-        ))
+        ));
+        self.failed(&error);
+        error
     }
 
     pub(super) fn begin_write(&self) -> Result<redb::WriteTransaction, Error> {
         let mut write = self
-            .db
+            .database()
             .begin_write()
             .map_err(|e| self.disk("begin a write", e))?;
         write
@@ -141,7 +169,7 @@ impl Inner {
     }
 
     pub(super) fn begin_read(&self) -> Result<redb::ReadTransaction, Error> {
-        self.db
+        self.database()
             .begin_read()
             .map_err(|e| self.disk("begin a read", e))
     }

@@ -40,23 +40,36 @@ mod layout;
 mod leases;
 mod txn;
 mod watch;
+mod whole;
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use redb::Database;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use super::{Error, KeyValue, LeaseId, Range, Revision, Store, Txn, TxnResponse, WatchStream};
 use inner::{BROADCAST_CAPACITY, Inner, LeaseClock, LeaseEnd, ttl_duration};
-use layout::disk;
 use leases::reap_expired_leases;
+use whole::{OnBackend, open_whole};
 
 /// How many revisions of history a store keeps for watches unless told otherwise.
 pub const DEFAULT_HISTORY_REVISIONS: u64 = 100_000;
+
+/// How many bytes of history a store keeps unless told otherwise: past them the oldest
+/// revisions go, as etcd's auto-compaction drops them by age or count, so a burst of large
+/// values cannot grow the file without end.
+pub const DEFAULT_HISTORY_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Memory redb caches the file in. Its own default is 1 GiB, which a node fills with every
+/// large value it ever wrote and never gives back.
+pub const CACHE_BYTES: usize = 16 * 1024 * 1024;
+
+/// History dropped since the last compaction past which the file is compacted again, giving
+/// the space back to the disk.
+pub const COMPACT_AFTER_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The file the store keeps in its data directory.
 pub const FILE_NAME: &str = "store.redb";
@@ -67,12 +80,20 @@ pub struct EmbeddedOptions {
     /// How many of the latest revisions are kept for watches; a watch from an older revision
     /// gets [`Error::Compacted`]. Default [`DEFAULT_HISTORY_REVISIONS`]; at least 1.
     pub history_revisions: u64,
+    /// How many bytes of history are kept, however few revisions that is (the latest is
+    /// always kept). Default [`DEFAULT_HISTORY_BYTES`].
+    pub history_bytes: u64,
+    /// History dropped since the last compaction past which the file is compacted again.
+    /// Default [`COMPACT_AFTER_BYTES`].
+    pub compact_after_bytes: u64,
 }
 
 impl Default for EmbeddedOptions {
     fn default() -> Self {
         Self {
             history_revisions: DEFAULT_HISTORY_REVISIONS,
+            history_bytes: DEFAULT_HISTORY_BYTES,
+            compact_after_bytes: COMPACT_AFTER_BYTES,
         }
     }
 }
@@ -104,7 +125,16 @@ impl EmbeddedStore {
     /// in the file restarts with its full TTL.
     pub async fn open_with(dir: impl AsRef<Path>, options: EmbeddedOptions) -> Result<Self, Error> {
         let dir = dir.as_ref().to_path_buf();
-        let inner = tokio::task::spawn_blocking(move || Inner::open(&dir, &options))
+        Self::open_on(dir, options, None).await
+    }
+
+    /// [`EmbeddedStore::open_with`] on `backend` instead of the file itself (a test's faults).
+    async fn open_on(
+        dir: std::path::PathBuf,
+        options: EmbeddedOptions,
+        backend: Option<OnBackend>,
+    ) -> Result<Self, Error> {
+        let inner = tokio::task::spawn_blocking(move || Inner::open(&dir, &options, backend))
             .await
             .map_err(|error| {
                 Error::Unavailable(format!("opening the embedded store: {error}"))
@@ -139,7 +169,11 @@ impl EmbeddedStore {
 }
 
 impl Inner {
-    fn open(dir: &Path, options: &EmbeddedOptions) -> Result<Self, Error> {
+    fn open(
+        dir: &Path,
+        options: &EmbeddedOptions,
+        backend: Option<OnBackend>,
+    ) -> Result<Self, Error> {
         let path = dir.join(FILE_NAME);
         std::fs::create_dir_all(dir).map_err(|error| Error::Disk {
             path: dir.display().to_string(),
@@ -147,13 +181,18 @@ impl Inner {
                 "could not create the data directory: {error}: check its parent exists and is writable, or use another --data-dir"
             ),
         })?;
-        let db = Database::create(&path).map_err(|error| disk(&path, "open", error))?;
+        let db = open_whole(&path, backend)?;
         let history_revisions = i64::try_from(options.history_revisions.max(1)).unwrap_or(i64::MAX);
+        let history_bytes = i64::try_from(options.history_bytes).unwrap_or(i64::MAX);
         let (changes, _) = broadcast::channel(BROADCAST_CAPACITY);
         let inner = Self {
-            db,
+            db: std::sync::RwLock::new(db),
             path,
             history_revisions,
+            history_bytes,
+            trimmed_bytes: std::sync::atomic::AtomicU64::new(0),
+            compact_after_bytes: options.compact_after_bytes,
+            health: super::health::StoreHealth::new(),
             commits: Mutex::new(()),
             changes,
             leases: Mutex::new(HashMap::new()),
@@ -228,6 +267,14 @@ impl Store for EmbeddedStore {
 
     async fn watch(&self, prefix: &str, from_revision: Revision) -> Result<WatchStream, Error> {
         self.watch_from(prefix, from_revision).await
+    }
+
+    fn health(&self) -> super::health::StoreHealth {
+        self.inner.health.clone()
+    }
+
+    fn max_request_bytes(&self) -> usize {
+        super::DEFAULT_MAX_REQUEST_BYTES
     }
 }
 

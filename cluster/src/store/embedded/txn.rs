@@ -5,7 +5,9 @@
 use redb::ReadableTable;
 
 use super::inner::Inner;
-use super::layout::{KV, META, META_OLDEST, META_REVISION, StoredEvent, StoredKv, Tables, encode};
+use super::layout::{
+    KV, META, META_HISTORY_BYTES, META_OLDEST, META_REVISION, StoredEvent, StoredKv, Tables, encode,
+};
 use crate::store::{
     Error, KeyValue, Op, OpResult, Range, Revision, Txn, TxnResponse, WatchEvent, compare_holds,
 };
@@ -120,6 +122,7 @@ impl Inner {
             .commit()
             .map_err(|e| self.commit_failed("commit a txn", e))?;
         self.announce(revision, events);
+        self.compact_if_trimmed();
         Ok(TxnResponse {
             succeeded,
             revision,
@@ -252,14 +255,44 @@ impl Tables<'_> {
         self.history
             .insert(revision, bytes.as_slice())
             .map_err(|e| inner.disk("write history", e))?;
+        // the kept window: the last history_revisions revisions, and no more than
+        // history_bytes of them (the latest always kept)
+        let mut kept_bytes =
+            inner.meta(&self.meta, META_HISTORY_BYTES)?.unwrap_or(0) + bytes.len() as i64;
+        let mut oldest = inner.oldest(&self.meta)?;
         let floor = revision - inner.history_revisions + 1;
-        if floor > inner.oldest(&self.meta)? {
-            self.history
-                .retain_in(..floor, |_, _| false)
-                .map_err(|e| inner.disk("trim history", e))?;
+        let mut trimmed = 0;
+        while oldest < revision && (oldest < floor || kept_bytes > inner.history_bytes) {
+            let first = match self
+                .history
+                .first()
+                .map_err(|e| inner.disk("read history", e))?
+            {
+                // never the revision being written
+                Some((first, _)) if first.value() < revision => first.value(),
+                _ => break,
+            };
+            let size = self
+                .history
+                .remove(first)
+                .map_err(|e| inner.disk("trim history", e))?
+                .map_or(0, |value| value.value().len() as i64);
+            kept_bytes -= size;
+            trimmed += size;
+            oldest = first + 1;
+        }
+        self.meta
+            .insert(META_HISTORY_BYTES, kept_bytes.max(0))
+            .map_err(|e| inner.disk("write the history's size", e))?;
+        if oldest > inner.oldest(&self.meta)? {
             self.meta
-                .insert(META_OLDEST, floor)
+                .insert(META_OLDEST, oldest)
                 .map_err(|e| inner.disk("write the oldest revision", e))?;
+        }
+        if trimmed > 0 {
+            inner
+                .trimmed_bytes
+                .fetch_add(trimmed as u64, std::sync::atomic::Ordering::Relaxed);
         }
         Ok(())
     }

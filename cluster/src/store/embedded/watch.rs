@@ -295,6 +295,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let options = EmbeddedOptions {
             history_revisions: 5,
+            ..EmbeddedOptions::default()
         };
         let store = EmbeddedStore::open_with(dir.path(), options).await.unwrap();
         // a fresh store keeps everything; these watches fall behind the kept window below

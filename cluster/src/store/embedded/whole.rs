@@ -1,0 +1,329 @@
+//! The store file as a whole: opened only when it is whole (not empty, not truncated, every
+//! page matching its checksum), compacted when opened and again once enough history was
+//! dropped, so the space a burst of large values took goes back to the disk.
+
+use std::path::Path;
+
+use redb::Database;
+
+use super::CACHE_BYTES;
+use super::inner::Inner;
+use super::layout::disk;
+use crate::store::Error;
+
+/// Opens the database on a backend of its own instead of the file (a test's faults).
+pub(super) type OnBackend =
+    Box<dyn FnOnce(&redb::Builder) -> Result<Database, redb::DatabaseError> + Send>;
+
+impl Inner {
+    /// Compacts the file once `compact_after_bytes` of history were dropped since the last
+    /// time, so the space a burst of large values took goes back to the disk. Called after a
+    /// commit, with `commits` held; skipped (and tried at the next commit) while a read is open.
+    pub(super) fn compact_if_trimmed(&self) {
+        use std::sync::atomic::Ordering;
+        let trimmed = self.trimmed_bytes.load(Ordering::Relaxed);
+        if trimmed < self.compact_after_bytes {
+            return;
+        }
+        let Ok(mut db) = self.db.try_write() else {
+            return;
+        };
+        match compact(&mut db) {
+            Ok(_) => {
+                self.trimmed_bytes.store(0, Ordering::Relaxed);
+                let size = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+                tracing::info!(path = %self.path.display(), trimmed, size, "store_compacted");
+            }
+            Err(redb::CompactionError::TransactionInProgress) => {}
+            Err(error) => {
+                tracing::warn!(path = %self.path.display(), %error, "store_compaction_failed");
+            }
+        }
+    }
+}
+
+/// Opens the file only when it is whole: an empty one is refused (redb would start it as a new
+/// store, every run, mail and event lost unsaid), and every page is checked against its
+/// checksum (redb's integrity check on open), so a truncated or altered file is refused with
+/// what and where rather than read as a smaller store. An open file is compacted, giving back
+/// the space its freed pages hold.
+pub(super) fn open_whole(path: &Path, backend: Option<OnBackend>) -> Result<Database, Error> {
+    let refuse = |message: String| Error::Disk {
+        path: path.display().to_string(),
+        message,
+    };
+    match std::fs::metadata(path) {
+        Ok(found) if found.len() == 0 => {
+            return Err(refuse(
+                "the store file is empty (0 bytes), so it is not the store it was: restore it from a backup, or move it aside to start an empty store".into(),
+            ));
+        }
+        _ => {}
+    }
+    let mut builder = redb::Builder::new();
+    builder
+        .set_cache_size(CACHE_BYTES)
+        .set_check_integrity_on_open(true);
+    let opened = match backend {
+        Some(on_backend) => on_backend(&builder),
+        None => builder.create(path),
+    };
+    let mut db = opened.map_err(|error| match error {
+            redb::DatabaseError::Storage(redb::StorageError::Corrupted(detail)) => refuse(format!(
+                "the store file is not whole ({detail}): it was truncated or altered outside boxfleet; restore it from a backup, or move it aside to start an empty store"
+            )),
+            other => disk(path, "open", other),
+        })?;
+    compact(&mut db).map_err(|error| disk(path, "compact the file", error))?;
+    Ok(db)
+}
+
+/// Compacts until redb finds nothing more to move (each pass moves what it can toward the
+/// file's start and trims its end), at most a few passes.
+fn compact(db: &mut Database) -> Result<(), redb::CompactionError> {
+    for _ in 0..8 {
+        if !db.compact()? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::super::test_support::{open, reopen};
+    use super::super::{EmbeddedOptions, EmbeddedStore, FILE_NAME};
+    use crate::store::{Error, Store, StoreExt};
+
+    /// A file's contents in memory, whose writes fail as a full disk's do while `full` is set.
+    #[derive(Debug)]
+    struct FillingDisk {
+        file: redb::backends::InMemoryBackend,
+        full: Arc<AtomicBool>,
+    }
+
+    impl FillingDisk {
+        fn refuse(&self) -> Result<(), std::io::Error> {
+            if self.full.load(Ordering::SeqCst) {
+                return Err(std::io::Error::from(std::io::ErrorKind::StorageFull));
+            }
+            Ok(())
+        }
+    }
+
+    impl redb::StorageBackend for FillingDisk {
+        fn len(&self) -> Result<u64, std::io::Error> {
+            self.file.len()
+        }
+        fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), std::io::Error> {
+            self.file.read(offset, out)
+        }
+        fn set_len(&self, len: u64) -> Result<(), std::io::Error> {
+            self.refuse()?;
+            self.file.set_len(len)
+        }
+        fn sync_data(&self) -> Result<(), std::io::Error> {
+            self.refuse()?;
+            self.file.sync_data()
+        }
+        fn write(&self, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
+            self.refuse()?;
+            self.file.write(offset, data)
+        }
+    }
+
+    async fn store_with(dir: &std::path::Path, options: EmbeddedOptions) -> EmbeddedStore {
+        EmbeddedStore::open_with(dir, options).await.unwrap()
+    }
+
+    fn file_size(store: &EmbeddedStore) -> u64 {
+        std::fs::metadata(store.path()).unwrap().len()
+    }
+
+    #[tokio::test]
+    async fn an_empty_store_file_is_refused_naming_what_and_where() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(FILE_NAME), b"").unwrap();
+        match EmbeddedStore::open(dir.path()).await {
+            Err(Error::Disk { path, message }) => {
+                assert!(path.ends_with(FILE_NAME), "{path}");
+                assert!(message.contains("empty (0 bytes)"), "{message}");
+                assert!(message.contains("move it aside"), "{message}");
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    async fn a_store_of_100_keys(dir: &std::path::Path) {
+        let store = open(dir).await;
+        for i in 0..100 {
+            store
+                .put(
+                    &format!("runs/{i:03}"),
+                    format!("value {i}").repeat(50).into_bytes(),
+                )
+                .await
+                .unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_truncated_store_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        a_store_of_100_keys(dir.path()).await;
+        let path = dir.path().join(FILE_NAME);
+        reopen(dir.path(), EmbeddedOptions::default()).await; // let go of the file
+        let whole = std::fs::metadata(&path).unwrap().len();
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.set_len(whole / 2).unwrap();
+        drop(file);
+        match EmbeddedStore::open(dir.path()).await {
+            Err(Error::Disk { path, message }) => {
+                assert!(path.ends_with(FILE_NAME), "{path}");
+                assert!(message.contains("not whole"), "{message}");
+            }
+            Ok(store) => panic!(
+                "a file cut to half opened with {} keys",
+                store.range("runs/").await.map_or(0, |r| r.kvs.len())
+            ),
+            Err(other) => panic!("expected a refusal naming the file, got {other:?}"),
+        }
+    }
+
+    /// Bytes flipped anywhere in the file: it is refused, or every key reads back as written —
+    /// never a smaller store read as the whole one.
+    #[tokio::test]
+    async fn flipped_bytes_are_refused_or_lose_nothing() {
+        let mut refused = 0;
+        for seed in 0..8u64 {
+            let dir = tempfile::tempdir().unwrap();
+            a_store_of_100_keys(dir.path()).await;
+            reopen(dir.path(), EmbeddedOptions::default()).await;
+            let path = dir.path().join(FILE_NAME);
+            let mut bytes = std::fs::read(&path).unwrap();
+            // splitmix64: the same flips for a seed on every run
+            let mut state = seed;
+            let mut next = || {
+                state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                let mut z = state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                z ^ (z >> 31)
+            };
+            for _ in 0..200 {
+                let at = (next() % bytes.len() as u64) as usize;
+                bytes[at] ^= 1 << (next() % 8);
+            }
+            std::fs::write(&path, &bytes).unwrap();
+            match EmbeddedStore::open(dir.path()).await {
+                Err(Error::Disk { message, .. }) => {
+                    assert!(
+                        message.contains("not whole") || message.contains("corrupt"),
+                        "{message}"
+                    );
+                    refused += 1;
+                }
+                Ok(store) => {
+                    let kvs = store.range("runs/").await.unwrap().kvs;
+                    assert_eq!(kvs.len(), 100, "seed {seed}: keys silently gone");
+                    for (i, kv) in kvs.iter().enumerate() {
+                        assert_eq!(kv.value, format!("value {i}").repeat(50).into_bytes());
+                    }
+                }
+                Err(other) => panic!("seed {seed}: expected a refusal, got {other:?}"),
+            }
+        }
+        assert!(refused > 0, "200 flips in a 100-key file were never seen");
+    }
+
+    #[tokio::test]
+    async fn history_is_held_to_its_bytes_and_the_file_gives_the_space_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = EmbeddedOptions {
+            history_bytes: 2 << 20,
+            compact_after_bytes: 4 << 20,
+            ..EmbeddedOptions::default()
+        };
+        let store = store_with(dir.path(), options.clone()).await;
+        store.put("small", b"x".to_vec()).await.unwrap();
+        let idle = file_size(&store);
+        // a burst of large values: 40 MiB written, 2 MiB of history kept
+        for i in 0..40 {
+            store.put("outbox/big", vec![b'r'; 1 << 20]).await.unwrap();
+            if i % 10 == 0 {
+                store.put("outbox/other", vec![i; 16]).await.unwrap();
+            }
+        }
+        store
+            .txn(crate::store::Txn::new().and_then([crate::store::Op::delete("outbox/big")]))
+            .await
+            .unwrap();
+        let after = file_size(&store);
+        // held to the live keys, the history's bytes, and what a compaction waits for (twice:
+        // a key's value and its history entry): 40 MiB written, never 80 MiB on disk
+        assert!(
+            after < idle + (2 << 20) + 2 * (4 << 20) + (4 << 20),
+            "the file grew from {idle} to {after} bytes for 2 MiB of history"
+        );
+        // a watch from the first revision is refused: that history is gone
+        assert!(matches!(
+            store.watch("", 2).await.err(),
+            Some(Error::Compacted { .. })
+        ));
+        // reopened, it is compacted again and still reads
+        drop(store);
+        let store = reopen(dir.path(), options).await;
+        assert_eq!(store.get("small").await.unwrap().unwrap().value, b"x");
+        let reopened = file_size(&store);
+        assert!(
+            reopened < idle + (4 << 20),
+            "{after} bytes compacted to {reopened}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_full_disk_takes_the_store_down_for_good_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let full = Arc::new(AtomicBool::new(false));
+        let disk = FillingDisk {
+            file: redb::backends::InMemoryBackend::new(),
+            full: Arc::clone(&full),
+        };
+        let store = EmbeddedStore::open_on(
+            dir.path().to_path_buf(),
+            EmbeddedOptions::default(),
+            Some(Box::new(move |builder: &redb::Builder| {
+                builder.create_with_backend(disk)
+            })),
+        )
+        .await
+        .unwrap();
+        store.put("a", b"1".to_vec()).await.unwrap();
+        assert!(!store.health().is_down());
+        full.store(true, Ordering::SeqCst);
+        let error = store.put("b", vec![b'x'; 1 << 20]).await.unwrap_err();
+        assert!(
+            matches!(error, Error::Disk { .. } | Error::Indeterminate(_)),
+            "{error:?}"
+        );
+        assert!(
+            store.health().is_down(),
+            "a store that cannot write says so"
+        );
+        // space freed: redb takes no write until reopened, and the store stays down
+        full.store(false, Ordering::SeqCst);
+        assert!(store.put("c", b"3".to_vec()).await.is_err());
+        assert!(store.health().is_down());
+        match store.health().now() {
+            crate::store::health::Reachability::Unreachable { error, .. } => {
+                assert!(error.contains("until the node restarts"), "{error}");
+            }
+            other => panic!("expected down, got {other:?}"),
+        }
+    }
+}
