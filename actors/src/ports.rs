@@ -187,6 +187,12 @@ pub trait Sandbox: Send + Sync + fmt::Debug {
     async fn login_record(&self) -> Result<Option<Vec<u8>>, BoxError> {
         Ok(None)
     }
+    /// Why the box must stop writing — past its disk budget, or the disk holding the store
+    /// under its reserve — or `None` while it may go on. A box on a disk the node does not
+    /// share (a remote VM) always may.
+    async fn disk_check(&self) -> Result<Option<String>, BoxError> {
+        Ok(None)
+    }
 }
 
 /// What a launch asks the runner to start.

@@ -158,6 +158,14 @@ pub struct LocalSection {
     /// extra environment for the docker/podman CLI itself, never the box
     #[serde(default)]
     pub runtime_env: BTreeMap<String, String>,
+    /// the most a local box (direct or container) may hold on the node's disk, in bytes;
+    /// past it the disk watchdog ends its job (`disk_budget`). Default 10 GiB
+    #[serde(default)]
+    pub max_box_bytes: Option<u64>,
+    /// what the disk holding the node's store keeps free, in bytes: under it every running
+    /// local job is ended (`disk_budget`). Default 256 MiB
+    #[serde(default)]
+    pub store_reserve_bytes: Option<u64>,
 }
 
 /// One setup step (the spec's "Setup steps"): files written into a new box, then commands

@@ -152,6 +152,18 @@ fn sandbox_default_problems(sandbox: &SandboxSection, bad: &mut Bad<'_>) {
             "use claude-code, opencode or command",
         );
     }
+    if let Some(local) = &sandbox.local
+        && local.max_box_bytes.is_some_and(|bytes| bytes < 1024 * 1024)
+    {
+        bad(
+            "company.providers.sandbox.local.max_box_bytes".into(),
+            format!(
+                "{} bytes is under 1 MiB: every job would be ended as it starts",
+                local.max_box_bytes.unwrap_or_default()
+            ),
+            "give a box room to work, e.g. 10737418240 (10 GiB), or leave it out",
+        );
+    }
 }
 
 /// One setup list: every step named, once in the list, and writing only paths its cells

@@ -30,6 +30,8 @@ pub const BACKSTOP_MARGIN: Duration = Duration::from_secs(120);
 
 /// The file in a job's directory that says the engine's backstop, not the job, ended it.
 pub(crate) const BACKSTOP_FILE: &str = "backstop";
+/// The file in a job's directory that says the disk watchdog ended it, and why.
+pub(crate) const DISK_BUDGET_FILE: &str = "disk_budget";
 
 /// The node's ways into boxes and jobs.
 #[derive(Debug)]
@@ -197,9 +199,39 @@ impl Access {
         }
         let runner = self.runner(&job.runner)?;
         match runner.poll(sandbox.as_ref(), &job.handle).await? {
-            JobState::Running => self.backstop(run, &job, sandbox.as_ref()).await,
+            JobState::Running => match self.disk_watchdog(run, &job, sandbox.as_ref()).await? {
+                Some(done) => Ok(Some(done)),
+                None => self.backstop(run, &job, sandbox.as_ref()).await,
+            },
             done => Ok(Some(done)),
         }
+    }
+
+    /// The disk watchdog: a running job whose box is past its disk budget, or whose disk
+    /// leaves the store less than its reserve, is ended here, and its directory records why
+    /// (read back by the collection as the failure's reason, `disk_budget`).
+    async fn disk_watchdog(
+        &self,
+        run: &RunRecord,
+        job: &StoredJob,
+        sandbox: &dyn Sandbox,
+    ) -> Result<Option<JobState>, Error> {
+        let why = match sandbox.disk_check().await {
+            Ok(Some(why)) => why,
+            Ok(None) => return Ok(None),
+            Err(error) => {
+                warn!(turn_id = %run.turn_id, %error, "sandbox_disk_check_failed");
+                return Ok(None);
+            }
+        };
+        warn!(turn_id = %run.turn_id, %why, "sandbox_disk_budget_exceeded");
+        // the job is ended first: the note is small, but the disk may be the one that is full
+        sandbox.kill_job(&job.handle).await?;
+        let path = format!("{}/{DISK_BUDGET_FILE}", job.handle.dir);
+        if let Err(error) = sandbox.write_file(&path, why.as_bytes()).await {
+            warn!(turn_id = %run.turn_id, %error, "sandbox_disk_note_unwritten");
+        }
+        Ok(Some(JobState::Done { exit_code: None }))
     }
 
     /// The engine-side backstop of a job with an in-box deadline: past the deadline, its kill

@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use boxfleet_cluster::phase::PhaseRecord;
+use boxfleet_cluster::phase::{FailureReason, PhaseRecord};
 use boxfleet_cluster::record::{EndingReason, Question, RunRecord, Usage};
 use boxfleet_cluster::runs::{Outcome, RunError};
 use boxfleet_cluster::transition::{
@@ -30,7 +30,7 @@ use tracing::{info, warn};
 use crate::crash;
 
 use super::Coordinator;
-use super::access::BACKSTOP_FILE;
+use super::access::{BACKSTOP_FILE, DISK_BUDGET_FILE};
 use super::api::{EngineDown, Parked, Resume, ResumeKind};
 use super::assess::{Assessment, assess};
 use super::bounds::{self, Unaskable};
@@ -48,6 +48,8 @@ struct Evidence {
     sandbox: Option<Arc<dyn Sandbox>>,
     /// the backstop's own note in the job's directory, when it ended the job
     backstop: Option<String>,
+    /// the disk watchdog's note in the job's directory, when it ended the job
+    disk_budget: Option<String>,
     /// what the bounds left out of `collected`
     elided: Elided,
 }
@@ -220,6 +222,11 @@ impl Coordinator {
                 format!("{why}\n{}", assessment.error_text)
             };
         }
+        if let Some(why) = &evidence.disk_budget {
+            assessment.failed = true;
+            assessment.reason = Some(FailureReason::DiskBudget);
+            assessment.error_text = format!("{why}\n{}", assessment.error_text);
+        }
         assessment.error_text = bounds::failure(&assessment.error_text, MAX_REPORT_BYTES);
         if let Some(text) = &assessment.mismatch {
             warn!(turn_id, launch_id, %text, "sandbox_model_mismatch");
@@ -275,15 +282,16 @@ impl Coordinator {
         let backstop = match &sandbox {
             Some(sandbox) if job.timeout_seconds.is_some() => {
                 let path = format!("{}/{BACKSTOP_FILE}", job.handle.dir);
-                match sandbox.read_file(&path).await {
-                    Ok(found) => found.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
-                    Err(error) => {
-                        collected
-                            .read_errors
-                            .push(format!("{path} could not be read: {error}"));
-                        None
-                    }
-                }
+                read_note(sandbox.as_ref(), &path, &mut collected).await
+            }
+            _ => None,
+        };
+        // and the disk watchdog's, on a box whose disk the node shares
+        let local = !self.access.is_remote(run);
+        let disk_budget = match &sandbox {
+            Some(sandbox) if local => {
+                let path = format!("{}/{DISK_BUDGET_FILE}", job.handle.dir);
+                read_note(sandbox.as_ref(), &path, &mut collected).await
             }
             _ => None,
         };
@@ -291,6 +299,7 @@ impl Coordinator {
             collected,
             sandbox,
             backstop,
+            disk_budget,
             elided,
         })
     }
@@ -498,6 +507,20 @@ impl Failed {
 impl From<Error> for Failed {
     fn from(error: Error) -> Self {
         Failed::After(error)
+    }
+}
+
+/// A note the engine left in a job's directory (the backstop's, the disk watchdog's), at
+/// most 4 KiB; one that cannot be read is a read error, never "absent".
+async fn read_note(sandbox: &dyn Sandbox, path: &str, collected: &mut Collected) -> Option<String> {
+    match sandbox.read_file(path).await {
+        Ok(found) => found.map(|bytes| bounds::from_start(&String::from_utf8_lossy(&bytes), 4096)),
+        Err(error) => {
+            collected
+                .read_errors
+                .push(format!("{path} could not be read: {error}"));
+            None
+        }
     }
 }
 

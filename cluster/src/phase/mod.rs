@@ -28,6 +28,9 @@ pub enum FailureReason {
     ModelMismatch,
     /// a piece of the job's evidence could not be read: an infrastructure error, never "absent"
     CollectIncomplete,
+    /// the node's disk watchdog ended the job: its box past `local.max_box_bytes`, or the
+    /// disk holding the store under `local.store_reserve_bytes`
+    DiskBudget,
 }
 
 impl FailureReason {
@@ -37,6 +40,7 @@ impl FailureReason {
             FailureReason::Backstop => "backstop",
             FailureReason::ModelMismatch => "model_mismatch",
             FailureReason::CollectIncomplete => "collect_incomplete",
+            FailureReason::DiskBudget => "disk_budget",
         }
     }
 }

@@ -13,21 +13,22 @@ pub(crate) fn providers(
     config: &NodeConfig,
 ) -> anyhow::Result<BTreeMap<String, Arc<dyn Provider>>> {
     let mut providers: BTreeMap<String, Arc<dyn Provider>> = BTreeMap::new();
+    let sandbox = &config.company.providers.sandbox;
+    let disk = disk_budget(config);
     providers.insert(
         "direct".into(),
         // boxes live under {boxes_dir}/{sandbox_id}, {data_dir}/boxes unless configured
-        Arc::new(boxfleet_sandbox::direct::DirectProvider::in_boxes_dir(
-            config.boxes_dir.clone(),
-        )),
+        Arc::new(
+            boxfleet_sandbox::direct::DirectProvider::in_boxes_dir(config.boxes_dir.clone())
+                .with_disk_budget(disk.clone()),
+        ),
     );
-    let sandbox = &config.company.providers.sandbox;
     if let Some(local) = sandbox.local.as_ref().filter(|l| l.image.is_some()) {
+        let mut container = container_config(local, &config.data_dir)?;
+        container.disk = disk;
         providers.insert(
             "container".into(),
-            Arc::new(boxfleet_sandbox::ContainerProvider::new(container_config(
-                local,
-                &config.data_dir,
-            )?)),
+            Arc::new(boxfleet_sandbox::ContainerProvider::new(container)),
         );
     }
     if let Some(e2b) = &sandbox.e2b {
@@ -45,6 +46,22 @@ pub(crate) fn providers(
         providers.insert("e2b".into(), Arc::new(provider));
     }
     Ok(providers)
+}
+
+/// What a local box may write, and what the disk holding the store keeps free
+/// (`providers.sandbox.local.max_box_bytes`, `.store_reserve_bytes`).
+fn disk_budget(config: &NodeConfig) -> boxfleet_sandbox::DiskBudget {
+    let local = config.company.providers.sandbox.local.as_ref();
+    let defaults = boxfleet_sandbox::DiskBudget::default();
+    boxfleet_sandbox::DiskBudget {
+        max_box_bytes: local
+            .and_then(|l| l.max_box_bytes)
+            .unwrap_or(defaults.max_box_bytes),
+        store_reserve_bytes: local
+            .and_then(|l| l.store_reserve_bytes)
+            .unwrap_or(defaults.store_reserve_bytes),
+        store_dir: Some(config.data_dir.clone()),
+    }
 }
 
 /// The coding-agent runners, by name. The coding CLIs are found on the box's PATH (`claude`,

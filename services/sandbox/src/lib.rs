@@ -7,9 +7,11 @@ pub mod container;
 #[cfg(feature = "contract")]
 pub mod contract;
 pub mod direct;
+pub mod disk;
 pub mod e2b;
 pub mod fake;
 
 pub use container::{ContainerConfig, ContainerProvider, ContainerSandbox};
 pub use direct::{DirectProvider, DirectSandbox};
+pub use disk::DiskBudget;
 pub use fake::{FakeCounters, FakeKeepalive, FakeNode, FakeProvider, FakeSandbox, ScriptedJob};

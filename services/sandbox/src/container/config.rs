@@ -57,6 +57,8 @@ pub struct ContainerConfig {
     pub state_dir: PathBuf,
     /// the PATH inside the box
     pub box_path: String,
+    /// what a box's host directory may hold, and what the store's disk keeps free
+    pub disk: crate::disk::DiskBudget,
 }
 
 impl ContainerConfig {
@@ -69,6 +71,7 @@ impl ContainerConfig {
             runtime_env: BTreeMap::new(),
             state_dir: state_dir.into(),
             box_path: DEFAULT_PATH.to_owned(),
+            disk: crate::disk::DiskBudget::default(),
         }
     }
 }

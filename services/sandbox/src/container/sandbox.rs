@@ -544,6 +544,13 @@ impl Sandbox for ContainerSandbox {
             .read_records_file(&self.id, crate::direct::LOGINS_RECORD)
             .await
     }
+
+    /// The box's directory on the host (its home is bind-mounted from it); what the job
+    /// writes elsewhere goes to the container's own layer, which the runtime holds.
+    async fn disk_check(&self) -> Result<Option<String>, BoxError> {
+        crate::disk::check_in_background(self.shared.config.disk.clone(), self.paths.root.clone())
+            .await
+    }
 }
 
 #[cfg(test)]

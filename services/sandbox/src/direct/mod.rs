@@ -93,6 +93,8 @@ pub struct DirectProvider {
 struct Shared {
     boxes: PathBuf,
     path: String,
+    /// what a box may write, and what the store's disk keeps free
+    disk: crate::disk::DiskBudget,
     /// one lock per box over its records (read-modify-write of box.json)
     locks: StdMutex<HashMap<String, Arc<Mutex<()>>>>,
 }
@@ -139,6 +141,7 @@ impl DirectProvider {
             shared: Arc::new(Shared {
                 boxes,
                 path: DEFAULT_PATH.to_owned(),
+                disk: crate::disk::DiskBudget::default(),
                 locks: StdMutex::new(HashMap::new()),
             }),
         }
@@ -150,6 +153,20 @@ impl DirectProvider {
             shared: Arc::new(Shared {
                 boxes: self.shared.boxes.clone(),
                 path: path.into(),
+                disk: self.shared.disk.clone(),
+                locks: StdMutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The disk bounds every box of this provider is held to (default
+    /// [`DiskBudget::default`](crate::disk::DiskBudget)).
+    pub fn with_disk_budget(self, disk: crate::disk::DiskBudget) -> Self {
+        DirectProvider {
+            shared: Arc::new(Shared {
+                boxes: self.shared.boxes.clone(),
+                path: self.shared.path.clone(),
+                disk,
                 locks: StdMutex::new(HashMap::new()),
             }),
         }
@@ -776,5 +793,9 @@ impl Sandbox for DirectSandbox {
 
     async fn login_record(&self) -> Result<Option<Vec<u8>>, BoxError> {
         self.paths.read_records_file(&self.id, LOGINS_RECORD).await
+    }
+
+    async fn disk_check(&self) -> Result<Option<String>, BoxError> {
+        crate::disk::check_in_background(self.shared.disk.clone(), self.paths.root.clone()).await
     }
 }
