@@ -132,11 +132,19 @@ pub const REQUEST_OVERHEAD_BYTES: usize = 64 * 1024;
 /// The compare and the put that create an event only if it is not there yet, on the outbox's
 /// retention `lease`. The event is held to `max_bytes` (and to [`MAX_EVENT_BYTES`]) by
 /// [`fit`], so a store that takes smaller requests than the event would need still takes it.
-pub fn create(keys: &Keys, event: &Event, lease: LeaseId, max_bytes: usize) -> (Compare, Op) {
+/// Beside it goes its key in the turn's index ([`Keys::turn_event`]), on the same lease.
+pub fn create(keys: &Keys, event: &Event, lease: LeaseId, max_bytes: usize) -> (Compare, [Op; 2]) {
     let key = keys.event(&event.id);
     (
         Compare::absent(key.clone()),
-        Op::put_on_lease(key, fit(event, max_bytes), lease),
+        [
+            Op::put_on_lease(key, fit(event, max_bytes), lease),
+            Op::put_on_lease(
+                keys.turn_event(&event.turn_id, &event.id),
+                Vec::new(),
+                lease,
+            ),
+        ],
     )
 }
 
@@ -227,6 +235,43 @@ pub async fn read_from(
     Ok(events)
 }
 
+/// Every event of `turn_id`, in revision order, read through the turn's index: a `show` of a
+/// turn reads its own events, never the outbox. An outbox written before the index existed
+/// holds events the index does not name: when the index names none, the outbox is read.
+pub async fn read_turn(
+    store: &dyn Store,
+    keys: &Keys,
+    turn_id: &str,
+) -> Result<Vec<Stored>, Error> {
+    let index = store.range(&keys.turn_events(turn_id)).await?;
+    if index.kvs.is_empty() {
+        let mut all = read_from(store, keys, 0).await?;
+        all.retain(|stored| stored.event.turn_id == turn_id);
+        return Ok(all);
+    }
+    let prefix = keys.turn_events(turn_id);
+    let gets: Vec<Op> = index
+        .kvs
+        .iter()
+        .filter_map(|kv| kv.key.strip_prefix(&prefix))
+        .map(|id| Op::get(keys.event(id)))
+        .collect();
+    let mut events = Vec::new();
+    // etcd takes at most 128 ops in one txn (--max-txn-ops)
+    for chunk in gets.chunks(100) {
+        let read = store
+            .txn(crate::store::Txn::new().and_then(chunk.to_vec()))
+            .await?;
+        for result in &read.results {
+            if let crate::store::OpResult::Get(Some(kv)) = result {
+                events.push(decode(kv)?);
+            }
+        }
+    }
+    events.sort_by_key(|stored| stored.revision);
+    Ok(events)
+}
+
 /// Decodes a watched put of an event key.
 pub fn from_watch(kv: &KeyValue) -> Result<Stored, Error> {
     decode(kv)
@@ -259,6 +304,70 @@ mod tests {
         // one that fits is untouched, and no event is ever past the broker's cap
         assert_eq!(fit(&fitted, limit), json);
         assert!(fit(&event, usize::MAX).len() <= MAX_EVENT_BYTES);
+    }
+
+    #[tokio::test]
+    async fn a_turns_events_are_read_through_its_index_and_an_unindexed_outbox_still_reads() {
+        use crate::store::{StoreExt, Txn};
+        let dir = tempfile::tempdir().expect("dir");
+        let store = crate::store::embedded::EmbeddedStore::open(dir.path())
+            .await
+            .expect("store");
+        let keys = Keys::new("/t");
+        let lease = store.lease_grant(600).await.expect("lease");
+        for (turn, n) in [("turn-a", 3), ("turn-b", 2), ("turn-a", 4)] {
+            let event = Event::new(
+                kind::RUN_FAILED,
+                &[turn, &n.to_string()],
+                turn,
+                "l",
+                "s",
+                Utc::now(),
+                serde_json::json!({"n": n}),
+            );
+            let (compare, puts) = create(&keys, &event, lease, usize::MAX);
+            store
+                .txn(Txn::new().when([compare]).and_then(puts))
+                .await
+                .expect("write");
+        }
+        // written before the index existed: in the outbox alone
+        let old = Event::new(
+            kind::RUN_FAILED,
+            &["turn-c"],
+            "turn-c",
+            "l",
+            "s",
+            Utc::now(),
+            serde_json::json!({}),
+        );
+        store
+            .put(&keys.event(&old.id), old.to_json())
+            .await
+            .expect("write");
+        let a = read_turn(&store, &keys, "turn-a").await.expect("read");
+        let bodies: Vec<_> = a.iter().map(|s| s.event.body["n"].clone()).collect();
+        assert_eq!(bodies, [serde_json::json!(3), serde_json::json!(4)]);
+        assert!(a[0].revision < a[1].revision);
+        assert_eq!(
+            read_turn(&store, &keys, "turn-b")
+                .await
+                .expect("read")
+                .len(),
+            1
+        );
+        assert_eq!(
+            read_turn(&store, &keys, "turn-c").await.expect("read")[0]
+                .event
+                .id,
+            old.id
+        );
+        assert!(
+            read_turn(&store, &keys, "turn-z")
+                .await
+                .expect("read")
+                .is_empty()
+        );
     }
 
     #[test]

@@ -104,6 +104,14 @@ impl Keys {
     pub fn event(&self, event_id: &str) -> String {
         format!("{}/events/{event_id}", self.prefix)
     }
+    /// The outbox's index by turn: one empty key per event, on the event's own lease, so a
+    /// turn's events are read without reading the outbox.
+    pub fn turn_events(&self, turn_id: &str) -> String {
+        format!("{}/turn_events/{turn_id}/", self.prefix)
+    }
+    pub fn turn_event(&self, turn_id: &str, event_id: &str) -> String {
+        format!("{}/turn_events/{turn_id}/{event_id}", self.prefix)
+    }
 
     pub fn waiter_duty(&self) -> String {
         format!("{}/duty/waiter", self.prefix)

@@ -120,8 +120,8 @@ impl Runs {
                 .store
                 .max_request_bytes()
                 .saturating_sub(events::REQUEST_OVERHEAD_BYTES);
-            let (compare, put) = events::create(&self.keys, event, lease, budget);
-            let txn = Txn::new().when([compare]).and_then([put]);
+            let (compare, puts) = events::create(&self.keys, event, lease, budget);
+            let txn = Txn::new().when([compare]).and_then(puts);
             match self.store.txn(txn).await {
                 Ok(response) => return Ok(response.succeeded),
                 Err(Error::Invalid(message)) if message.contains("lease") => self.events.forget(),
@@ -344,9 +344,9 @@ impl Runs {
             match effect {
                 Effect::Announce(event) => {
                     let lease = self.events.lease(self.store.as_ref(), now).await?;
-                    let (compare, put) = events::create(&self.keys, event, lease, event_budget);
+                    let (compare, puts) = events::create(&self.keys, event, lease, event_budget);
                     compares.push(compare);
-                    success.push(put);
+                    success.extend(puts);
                     failure.push(Op::get(self.keys.event(&event.id)));
                     event_ids.push(event.id.clone());
                 }

@@ -85,10 +85,10 @@ impl Coordinator {
             .store
             .max_request_bytes()
             .saturating_sub(events::REQUEST_OVERHEAD_BYTES);
-        let (compare, put) = events::create(&self.keys, &event, lease, budget);
+        let (compare, puts) = events::create(&self.keys, &event, lease, budget);
         let txn = Txn::new()
             .when([compare])
-            .and_then([put])
+            .and_then(puts)
             .or_else([Op::get(self.keys.event(&event.id))]);
         if let Err(error) = self.store.txn(txn).await {
             warn!(kind = %event.kind, %error, "event_not_published");

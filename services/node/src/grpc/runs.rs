@@ -193,10 +193,10 @@ impl pb::runs_server::Runs for RunsService {
             .read(&turn_id)
             .await
             .map_err(status)?;
-        let stored = events::read_from(
+        let stored = events::read_turn(
             self.local.coordinator.store.as_ref(),
             &self.local.coordinator.keys,
-            0,
+            &turn_id,
         )
         .await
         .map_err(status)?;
