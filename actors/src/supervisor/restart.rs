@@ -18,8 +18,10 @@ use super::policy::{Exit, Restart, Shutdown, Strategy};
 use super::report::{ChildReport, ChildState};
 use super::spec::ChildSpec;
 
-/// How many exited temporary children a supervisor keeps in its reports before it forgets the
-/// oldest: enough to see why recent runs ended, bounded because runs never come back.
+/// How many children that exited for good (a temporary one, or a transient one that stopped
+/// normally) a supervisor keeps in its reports before it forgets the oldest: enough to see why
+/// recent runs and boxes ended, bounded because they never come back — a node that ran
+/// thousands of runs reports its live actors and these, not one line per run it ever drove.
 pub const MAX_EXITED_TEMPORARY: usize = 32;
 
 /// The stop reason a supervisor gives the children it shuts down.
@@ -78,7 +80,12 @@ impl Child {
     }
 
     fn is_exited_temporary(&self) -> bool {
-        self.spec.restart == Restart::Temporary && self.cell.is_none()
+        self.cell.is_none()
+            && match self.spec.restart {
+                Restart::Temporary => true,
+                Restart::Transient => self.state == ChildState::Stopped,
+                Restart::Permanent => false,
+            }
     }
 }
 

@@ -477,3 +477,48 @@ async fn dynamic_children_and_the_tree() {
 
     root.stop_and_wait(None, None).await.expect("stop");
 }
+
+// Scenario: a node drives many runs; each run's actor is transient and stops normally when its
+// run settles. The supervisor reports its live children and the last few that ended, never one
+// line per run it ever drove.
+#[tokio::test]
+async fn children_that_ended_for_good_leave_the_tree_past_a_few() {
+    let log = new_log();
+    let runs = must_spawn("t7/runs", SupervisorArgs::new(Strategy::OneForOne)).await;
+    let live = start_child(&runs, probe("t7/live", Restart::Transient, &log))
+        .await
+        .expect("start");
+    for i in 0..(MAX_EXITED_TEMPORARY + 40) {
+        let name = format!("t7/run-{i}");
+        let restart = if i % 2 == 0 {
+            Restart::Transient
+        } else {
+            Restart::Temporary
+        };
+        let run = start_child(&runs, probe(&name, restart, &log))
+            .await
+            .expect("start");
+        run.send_message(ProbeMsg::StopNormally).expect("send");
+        wait_until(&format!("{name} ended"), || async {
+            inspect(&runs)
+                .await
+                .expect("inspect")
+                .iter()
+                .all(|report| report.name != name || report.state == ChildState::Stopped)
+        })
+        .await;
+    }
+    let reports = inspect(&runs).await.expect("inspect");
+    assert_eq!(reports.len(), MAX_EXITED_TEMPORARY + 1, "{reports:?}");
+    assert!(
+        reports
+            .iter()
+            .any(|r| r.name == "t7/live" && r.state == ChildState::Running)
+    );
+    // the newest ended ones are kept
+    let last = format!("t7/run-{}", MAX_EXITED_TEMPORARY + 39);
+    assert!(reports.iter().any(|r| r.name == last), "{last} kept");
+    live.send_message(ProbeMsg::Panic).expect("send");
+    wait_restarted(&runs, "t7/live", 1).await;
+    runs.stop_and_wait(None, None).await.expect("stop");
+}

@@ -10,6 +10,7 @@ mod engines;
 mod fleet_link;
 mod grpc;
 mod keys;
+mod memory;
 mod node;
 mod routing;
 mod store_link;

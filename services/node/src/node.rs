@@ -101,6 +101,8 @@ pub struct Node {
     pub trust: Arc<Trust>,
     /// logs the store's outages, once at each start and end
     outages: tokio::task::JoinHandle<()>,
+    /// gives the allocator's free memory back every 30 s
+    trimmer: tokio::task::JoinHandle<()>,
 }
 
 /// How often the placement pass runs: a seat whose holder died is taken within the lease's
@@ -318,6 +320,7 @@ impl Node {
             root_join,
             trust,
             outages,
+            trimmer: crate::memory::trim_periodically(),
         })
     }
 
@@ -350,6 +353,7 @@ impl Node {
             .close(self.coordinator.store.as_ref())
             .await;
         self.outages.abort();
+        self.trimmer.abort();
         info!(node = %self.config.id, "node_stopped");
     }
 
