@@ -1,0 +1,163 @@
+//! What a box writes can never overflow a record, an event or the store (issue 24; spec lines
+//! 290-297, DESIGN §11 I14). Each scenario runs on the shared test etcd, which runs with
+//! etcd's default request limit (`--max-request-bytes` 1.5 MiB, gRPC's 2 MiB): on `main` a
+//! report over ~2 MB was never published (`received message larger than max (4614576 vs.
+//! 2097152)`) and a question over 1.5 MiB kept its run `running` for good, retrying its
+//! collection every poll with its seat held.
+
+use std::time::Duration;
+
+use boxfleet_tests::fleet::Fleet;
+use boxfleet_tests::node::launched_turn;
+
+/// The record's bounds (sandbox.MaxRunTextBytes, MaxQuestionBytes, MaxDeliveredRefBytes).
+const RUN_TEXT_BYTES: usize = 256 * 1024;
+const QUESTION_BYTES: usize = 16 * 1024;
+const REF_BYTES: usize = 16 * 1024;
+
+fn launch(fleet: &Fleet, seat: &str, command: &str) -> String {
+    let (code, out, err) = fleet.node("n1").cli(&[
+        "launch",
+        "--seat",
+        seat,
+        "--runner",
+        "command",
+        "--command",
+        command,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    launched_turn(&format!("{out}{err}"))
+}
+
+fn one_of(events: &[serde_json::Value], kind: &str) -> serde_json::Value {
+    let found: Vec<_> = events.iter().filter(|e| e["type"] == kind).collect();
+    assert_eq!(found.len(), 1, "one {kind}: {events:#?}");
+    found[0].clone()
+}
+
+/// A job's question written as the ask shim writes it, `question` last.
+fn ask(audience: &str, question: &str) -> String {
+    format!(
+        "d=$HOME/.boxfleet/ask; mkdir -p $d; {audience} > $d/audience; {question} > $d/question"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_two_megabyte_report_with_two_thousand_refs_is_published_bounded_and_the_run_settles() {
+    let fleet = Fleet::start(&["n1"], 3);
+    let turn = launch(
+        &fleet,
+        "big-report",
+        "{ head -c 2200000 /dev/zero | tr '\\0' r | fold -w 99; echo; } > \"$BOXFLEET_REPORT\"; \
+         for i in $(seq 1 2000); do echo \"Delivered: https://github.com/acme/app/pull/$i\"; done >> \"$BOXFLEET_REPORT\"",
+    );
+    fleet
+        .until_settled("n1", &turn, "the run to settle", Duration::from_secs(60))
+        .await;
+    let events = fleet.events_of("n1", &turn).await;
+    let phase = one_of(&events, "agent_phase_completed");
+    let record = &phase["body"]["record"];
+    let response = record["response"].as_str().expect("a report");
+    assert!(response.len() <= RUN_TEXT_BYTES, "{} bytes", response.len());
+    assert!(response.starts_with(&"r".repeat(99)), "kept from its start");
+    assert!(
+        response.contains(" lines, ") && response.contains(" bytes left out]"),
+        "the cut says what it left out: {}",
+        &response[response.len().saturating_sub(300)..]
+    );
+    let refs = record["delivered_refs"].as_array().expect("refs");
+    let listed: usize = refs
+        .iter()
+        .map(|r| r.as_str().unwrap_or("").len() + 1)
+        .sum();
+    assert!(listed <= REF_BYTES, "{listed} bytes of refs");
+    let elided = record["delivered_refs_elided"].as_u64().expect("counted");
+    assert_eq!(
+        refs.len() as u64 + elided,
+        2000,
+        "every ref listed or counted"
+    );
+    // the turn's reply went out, bounded, and nothing on the way was past etcd's limit
+    let reply = one_of(&events, "turn_replied");
+    let text = reply["body"]["reply"].as_str().expect("reply");
+    assert!(text.len() <= RUN_TEXT_BYTES, "{} bytes", text.len());
+    assert!(
+        text.contains("more delivered refs are not listed"),
+        "said, never dropped unsaid"
+    );
+    assert!(
+        !fleet.logs().contains("turn_reply_not_published"),
+        "{}",
+        fleet.logs()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_two_megabyte_question_parks_its_run_bounded_to_whole_lines() {
+    let fleet = Fleet::start(&["n1"], 3);
+    let turn = launch(
+        &fleet,
+        "big-question",
+        &ask("echo requester", "{ echo 'Which cap?'; seq 1 300000; }"),
+    );
+    fleet.parked_launch("n1", &turn).await;
+    let record = fleet.record("n1", &turn).await.expect("parked");
+    let question = record["question"]["text"].as_str().expect("a question");
+    assert!(question.len() <= QUESTION_BYTES, "{} bytes", question.len());
+    assert!(
+        question.starts_with("Which cap?\n1\n2\n3\n"),
+        "{}",
+        &question[..40]
+    );
+    assert!(question.ends_with(" bytes left out]"), "its cut is said");
+    let events = fleet.events_of("n1", &turn).await;
+    let phase = one_of(&events, "agent_phase_completed");
+    assert_eq!(phase["body"]["record"]["notes"].as_str(), Some(question));
+    assert_eq!(phase["body"]["record"]["failed"], false);
+    one_of(&events, "sandbox_clarification_requested");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_whose_first_line_or_audience_is_past_the_bound_is_not_asked() {
+    let fleet = Fleet::start(&["n1"], 3);
+    let long_line = launch(
+        &fleet,
+        "long-line",
+        &ask("echo requester", "head -c 20000 /dev/zero | tr '\\0' q"),
+    );
+    let long_audience = launch(
+        &fleet,
+        "long-audience",
+        &ask(
+            "head -c 1048576 /dev/zero | tr '\\0' a",
+            "echo 'Which cap?'",
+        ),
+    );
+    for (turn, said) in [
+        (&long_line, "its first line alone is 20000 bytes"),
+        (&long_audience, "its audience is 1048576 bytes"),
+    ] {
+        fleet
+            .until_settled(
+                "n1",
+                turn,
+                "the run to resume, not parked",
+                Duration::from_secs(60),
+            )
+            .await;
+        let events = fleet.events_of("n1", turn).await;
+        let record = one_of(&events, "agent_phase_completed")["body"]["record"].clone();
+        assert_eq!(record["failed"], true, "{record:#}");
+        let error = record["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("was not asked") && error.contains(said),
+            "{error}"
+        );
+        assert!(
+            events
+                .iter()
+                .all(|e| e["type"] != "sandbox_clarification_requested"),
+            "{events:#?}"
+        );
+    }
+}
