@@ -306,6 +306,13 @@ impl Actor for Waiter {
             .map(|run| run.record.turn_id.clone())
             .collect();
         state.streaks.keep_only(&running);
+        // a settled run leaves nothing behind: only running runs are polled, so only theirs
+        // are kept
+        state
+            .last_polled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|turn_id, _| running.contains(turn_id));
         for run in runs {
             let record = run.record;
             let held_here = held.contains(&record.seat);

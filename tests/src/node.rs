@@ -150,6 +150,11 @@ impl NodeProcess {
         std::fs::read_to_string(self.data_dir.join(format!("{}.log", self.id))).unwrap_or_default()
     }
 
+    /// The node process's id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// SIGKILL: the process dies with no chance to clean up.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -137,38 +137,32 @@ impl DirectProvider {
             .ok()
             .and_then(|absolute| files::normalise(&absolute))
             .unwrap_or(boxes);
-        DirectProvider {
-            shared: Arc::new(Shared {
-                boxes,
-                path: DEFAULT_PATH.to_owned(),
-                disk: crate::disk::DiskBudget::default(),
-                locks: StdMutex::new(HashMap::new()),
-            }),
-        }
+        Self::made(boxes, DEFAULT_PATH.to_owned(), Default::default())
     }
 
     /// The PATH every box's commands get (default [`DEFAULT_PATH`]; never the node's own).
     pub fn with_path(self, path: impl Into<String>) -> Self {
-        DirectProvider {
-            shared: Arc::new(Shared {
-                boxes: self.shared.boxes.clone(),
-                path: path.into(),
-                disk: self.shared.disk.clone(),
-                locks: StdMutex::new(HashMap::new()),
-            }),
-        }
+        let (boxes, disk) = (self.shared.boxes.clone(), self.shared.disk.clone());
+        Self::made(boxes, path.into(), disk)
     }
 
     /// The disk bounds every box of this provider is held to (default
     /// [`DiskBudget::default`](crate::disk::DiskBudget)).
     pub fn with_disk_budget(self, disk: crate::disk::DiskBudget) -> Self {
+        let (boxes, path) = (self.shared.boxes.clone(), self.shared.path.clone());
+        Self::made(boxes, path, disk)
+    }
+
+    fn made(boxes: PathBuf, path: String, disk: crate::disk::DiskBudget) -> Self {
+        let locks = StdMutex::new(HashMap::new());
+        let shared = Shared {
+            boxes,
+            path,
+            disk,
+            locks,
+        };
         DirectProvider {
-            shared: Arc::new(Shared {
-                boxes: self.shared.boxes.clone(),
-                path: self.shared.path.clone(),
-                disk,
-                locks: StdMutex::new(HashMap::new()),
-            }),
+            shared: Arc::new(shared),
         }
     }
 

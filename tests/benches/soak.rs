@@ -1,0 +1,318 @@
+//! Bench: a soak of huge and hostile outputs (`harness = false`; issue 24).
+//!
+//! ```text
+//! cargo bench -p boxfleet-tests --bench soak      # SOAK_HOSTILE=24 SOAK_SMALL=300
+//! ```
+//!
+//! On each store — the embedded one, and a dedicated etcd at its default request limit (1.5
+//! MiB) — one release node runs `SOAK_HOSTILE` jobs that write what a careless or hostile
+//! agent writes (a 4 MB report, 40 MB of stdout, a 2 MB question, a 1 MB audience, 2,000
+//! delivered refs, a 20 KB first line, a 2 MB report with 2,000 refs), each on a seat of its
+//! own, then `SOAK_SMALL` one-line jobs. It samples, at the start (after three warm-up jobs),
+//! after every batch (the peak is the largest sample) and at the end (every run settled or
+//! parked, then 35 s for the node's allocator trim):
+//!
+//! - the store's size (the embedded file; etcd's `db_size`, which etcd gives back only when
+//!   defragmented),
+//! - the node's resident memory (`VmRSS`),
+//! - the largest event in the outbox (read through `Runs.Events`),
+//! - the median of five `Runs.Get` of the first hostile turn (`boxfleet show`'s read),
+//!
+//! and prints them side by side with the end's ratio to the start.
+
+use std::time::{Duration, Instant};
+
+use boxfleet_proto::v1 as pb;
+use boxfleet_tests::EtcdServer;
+use boxfleet_tests::node::{NodeProcess, launched_turn};
+use futures::StreamExt;
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// What a hostile job writes, by kind.
+const HOSTILE: [(&str, &str); 7] = [
+    (
+        "report",
+        "head -c 4000000 /dev/zero | tr '\\0' r | fold -w 99 > \"$BOXFLEET_REPORT\"",
+    ),
+    ("stdout", "yes 'a line of stdout, over and over' | head -c 40000000"),
+    (
+        "question",
+        "d=$HOME/.boxfleet/ask; mkdir -p $d; echo requester > $d/audience; { echo 'Which cap?'; seq 1 300000; } > $d/question",
+    ),
+    (
+        "audience",
+        "d=$HOME/.boxfleet/ask; mkdir -p $d; head -c 1048576 /dev/zero | tr '\\0' a > $d/audience; echo 'Which cap?' > $d/question",
+    ),
+    (
+        "refs",
+        "for i in $(seq 1 2000); do echo \"Delivered: https://github.com/acme/app/pull/$i\"; done > \"$BOXFLEET_REPORT\"",
+    ),
+    (
+        "first_line",
+        "d=$HOME/.boxfleet/ask; mkdir -p $d; echo requester > $d/audience; head -c 20000 /dev/zero | tr '\\0' q > $d/question",
+    ),
+    (
+        "report_and_refs",
+        "{ head -c 2000000 /dev/zero | tr '\\0' r | fold -w 99; echo; for i in $(seq 1 2000); do echo \"Delivered: https://x.test/pull/$i\"; done; } > \"$BOXFLEET_REPORT\"",
+    ),
+];
+
+/// One sample of the node and its store.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sample {
+    store_bytes: u64,
+    rss_bytes: u64,
+    largest_event: u64,
+    show: Duration,
+}
+
+impl Sample {
+    fn max(self, other: Sample) -> Sample {
+        Sample {
+            store_bytes: self.store_bytes.max(other.store_bytes),
+            rss_bytes: self.rss_bytes.max(other.rss_bytes),
+            largest_event: self.largest_event.max(other.largest_event),
+            show: self.show.max(other.show),
+        }
+    }
+}
+
+/// The store under a node.
+enum Backing {
+    Embedded,
+    Etcd(EtcdServer),
+}
+
+struct Soak {
+    node: NodeProcess,
+    backing: Backing,
+    _dir: tempfile::TempDir,
+    /// the turn `show` is timed on
+    probe: Option<String>,
+}
+
+impl Soak {
+    fn start(backing: Backing) -> Soak {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let node = match &backing {
+            Backing::Embedded => NodeProcess::start("soak", dir.path(), &[]),
+            Backing::Etcd(etcd) => {
+                let prefix = format!("/soak-{}", uuid::Uuid::new_v4().simple());
+                NodeProcess::start(
+                    "soak",
+                    dir.path(),
+                    &["--etcd", &etcd.client_url(), "--prefix", &prefix],
+                )
+            }
+        };
+        Soak {
+            node,
+            backing,
+            _dir: dir,
+            probe: None,
+        }
+    }
+
+    fn launch(&self, seat: &str, command: &str) -> String {
+        let (code, out, err) = self.node.cli(&[
+            "launch", "--seat", seat, "--runner", "command", "--command", command,
+        ]);
+        assert_eq!(code, 0, "{out}{err}\n{}", self.node.log());
+        launched_turn(&out)
+    }
+
+    /// Waits until every run of `turns` settled or parked.
+    async fn until_quiet(&self, turns: &[String]) {
+        let mut runs = boxfleet_tests::grpc::runs(&self.node.addr())
+            .await
+            .expect("connect");
+        let deadline = Instant::now() + Duration::from_secs(600);
+        for turn in turns {
+            loop {
+                let got = runs
+                    .get(pb::GetRequest {
+                        turn_id: turn.clone(),
+                    })
+                    .await
+                    .expect("get")
+                    .into_inner();
+                let record: serde_json::Value =
+                    serde_json::from_str(&got.record_json).unwrap_or_default();
+                if got.record_json.is_empty() || record["status"] == "awaiting_clarification" {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "{turn} never settled");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+
+    async fn sample(&self) -> Sample {
+        let store_bytes = match &self.backing {
+            Backing::Embedded => std::fs::metadata(self.node.data_dir.join("store/store.redb"))
+                .map_or(0, |m| m.len()),
+            Backing::Etcd(etcd) => etcd
+                .store()
+                .await
+                .check_limits()
+                .await
+                .map_or(0, |check| check.db_size.max(0) as u64),
+        };
+        let rss_bytes = self.node.pid().map_or(0, rss_of);
+        let mut runs = boxfleet_tests::grpc::runs(&self.node.addr())
+            .await
+            .expect("connect");
+        let mut events = runs
+            .events(pb::EventsRequest {
+                from_revision: 0,
+                follow: false,
+            })
+            .await
+            .expect("events")
+            .into_inner();
+        let mut largest_event = 0u64;
+        while let Some(Ok(event)) = events.next().await {
+            largest_event = largest_event.max(event.json.len() as u64);
+        }
+        let mut shows = Vec::new();
+        if let Some(turn) = &self.probe {
+            for _ in 0..5 {
+                let at = Instant::now();
+                runs.get(pb::GetRequest {
+                    turn_id: turn.clone(),
+                })
+                .await
+                .expect("get");
+                shows.push(at.elapsed());
+            }
+        }
+        shows.sort();
+        Sample {
+            store_bytes,
+            rss_bytes,
+            largest_event,
+            show: shows.get(shows.len() / 2).copied().unwrap_or_default(),
+        }
+    }
+}
+
+fn rss_of(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
+}
+
+async fn soak(name: &str, backing: Backing, hostile: usize, small: usize) -> [Sample; 3] {
+    let mut soak = Soak::start(backing);
+    let warm: Vec<String> = (0..3)
+        .map(|i| soak.launch(&format!("warm-{i}"), "echo warm"))
+        .collect();
+    soak.until_quiet(&warm).await;
+    let start = soak.sample().await;
+    let mut peak = start;
+    let mut turns = Vec::new();
+    for batch in (0..hostile).collect::<Vec<_>>().chunks(HOSTILE.len()) {
+        let launched: Vec<String> = batch
+            .iter()
+            .map(|i| {
+                let (kind, command) = HOSTILE[i % HOSTILE.len()];
+                soak.launch(&format!("hostile-{kind}-{i}"), command)
+            })
+            .collect();
+        soak.probe.get_or_insert_with(|| launched[0].clone());
+        soak.until_quiet(&launched).await;
+        turns.extend(launched);
+        peak = peak.max(soak.sample().await);
+        println!("  {name}: {} hostile jobs done", turns.len());
+    }
+    for batch in (0..small).collect::<Vec<_>>().chunks(20) {
+        let launched: Vec<String> = batch
+            .iter()
+            .map(|i| soak.launch(&format!("small-{}", i % 20), "echo one line"))
+            .collect();
+        soak.until_quiet(&launched).await;
+    }
+    peak = peak.max(soak.sample().await);
+    println!("  {name}: {small} small jobs done; waiting 35 s for the allocator's trim");
+    tokio::time::sleep(Duration::from_secs(35)).await;
+    let end = soak.sample().await;
+    soak.node.terminate();
+    [start, peak, end]
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+fn ratio(end: u64, start: u64) -> String {
+    if start == 0 {
+        return "-".into();
+    }
+    format!("{:.2}×", end as f64 / start as f64)
+}
+
+fn print(name: &str, [start, peak, end]: [Sample; 3]) {
+    println!("\n{name}");
+    println!(
+        "| {:<22} | {:>11} | {:>11} | {:>11} | {:>9} |",
+        "", "start", "peak", "end", "end/start"
+    );
+    println!("|{:-<24}|{:->13}|{:->13}|{:->13}|{:->11}|", "", "", "", "", "");
+    let row = |label: &str, values: [u64; 3], show: &dyn Fn(u64) -> String| {
+        println!(
+            "| {:<22} | {:>11} | {:>11} | {:>11} | {:>9} |",
+            label,
+            show(values[0]),
+            show(values[1]),
+            show(values[2]),
+            ratio(values[2], values[0])
+        );
+    };
+    row(
+        "store size",
+        [start.store_bytes, peak.store_bytes, end.store_bytes],
+        &mib,
+    );
+    row(
+        "node RSS",
+        [start.rss_bytes, peak.rss_bytes, end.rss_bytes],
+        &mib,
+    );
+    row(
+        "largest event",
+        [start.largest_event, peak.largest_event, end.largest_event],
+        &|b| format!("{} KiB", b.div_ceil(1024)),
+    );
+    let ms = |d: Duration| d.as_micros() as u64;
+    row(
+        "show (Runs.Get) median",
+        [ms(start.show), ms(peak.show), ms(end.show)],
+        &|us| format!("{:.1} ms", us as f64 / 1000.0),
+    );
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let hostile = env_or("SOAK_HOSTILE", 21);
+    let small = env_or("SOAK_SMALL", 300);
+    println!("soak: {hostile} hostile jobs, then {small} one-line jobs, on each store");
+    let embedded = soak("embedded", Backing::Embedded, hostile, small).await;
+    let etcd = EtcdServer::start();
+    let on_etcd = soak("etcd (1.5 MiB requests)", Backing::Etcd(etcd), hostile, small).await;
+    print("embedded store", embedded);
+    print("etcd, default --max-request-bytes", on_etcd);
+    println!(
+        "\nstart: after three warm-up jobs; peak: the largest sample after a batch; end: every \
+         run settled or parked, then 35 s. show: the first hostile turn, start column before it ran."
+    );
+}
