@@ -40,7 +40,10 @@ const HOSTILE: [(&str, &str); 7] = [
         "report",
         "head -c 4000000 /dev/zero | tr '\\0' r | fold -w 99 > \"$BOXFLEET_REPORT\"",
     ),
-    ("stdout", "yes 'a line of stdout, over and over' | head -c 40000000"),
+    (
+        "stdout",
+        "yes 'a line of stdout, over and over' | head -c 40000000",
+    ),
     (
         "question",
         "d=$HOME/.boxfleet/ask; mkdir -p $d; echo requester > $d/audience; { echo 'Which cap?'; seq 1 300000; } > $d/question",
@@ -86,7 +89,7 @@ impl Sample {
 /// The store under a node.
 enum Backing {
     Embedded,
-    Etcd(EtcdServer),
+    Etcd(Box<EtcdServer>),
 }
 
 struct Soak {
@@ -121,7 +124,13 @@ impl Soak {
 
     fn launch(&self, seat: &str, command: &str) -> String {
         let (code, out, err) = self.node.cli(&[
-            "launch", "--seat", seat, "--runner", "command", "--command", command,
+            "launch",
+            "--seat",
+            seat,
+            "--runner",
+            "command",
+            "--command",
+            command,
         ]);
         assert_eq!(code, 0, "{out}{err}\n{}", self.node.log());
         launched_turn(&out)
@@ -267,7 +276,10 @@ fn print(name: &str, [start, peak, end]: [Sample; 3]) {
         "| {:<22} | {:>11} | {:>11} | {:>11} | {:>9} |",
         "", "start", "peak", "end", "end/start"
     );
-    println!("|{:-<24}|{:->13}|{:->13}|{:->13}|{:->11}|", "", "", "", "", "");
+    println!(
+        "|{:-<24}|{:->13}|{:->13}|{:->13}|{:->11}|",
+        "", "", "", "", ""
+    );
     let row = |label: &str, values: [u64; 3], show: &dyn Fn(u64) -> String| {
         println!(
             "| {:<22} | {:>11} | {:>11} | {:>11} | {:>9} |",
@@ -308,7 +320,13 @@ async fn main() {
     println!("soak: {hostile} hostile jobs, then {small} one-line jobs, on each store");
     let embedded = soak("embedded", Backing::Embedded, hostile, small).await;
     let etcd = EtcdServer::start();
-    let on_etcd = soak("etcd (1.5 MiB requests)", Backing::Etcd(etcd), hostile, small).await;
+    let on_etcd = soak(
+        "etcd (1.5 MiB requests)",
+        Backing::Etcd(etcd),
+        hostile,
+        small,
+    )
+    .await;
     print("embedded store", embedded);
     print("etcd, default --max-request-bytes", on_etcd);
     println!(

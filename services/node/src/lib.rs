@@ -20,6 +20,7 @@ use clap::Parser as _;
 
 /// Parses the command line, runs the command and exits with its status.
 pub fn main() -> ! {
+    memory::limit_arenas();
     let cli = cli::Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_env("BOXFLEET_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
