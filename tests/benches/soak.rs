@@ -322,7 +322,7 @@ async fn main() {
     let etcd = EtcdServer::start();
     let on_etcd = soak(
         "etcd (1.5 MiB requests)",
-        Backing::Etcd(etcd),
+        Backing::Etcd(Box::new(etcd)),
         hostile,
         small,
     )
