@@ -7,13 +7,29 @@
 
 use std::time::Duration;
 
+use boxfleet_tests::EtcdServer;
+use boxfleet_tests::anthropic_standin::{AnthropicStandin, SIDE_TEXT, StandinOptions};
 use boxfleet_tests::fleet::Fleet;
-use boxfleet_tests::node::launched_turn;
+use boxfleet_tests::node::{free_port, launched_turn};
 
 /// The record's bounds (sandbox.MaxRunTextBytes, MaxQuestionBytes, MaxDeliveredRefBytes).
 const RUN_TEXT_BYTES: usize = 256 * 1024;
 const QUESTION_BYTES: usize = 16 * 1024;
 const REF_BYTES: usize = 16 * 1024;
+
+/// One node on the shared etcd whose seats' auxiliary model is `llm`: a stand-in's URL, or
+/// `None` for one that cannot be reached (a closed port: connection refused), so an over-bound
+/// piece is cut, as where no model can condense it.
+fn fleet(llm: Option<&str>) -> Fleet {
+    let closed = format!("http://127.0.0.1:{}", free_port());
+    Fleet::start_with_llm(
+        &EtcdServer::shared().client_url(),
+        &["n1"],
+        3,
+        "",
+        Some(llm.unwrap_or(&closed)),
+    )
+}
 
 fn launch(fleet: &Fleet, seat: &str, command: &str) -> String {
     let (code, out, err) = fleet.node("n1").cli(&[
@@ -44,7 +60,7 @@ fn ask(audience: &str, question: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_two_megabyte_report_with_two_thousand_refs_is_published_bounded_and_the_run_settles() {
-    let fleet = Fleet::start(&["n1"], 3);
+    let fleet = fleet(None);
     let turn = launch(
         &fleet,
         "big-report",
@@ -94,7 +110,7 @@ async fn a_two_megabyte_report_with_two_thousand_refs_is_published_bounded_and_t
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_two_megabyte_question_parks_its_run_bounded_to_whole_lines() {
-    let fleet = Fleet::start(&["n1"], 3);
+    let fleet = fleet(None);
     let turn = launch(
         &fleet,
         "big-question",
@@ -119,7 +135,7 @@ async fn a_two_megabyte_question_parks_its_run_bounded_to_whole_lines() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_whose_first_line_or_audience_is_past_the_bound_is_not_asked() {
-    let fleet = Fleet::start(&["n1"], 3);
+    let fleet = fleet(None);
     let long_line = launch(
         &fleet,
         "long-line",
@@ -160,4 +176,74 @@ async fn a_question_whose_first_line_or_audience_is_past_the_bound_is_not_asked(
             "{events:#?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_their_bounds_a_report_and_a_question_are_condensed_by_the_auxiliary_model() {
+    let standin = AnthropicStandin::start(StandinOptions::default());
+    let fleet = fleet(Some(&standin.url()));
+    let report = launch(
+        &fleet,
+        "condensed-report",
+        "{ echo 'FINDING-ONE: the retry cap is wrong'; head -c 3000000 /dev/zero | tr '\\0' r | fold -w 99; echo; } > \"$BOXFLEET_REPORT\"",
+    );
+    let question = launch(
+        &fleet,
+        "condensed-question",
+        &ask(
+            "echo requester",
+            "{ head -c 20000 /dev/zero | tr '\\0' q; echo; echo 'Which cap?'; }",
+        ),
+    );
+    fleet
+        .until_settled("n1", &report, "the run to settle", Duration::from_secs(60))
+        .await;
+    let events = fleet.events_of("n1", &report).await;
+    let record = one_of(&events, "agent_phase_completed")["body"]["record"].clone();
+    let response = record["response"].as_str().expect("a report");
+    assert!(
+        response.starts_with("[condensed by claude-fleet-test from "),
+        "labelled as condensed: {}",
+        &response[..response.len().min(300)]
+    );
+    assert!(
+        response.ends_with(SIDE_TEXT),
+        "the model's answer: {response}"
+    );
+    assert!(!response.contains("bytes left out"), "condensed, never cut");
+    // the model was shown at most 2 MiB, from the report's start, under an instruction
+    let asked: Vec<_> = standin
+        .requests()
+        .into_iter()
+        .filter(|r| r.is_messages() && !r.has_tools)
+        .collect();
+    let shown = asked
+        .iter()
+        .map(|r| {
+            r.body["messages"][0]["content"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .find(|text| text.starts_with("FINDING-ONE"))
+        .expect("the report was shown to the model");
+    assert!(
+        shown.len() <= 2 * 1024 * 1024,
+        "{} bytes shown",
+        shown.len()
+    );
+    assert!(asked.iter().any(|r| {
+        r.body["system"]
+            .as_str()
+            .is_some_and(|s| s.contains("findings report"))
+    }));
+    // a question whose first line is past the bound is condensed and asked, not refused
+    fleet.parked_launch("n1", &question).await;
+    let parked = fleet.record("n1", &question).await.expect("parked");
+    let text = parked["question"]["text"].as_str().expect("asked");
+    assert!(text.starts_with(SIDE_TEXT), "{text}");
+    assert!(
+        text.contains("[condensed by claude-fleet-test from "),
+        "{text}"
+    );
 }

@@ -195,6 +195,39 @@ pub trait Sandbox: Send + Sync + fmt::Debug {
     }
 }
 
+/// A piece of what a box wrote, past its bound, that a condensation shortens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlong {
+    /// the findings report, which the resumed executor acts on
+    Report,
+    /// a failed job's text: the engine's sentences, the CLI's error, the end of its stderr
+    Failure,
+    /// the question a job parked on, read by a person
+    Question,
+}
+
+/// A piece a model condensed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condensed {
+    pub text: String,
+    /// the model that condensed it
+    pub model: String,
+}
+
+/// The seat's auxiliary model, asked to condense a piece past its bound (spec lines 294–296).
+#[async_trait]
+pub trait Condenser: Send + Sync + std::fmt::Debug {
+    /// `text` condensed to at most `max_bytes` by `seat`'s auxiliary model; `Err` says why no
+    /// model could (none configured, the call failed), and the piece is cut instead.
+    async fn condense(
+        &self,
+        seat: &str,
+        piece: Overlong,
+        text: &str,
+        max_bytes: usize,
+    ) -> Result<Condensed, String>;
+}
+
 /// What a launch asks the runner to start.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LaunchSpec {

@@ -109,6 +109,26 @@ impl Company {
         })
     }
 
+    /// The entry that condenses what a seat's runs wrote past their bounds:
+    /// `role.llm_auxiliary`, else `role.llm`, else the entry named `default` — the first that
+    /// names an API entry (anthropic, openai, openai-compatible) with a key. `None`: nothing
+    /// condenses, and an over-bound piece is cut on whole lines instead.
+    pub fn auxiliary_entry(&self, seat: &str) -> Option<(&str, &LlmEntry)> {
+        let role = self.role_of(seat);
+        let chain = [
+            role.and_then(|r| r.llm_auxiliary.as_deref()),
+            role.and_then(|r| r.llm.as_deref()),
+            Some("default"),
+        ];
+        chain.into_iter().flatten().find_map(|name| {
+            self.providers
+                .llm
+                .get_key_value(name)
+                .filter(|(_, entry)| entry.provider != Wire::ClaudeCode && entry.key().is_some())
+                .map(|(k, v)| (k.as_str(), v))
+        })
+    }
+
     /// Decides what a launch for `seat` runs. `runner` and `model` are the launch's own
     /// choices (empty: the role's, then the provider defaults).
     pub fn plan_sandbox(

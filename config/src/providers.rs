@@ -287,6 +287,10 @@ pub struct Role {
     /// the entry its code work uses (before `llm`, then `default`)
     #[serde(default)]
     pub llm_sandbox: Option<String>,
+    /// the entry that condenses what its runs wrote past their bounds (before `llm`, then
+    /// `default`): a report, a failure or a question
+    #[serde(default)]
+    pub llm_auxiliary: Option<String>,
     #[serde(default)]
     pub sandbox: Option<RoleSandbox>,
     /// the engine that serves this role's seats (a seat's own `engine` wins)

@@ -81,7 +81,11 @@ impl Company {
     /// A role's entries must exist; its cell and runner must be ones a plan can name.
     fn role_problems(&self, bad: &mut Bad<'_>) {
         for (i, role) in self.roles.iter().enumerate() {
-            for (field, entry) in [("llm", &role.llm), ("llm_sandbox", &role.llm_sandbox)] {
+            for (field, entry) in [
+                ("llm", &role.llm),
+                ("llm_sandbox", &role.llm_sandbox),
+                ("llm_auxiliary", &role.llm_auxiliary),
+            ] {
                 if let Some(entry) = entry
                     && !self.providers.llm.contains_key(entry)
                 {

@@ -14,7 +14,8 @@
 //!   quota calls) get a short text and never consume the script.
 //! - The model in `message_start` is the requested one, or [`StandinOptions::served_model`]
 //!   when set (a gateway that serves another model than it was asked for).
-//! - Every request is recorded ([`AnthropicStandin::requests`]) and logged to stderr.
+//! - Every request is recorded ([`AnthropicStandin::requests`]) and logged to stderr; a body
+//!   may be up to 32 MB, as the real API's request limit is.
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -261,6 +262,9 @@ impl AnthropicStandin {
                         .route("/v1/messages", post(messages))
                         .route("/v1/messages/count_tokens", post(count_tokens))
                         .fallback(anything_else)
+                        // the Messages API takes requests up to 32 MB (Anthropic's documented
+                        // request size limit), far past axum's 2 MB default
+                        .layer(axum::extract::DefaultBodyLimit::max(32 * 1024 * 1024))
                         .with_state(state);
                     let served = axum::serve(listener, router)
                         .with_graceful_shutdown(async move {

@@ -69,6 +69,18 @@ impl Fleet {
         ttl_seconds: u64,
         sandbox: &str,
     ) -> Fleet {
+        Self::start_with_llm(etcd_url, names, ttl_seconds, sandbox, None)
+    }
+
+    /// [`Fleet::start_configured`] with the `default` LLM entry's calls sent to `llm_base_url`
+    /// (an Anthropic stand-in, or a closed port for a model that cannot be reached).
+    pub fn start_with_llm(
+        etcd_url: &str,
+        names: &[&str],
+        ttl_seconds: u64,
+        sandbox: &str,
+        llm_base_url: Option<&str>,
+    ) -> Fleet {
         let dir = tempfile::tempdir().expect("tempdir");
         let boxes = dir.path().join("boxes");
         std::fs::create_dir_all(&boxes).expect("boxes dir");
@@ -80,7 +92,8 @@ impl Fleet {
         std::fs::write(
             &config,
             format!(
-                "company:\n  providers:\n    llm:\n      default: {{ provider: anthropic, model: {MODEL}, api_key: sk-ant-fleet-test }}\n    sandbox: {{ default_coding_agent: claude-code{} }}\n",
+                "company:\n  providers:\n    llm:\n      default: {{ provider: anthropic, model: {MODEL}, api_key: sk-ant-fleet-test{} }}\n    sandbox: {{ default_coding_agent: claude-code{} }}\n",
+                llm_base_url.map_or(String::new(), |url| format!(", base_url: \"{url}\"")),
                 if sandbox.is_empty() {
                     String::new()
                 } else {

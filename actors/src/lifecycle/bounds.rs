@@ -11,9 +11,9 @@
 //! | the question's audience | 256 bytes              | not asked                                        |
 //! | the delivered refs      | 16 KiB                 | listed up to it, the rest counted on the record  |
 //!
-//! Condensation by the seat's auxiliary model, which the spec asks for a report, a failure and
-//! a question past their bounds, is not built yet: every piece is cut on whole lines, and the
-//! cut says what it left out.
+//! A report, a failure or a question past its bound is first offered to the seat's auxiliary
+//! model ([`condense`](super::condense)); these cuts are what happens where no model can, and
+//! to whatever a model answered, so nothing past a bound is ever published.
 
 use super::limits::{
     MAX_AUDIENCE_BYTES, MAX_DELIVERED_REF_BYTES, MAX_QUESTION_BYTES, MAX_REPORT_BYTES,

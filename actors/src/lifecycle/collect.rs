@@ -36,9 +36,9 @@ use super::assess::{Assessment, assess};
 use super::bounds::{self, Unaskable};
 use super::error::Error;
 use super::job::StoredJob;
-use super::limits::MAX_REPORT_BYTES;
+use super::limits::{MAX_QUESTION_BYTES, MAX_REPORT_BYTES};
 use crate::boxes::BoxOp;
-use crate::ports::{BoxError, Collected, Sandbox};
+use crate::ports::{BoxError, Collected, Overlong, Sandbox};
 
 /// What step 1 read of a finished job.
 struct Evidence {
@@ -227,6 +227,19 @@ impl Coordinator {
             assessment.reason = Some(FailureReason::DiskBudget);
             assessment.error_text = format!("{why}\n{}", assessment.error_text);
         }
+        let failure = &assessment.error_text;
+        if let Some(condensed) = self
+            .condensed(
+                &run.seat,
+                turn_id,
+                Overlong::Failure,
+                failure,
+                MAX_REPORT_BYTES,
+            )
+            .await
+        {
+            assessment.error_text = condensed;
+        }
         assessment.error_text = bounds::failure(&assessment.error_text, MAX_REPORT_BYTES);
         if let Some(text) = &assessment.mismatch {
             warn!(turn_id, launch_id, %text, "sandbox_model_mismatch");
@@ -276,7 +289,35 @@ impl Coordinator {
         };
         // redacted again at publish: the runner redacted what it read, and nothing from a box
         // reaches the record, an event or a person without passing here
-        let (mut collected, elided) = bound_collected(redact_collected(collected));
+        let mut collected = redact_collected(collected);
+        // past its bound, a piece the executor or a person reads is condensed when a model can
+        let (seat, turn_id) = (&run.seat, &run.turn_id);
+        if let Some(report) = self
+            .condensed(
+                seat,
+                turn_id,
+                Overlong::Report,
+                &collected.report,
+                MAX_REPORT_BYTES,
+            )
+            .await
+        {
+            collected.report = report;
+        }
+        if let Some(asked) = collected.question.as_mut()
+            && let Some(question) = self
+                .condensed(
+                    seat,
+                    turn_id,
+                    Overlong::Question,
+                    &asked.question,
+                    MAX_QUESTION_BYTES,
+                )
+                .await
+        {
+            asked.question = question;
+        }
+        let (mut collected, elided) = bound_collected(collected);
         // the backstop's own record, read before anything is torn down: a job the engine ended
         // is told apart from a check that hit its own deadline
         let backstop = match &sandbox {

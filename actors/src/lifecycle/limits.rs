@@ -7,6 +7,9 @@ use std::time::Duration;
 pub const MAX_REPORT_BYTES: usize = 256 * 1024;
 /// A question, on the run record and the phase record.
 pub const MAX_QUESTION_BYTES: usize = 16 * 1024;
+/// What one condensation reads (sandbox.MaxCondenseBytes): a piece past it is cut to it,
+/// on whole lines, before the model is shown it.
+pub const MAX_CONDENSE_BYTES: usize = 2 * 1024 * 1024;
 /// The delivered refs a record lists, all together.
 pub const MAX_DELIVERED_REF_BYTES: usize = 16 * 1024;
 /// A question's audience as the agent wrote it (a word or a handle).

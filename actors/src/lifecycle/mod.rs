@@ -41,6 +41,7 @@ pub mod api;
 mod assess;
 pub mod bounds;
 mod collect;
+mod condense;
 mod ending;
 pub mod error;
 pub mod follow_ups;
@@ -127,6 +128,9 @@ pub struct Coordinator {
     offers: offers::Offers,
     /// the rest of the fleet (the node sets it once its gRPC clients exist)
     fleet: RwLock<Option<Arc<dyn FleetLink>>>,
+    /// the seats' auxiliary models, condensing what a box wrote past its bounds (the node sets
+    /// it; none: every piece is cut)
+    condenser: RwLock<Option<Arc<dyn crate::ports::Condenser>>>,
     /// what the steps leave to the node's actors
     follow_ups: Arc<dyn FollowUps>,
     engine: mpsc::UnboundedSender<EngineDown>,
@@ -173,6 +177,7 @@ impl Coordinator {
             work: work::WorkInProgress::default(),
             offers: offers::Offers::default(),
             fleet: RwLock::new(None),
+            condenser: RwLock::new(None),
             follow_ups,
             engine,
             company,
@@ -183,6 +188,19 @@ impl Coordinator {
     /// Sets how this node reaches the rest of the fleet.
     pub fn set_fleet_link(&self, link: Arc<dyn FleetLink>) {
         *self.fleet.write().unwrap_or_else(|p| p.into_inner()) = Some(link);
+    }
+
+    /// Sets the condenser of what a box wrote past its bounds.
+    pub fn set_condenser(&self, condenser: Arc<dyn crate::ports::Condenser>) {
+        *self.condenser.write().unwrap_or_else(|p| p.into_inner()) = Some(condenser);
+    }
+
+    /// The condenser, when the node set one.
+    fn condenser(&self) -> Option<Arc<dyn crate::ports::Condenser>> {
+        self.condenser
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Tells `seat`'s holder that a remote box's job is done (the poll duty found it).

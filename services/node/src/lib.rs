@@ -5,6 +5,7 @@
 mod cells;
 mod cli;
 mod client;
+mod condense;
 mod demo;
 mod engines;
 mod fleet_link;

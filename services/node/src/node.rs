@@ -278,6 +278,9 @@ impl Node {
         let coordinator = Arc::new_cyclic(|me| {
             Coordinator::new(parts, Arc::new(NodeTree::new(me.clone(), refs.clone())))
         });
+        coordinator.set_condenser(Arc::new(crate::condense::LlmCondenser::new(
+            config.company.clone(),
+        )?));
         let engines = Arc::new(Engines::new(
             coordinator.clone(),
             config.company.clone(),
