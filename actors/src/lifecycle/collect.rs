@@ -569,7 +569,6 @@ async fn read_note(sandbox: &dyn Sandbox, path: &str, collected: &mut Collected)
 /// the refs and the question. A question that cannot be asked is taken off the collection.
 fn bound_collected(mut collected: Collected) -> (Collected, Elided) {
     let mut elided = Elided::default();
-    collected.report = bounds::from_start(&collected.report, MAX_REPORT_BYTES);
     let transcript = bounds::transcript(std::mem::take(&mut collected.transcript));
     collected.transcript = transcript.lines;
     elided.transcript_lines = transcript.elided_lines;
@@ -577,11 +576,17 @@ fn bound_collected(mut collected: Collected) -> (Collected, Elided) {
     let (refs, refs_elided) = bounds::delivered_refs(std::mem::take(&mut collected.delivered_refs));
     collected.delivered_refs = refs;
     elided.refs = refs_elided;
-    if refs_elided > 0 {
-        // never dropped unsaid: the resumed executor reads the count beside the report
-        collected.report.push_str(&format!(
+    // never dropped unsaid: the resumed executor reads the count beside the report, inside
+    // the report's bound
+    let refs_note = (refs_elided > 0).then(|| {
+        format!(
             "\n[… {refs_elided} more delivered refs are not listed: the record lists them up to 16 KiB]"
-        ));
+        )
+    });
+    let room = MAX_REPORT_BYTES - refs_note.as_ref().map_or(0, String::len);
+    collected.report = bounds::from_start(&collected.report, room);
+    if let Some(note) = refs_note {
+        collected.report.push_str(&note);
     }
     if let Some(asked) = collected.question.take() {
         match bounds::question(&asked.question, &asked.audience) {

@@ -114,11 +114,10 @@ impl EtcdStore {
     pub(super) async fn probe_request_limit(&self) -> Result<usize, Error> {
         let key = vec![b'\x00'; LARGEST_WRITE_BYTES + GRPC_OVERHEAD_BYTES - PROBE_FRAMING_BYTES];
         let key = &key;
+        // on a connection of its own: etcd may close the one a refused request came on
         match self
             .members
-            .call(Effect::Read, |client| async move {
-                client.kv_client().get(key.clone(), None).await
-            })
+            .call_apart(|client| async move { client.kv_client().get(key.clone(), None).await })
             .await
         {
             Ok(_) => Ok(LARGEST_WRITE_BYTES),
@@ -161,7 +160,7 @@ fn refused_limit(message: &str) -> usize {
 }
 
 /// etcd's own `--max-request-bytes` default.
-const ETCD_DEFAULT_REQUEST_BYTES: usize = 1536 * 1024;
+pub(super) const ETCD_DEFAULT_REQUEST_BYTES: usize = 1536 * 1024;
 
 /// Whether `version` (`3.4.23`) is at least `oldest`; an unreadable one passes.
 fn at_least(version: &str, oldest: (u64, u64)) -> bool {

@@ -180,6 +180,36 @@ impl Members {
         Err(Error::Unavailable(message))
     }
 
+    /// Makes `op` once on a client of its own to the member calls go to first, dropped after:
+    /// a probe etcd refuses by closing its connection (a request past its size limit) leaves
+    /// the members' own connections as they were.
+    pub(super) async fn call_apart<T, F, Fut>(&self, op: F) -> Result<T, Error>
+    where
+        F: FnOnce(etcd::Client) -> Fut,
+        Fut: std::future::Future<Output = Result<T, etcd::Error>>,
+    {
+        let count = self.members.len().max(1);
+        let endpoint = &self.members[self.preferred.load(Ordering::Relaxed) % count].endpoint;
+        let outcome = tokio::time::timeout(self.call_timeout, async {
+            let client = etcd::Client::connect([endpoint], Some(self.options.clone())).await?;
+            op(client).await
+        })
+        .await;
+        match outcome {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => match classify(error) {
+                Failure::Final(error) => Err(error),
+                Failure::Lost(message) | Failure::NotSent(message) => Err(Error::Unavailable(
+                    format!("etcd member {endpoint}: {message}"),
+                )),
+            },
+            Err(_) => Err(Error::Unavailable(format!(
+                "etcd member {endpoint}: no answer within {:?}",
+                self.call_timeout
+            ))),
+        }
+    }
+
     /// A member failed a call (or a watch on it ended): calls go to the next one first.
     pub(super) fn passed_over(&self, index: usize) {
         let count = self.members.len().max(1);

@@ -191,7 +191,14 @@ impl EtcdStore {
         // one read: refuses bad credentials or certificates now, not at the first launch
         match store.get("\u{0}").await {
             Ok(_) => {
-                let limit = store.probe_request_limit().await?;
+                // unprobed (the member went away meanwhile), etcd's own default is assumed
+                let limit = match store.probe_request_limit().await {
+                    Ok(limit) => limit,
+                    Err(error) => {
+                        tracing::warn!(%error, "store_request_limit_unprobed");
+                        limits::ETCD_DEFAULT_REQUEST_BYTES
+                    }
+                };
                 store
                     .max_request
                     .store(limit, std::sync::atomic::Ordering::Relaxed);
