@@ -95,18 +95,7 @@ impl Company {
     /// The entry a seat's code work runs on: `role.llm_sandbox`, else `role.llm`, else the
     /// entry named `default`.
     pub fn sandbox_entry(&self, seat: &str) -> Option<(&str, &LlmEntry)> {
-        let role = self.role_of(seat);
-        let chain = [
-            role.and_then(|r| r.llm_sandbox.as_deref()),
-            role.and_then(|r| r.llm.as_deref()),
-            Some("default"),
-        ];
-        chain.into_iter().flatten().find_map(|name| {
-            self.providers
-                .llm
-                .get_key_value(name)
-                .map(|(k, v)| (k.as_str(), v))
-        })
+        self.first_entry(seat, |r| r.llm_sandbox.as_deref(), |_| true)
     }
 
     /// The entry that condenses what a seat's runs wrote past their bounds:
@@ -114,9 +103,24 @@ impl Company {
     /// names an API entry (anthropic, openai, openai-compatible) with a key. `None`: nothing
     /// condenses, and an over-bound piece is cut on whole lines instead.
     pub fn auxiliary_entry(&self, seat: &str) -> Option<(&str, &LlmEntry)> {
+        self.first_entry(
+            seat,
+            |r| r.llm_auxiliary.as_deref(),
+            |entry| entry.provider != Wire::ClaudeCode && entry.key().is_some(),
+        )
+    }
+
+    /// The first entry of the chain `own(role)` → `role.llm` → `default` that exists and
+    /// `fits`.
+    fn first_entry(
+        &self,
+        seat: &str,
+        own: impl Fn(&Role) -> Option<&str>,
+        fits: impl Fn(&LlmEntry) -> bool,
+    ) -> Option<(&str, &LlmEntry)> {
         let role = self.role_of(seat);
         let chain = [
-            role.and_then(|r| r.llm_auxiliary.as_deref()),
+            role.and_then(&own),
             role.and_then(|r| r.llm.as_deref()),
             Some("default"),
         ];
@@ -124,7 +128,7 @@ impl Company {
             self.providers
                 .llm
                 .get_key_value(name)
-                .filter(|(_, entry)| entry.provider != Wire::ClaudeCode && entry.key().is_some())
+                .filter(|(_, entry)| fits(entry))
                 .map(|(k, v)| (k.as_str(), v))
         })
     }

@@ -94,12 +94,7 @@ impl LlmCondenser {
         text: &str,
         max_tokens: usize,
     ) -> Result<String, String> {
-        let base = entry
-            .base_url
-            .as_deref()
-            .filter(|url| !url.is_empty())
-            .unwrap_or("https://api.anthropic.com")
-            .trim_end_matches('/');
+        let base = base_url(entry, "https://api.anthropic.com");
         let body = json!({
             "model": entry.model,
             "max_tokens": max_tokens,
@@ -131,12 +126,7 @@ impl LlmCondenser {
         text: &str,
         max_tokens: usize,
     ) -> Result<String, String> {
-        let base = entry
-            .base_url
-            .as_deref()
-            .filter(|url| !url.is_empty())
-            .unwrap_or("https://api.openai.com/v1")
-            .trim_end_matches('/');
+        let base = base_url(entry, "https://api.openai.com/v1");
         let body = json!({
             "model": entry.model,
             "max_tokens": max_tokens,
@@ -158,6 +148,16 @@ impl LlmCondenser {
             .unwrap_or_default()
             .to_owned())
     }
+}
+
+/// The entry's `base_url` without a trailing `/`, else the vendor's own.
+fn base_url<'a>(entry: &'a LlmEntry, vendor: &'a str) -> &'a str {
+    entry
+        .base_url
+        .as_deref()
+        .filter(|url| !url.is_empty())
+        .unwrap_or(vendor)
+        .trim_end_matches('/')
 }
 
 /// The reply's JSON, or why there is none (the status and the start of its body).
