@@ -913,6 +913,22 @@ async fn check_range_prefix(store: Shared, prefix: String) {
     assert!(range.revision > last, "the range saw the latest write");
     assert_eq!(value_of(&range.kvs[1]), "rewritten");
 
+    // the keys alone: the same listing, book-keeping and revision, with no value
+    let listing = store.range_keys(&under).await.expect("range keys");
+    assert_eq!(listing.revision, range.revision);
+    let stripped: Vec<KeyValue> = range
+        .kvs
+        .iter()
+        .map(|kv| KeyValue {
+            value: Vec::new(),
+            ..kv.clone()
+        })
+        .collect();
+    assert_eq!(
+        listing.kvs, stripped,
+        "range_keys is range without the values"
+    );
+
     let empty = store
         .range(&format!("{prefix}/nothing/"))
         .await

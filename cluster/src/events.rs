@@ -3,7 +3,10 @@
 //! absent, so a repeat after a crash is the same event (I10). Subscribers read `events/` by
 //! revision, or watch it from a revision.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
+use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -218,20 +221,108 @@ fn decode(kv: &KeyValue) -> Result<Stored, Error> {
     })
 }
 
+/// How many events one read of a backlog fetches (etcd takes at most 128 ops in one txn,
+/// `--max-txn-ops`).
+const PAGE_EVENTS: usize = 100;
+
+/// The events written at or after a revision, listed by key alone (no values) and in revision
+/// order, to be read a page at a time: a listing of the whole outbox holds its keys, never its
+/// bodies.
+#[derive(Debug, Clone)]
+pub struct Backlog {
+    /// the store's revision when the listing was taken (a watch continues from the next one)
+    pub revision: Revision,
+    keys: Vec<String>,
+}
+
+impl Backlog {
+    /// Lists the outbox's events created at or after `from_revision`.
+    pub async fn list(
+        store: &dyn Store,
+        keys: &Keys,
+        from_revision: Revision,
+    ) -> Result<Self, Error> {
+        let listing = store.range_keys(&keys.events()).await?;
+        let mut found: Vec<(Revision, String)> = listing
+            .kvs
+            .into_iter()
+            .filter(|kv| kv.create_revision >= from_revision)
+            .map(|kv| (kv.create_revision, kv.key))
+            .collect();
+        found.sort();
+        Ok(Self {
+            revision: listing.revision,
+            keys: found.into_iter().map(|(_, key)| key).collect(),
+        })
+    }
+
+    /// How many events the listing names.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether the listing names no event.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The listed events, a page read at a time as the stream is polled. An event whose
+    /// retention ended after the listing is skipped; one that does not decode ends its item
+    /// with the error.
+    pub fn stream(
+        self,
+        store: Arc<dyn Store>,
+    ) -> impl futures::Stream<Item = Result<Stored, Error>> + Send + 'static {
+        let pages: Vec<Vec<String>> = self
+            .keys
+            .chunks(PAGE_EVENTS)
+            .map(<[String]>::to_vec)
+            .collect();
+        futures::stream::iter(pages)
+            .then(move |page| {
+                let store = store.clone();
+                async move { read_page(store.as_ref(), &page).await }
+            })
+            .flat_map(|page| {
+                let items: Vec<Result<Stored, Error>> = match page {
+                    Ok(page) => page,
+                    Err(error) => vec![Err(error)],
+                };
+                futures::stream::iter(items)
+            })
+    }
+}
+
+/// Reads the events at `event_keys` in one txn, each decoded in turn; a gone key is skipped.
+async fn read_page(
+    store: &dyn Store,
+    event_keys: &[String],
+) -> Result<Vec<Result<Stored, Error>>, Error> {
+    let gets: Vec<Op> = event_keys.iter().cloned().map(Op::get).collect();
+    let read = store.txn(crate::store::Txn::new().and_then(gets)).await?;
+    Ok(read
+        .results
+        .iter()
+        .filter_map(|result| match result {
+            crate::store::OpResult::Get(Some(kv)) => Some(decode(kv)),
+            _ => None,
+        })
+        .collect())
+}
+
 /// Every event written at or after `from_revision`, in revision order.
 pub async fn read_from(
     store: &dyn Store,
     keys: &Keys,
     from_revision: Revision,
 ) -> Result<Vec<Stored>, Error> {
-    let range = store.range(&keys.events()).await?;
-    let mut events = range
-        .kvs
-        .iter()
-        .filter(|kv| kv.create_revision >= from_revision)
-        .map(decode)
-        .collect::<Result<Vec<_>, _>>()?;
-    events.sort_by_key(|stored| stored.revision);
+    let backlog = Backlog::list(store, keys, from_revision).await?;
+    let mut events = Vec::with_capacity(backlog.len());
+    for page in backlog.keys.chunks(PAGE_EVENTS) {
+        for stored in read_page(store, page).await? {
+            events.push(stored?);
+        }
+    }
     Ok(events)
 }
 
@@ -243,29 +334,23 @@ pub async fn read_turn(
     keys: &Keys,
     turn_id: &str,
 ) -> Result<Vec<Stored>, Error> {
-    let index = store.range(&keys.turn_events(turn_id)).await?;
+    let index = store.range_keys(&keys.turn_events(turn_id)).await?;
     if index.kvs.is_empty() {
         let mut all = read_from(store, keys, 0).await?;
         all.retain(|stored| stored.event.turn_id == turn_id);
         return Ok(all);
     }
     let prefix = keys.turn_events(turn_id);
-    let gets: Vec<Op> = index
+    let event_keys: Vec<String> = index
         .kvs
         .iter()
         .filter_map(|kv| kv.key.strip_prefix(&prefix))
-        .map(|id| Op::get(keys.event(id)))
+        .map(|id| keys.event(id))
         .collect();
     let mut events = Vec::new();
-    // etcd takes at most 128 ops in one txn (--max-txn-ops)
-    for chunk in gets.chunks(100) {
-        let read = store
-            .txn(crate::store::Txn::new().and_then(chunk.to_vec()))
-            .await?;
-        for result in &read.results {
-            if let crate::store::OpResult::Get(Some(kv)) = result {
-                events.push(decode(kv)?);
-            }
+    for page in event_keys.chunks(PAGE_EVENTS) {
+        for stored in read_page(store, page).await? {
+            events.push(stored?);
         }
     }
     events.sort_by_key(|stored| stored.revision);
@@ -402,5 +487,130 @@ mod tests {
         );
         assert_eq!(a.id, b.id);
         assert_ne!(a.id, c.id, "parts are separated unambiguously");
+    }
+}
+
+#[cfg(test)]
+mod backlog_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use async_trait::async_trait;
+
+    use super::*;
+    use crate::store::embedded::EmbeddedStore;
+    use crate::store::{Range, Txn, TxnResponse, WatchStream};
+
+    /// The embedded store, counting what a reader asks of it.
+    #[derive(Debug)]
+    struct Counted {
+        inner: EmbeddedStore,
+        whole_ranges: AtomicUsize,
+        largest_read: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl Store for Counted {
+        async fn get(&self, key: &str) -> Result<Option<KeyValue>, Error> {
+            self.inner.get(key).await
+        }
+        async fn range(&self, prefix: &str) -> Result<Range, Error> {
+            self.whole_ranges.fetch_add(1, Ordering::SeqCst);
+            self.inner.range(prefix).await
+        }
+        async fn range_keys(&self, prefix: &str) -> Result<Range, Error> {
+            self.inner.range_keys(prefix).await
+        }
+        async fn txn(&self, txn: Txn) -> Result<TxnResponse, Error> {
+            if !txn.writes() {
+                self.largest_read
+                    .fetch_max(txn.success.len(), Ordering::SeqCst);
+            }
+            self.inner.txn(txn).await
+        }
+        async fn lease_grant(&self, ttl: i64) -> Result<LeaseId, Error> {
+            self.inner.lease_grant(ttl).await
+        }
+        async fn lease_keep_alive(&self, lease: LeaseId) -> Result<i64, Error> {
+            self.inner.lease_keep_alive(lease).await
+        }
+        async fn lease_revoke(&self, lease: LeaseId) -> Result<(), Error> {
+            self.inner.lease_revoke(lease).await
+        }
+        async fn lease_time_to_live(&self, lease: LeaseId) -> Result<Option<i64>, Error> {
+            self.inner.lease_time_to_live(lease).await
+        }
+        async fn watch(&self, prefix: &str, from: Revision) -> Result<WatchStream, Error> {
+            self.inner.watch(prefix, from).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_backlog_is_listed_by_key_and_read_a_page_at_a_time_in_revision_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Counted {
+            inner: EmbeddedStore::open(dir.path()).await.unwrap(),
+            whole_ranges: AtomicUsize::new(0),
+            largest_read: AtomicUsize::new(0),
+        });
+        let keys = Keys::new("/t");
+        let lease = store.lease_grant(600).await.unwrap();
+        let mut written = Vec::new();
+        for n in 0..250 {
+            let event = Event::new(
+                kind::RUN_STARTED,
+                &[&n.to_string()],
+                &format!("turn-{n}"),
+                "l",
+                "s",
+                Utc::now(),
+                serde_json::json!({"n": n, "pad": "x".repeat(4096)}),
+            );
+            let (compare, ops) = create(&keys, &event, lease, 1 << 20);
+            let done = store
+                .txn(Txn::new().when([compare]).and_then(ops))
+                .await
+                .unwrap();
+            written.push((done.revision, event.id));
+        }
+        let listing = store.range_keys(&keys.events()).await.unwrap();
+        assert_eq!(listing.kvs.len(), 250);
+        assert!(
+            listing.kvs.iter().all(|kv| kv.value.is_empty()),
+            "keys alone"
+        );
+
+        let from = written[40].0;
+        let backlog = Backlog::list(store.as_ref(), &keys, from).await.unwrap();
+        assert_eq!(backlog.len(), 210);
+        // an event whose retention ends after the listing is skipped, never an error
+        let gone = &written[100].1;
+        store
+            .txn(Txn::new().and_then([Op::delete(keys.event(gone))]))
+            .await
+            .unwrap();
+        let read: Vec<Stored> = backlog
+            .stream(store.clone())
+            .map(Result::unwrap)
+            .collect()
+            .await;
+        let expected: Vec<&String> = written[40..]
+            .iter()
+            .filter(|(_, id)| id != gone)
+            .map(|(_, id)| id)
+            .collect();
+        let got: Vec<&String> = read.iter().map(|stored| &stored.event.id).collect();
+        assert_eq!(got, expected, "every listed event once, in revision order");
+        assert_eq!(
+            store.whole_ranges.load(Ordering::SeqCst),
+            0,
+            "no whole read"
+        );
+        assert!(store.largest_read.load(Ordering::SeqCst) <= PAGE_EVENTS);
+        assert_eq!(
+            read_from(store.as_ref(), &keys, from).await.unwrap().len(),
+            209
+        );
     }
 }

@@ -102,6 +102,12 @@ impl Runs {
         }
     }
 
+    /// The same, keeping the events it announces for `events` rather than the default week.
+    pub fn keeping_events(mut self, events: Retention) -> Self {
+        self.events = Arc::new(events);
+        self
+    }
+
     pub fn keys(&self) -> &Keys {
         &self.keys
     }

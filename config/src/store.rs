@@ -9,6 +9,7 @@
 //!   username: boxfleet
 //!   password: ${BOXFLEET_ETCD_PASSWORD}
 //!   call_timeout_seconds: 10
+//!   events_keep_seconds: 604800   # how long the events outbox keeps an event (7 days)
 //! ```
 
 use std::path::PathBuf;
@@ -55,6 +56,10 @@ pub struct StoreSection {
     /// the bound on one store call, every member tried included; default 10
     #[serde(default)]
     pub call_timeout_seconds: Option<u64>,
+    /// How long the events outbox keeps an announced event (default 7 days): a subscriber
+    /// that was away longer resumes from what is left.
+    #[serde(default)]
+    pub events_keep_seconds: Option<u64>,
 }
 
 /// `store.tls` as written.
@@ -102,6 +107,8 @@ pub struct StoreConfig {
     pub tls: Option<StoreTls>,
     pub user: Option<StoreUser>,
     pub call_timeout: Duration,
+    /// how long an announced event is kept in the outbox
+    pub events_keep: Duration,
 }
 
 /// The key prefix when none is configured.
@@ -110,6 +117,10 @@ pub const DEFAULT_PREFIX: &str = "/boxfleet/v1";
 pub const DEFAULT_ETCD_ENDPOINT: &str = "http://127.0.0.1:2379";
 /// The bound on one store call when none is configured.
 pub const DEFAULT_CALL_TIMEOUT_SECONDS: u64 = 10;
+/// How long the events outbox keeps an event unless told (DESIGN §5: bounded retention).
+pub const DEFAULT_EVENTS_KEEP_SECONDS: u64 = 7 * 24 * 3600;
+/// The outbox's shortest and longest retention.
+const EVENTS_KEEP_RANGE: std::ops::RangeInclusive<u64> = 60..=90 * 24 * 3600;
 
 impl StoreSection {
     /// Checks the section and fills its defaults, relative paths resolved against the
@@ -133,6 +144,7 @@ impl StoreSection {
             username,
             password,
             call_timeout_seconds,
+            events_keep_seconds,
         } = self;
         let prefix = prefix.unwrap_or_else(|| DEFAULT_PREFIX.to_owned());
         if !prefix.starts_with('/') || prefix.ends_with('/') || prefix.len() < 2 {
@@ -167,6 +179,14 @@ impl StoreSection {
                 remedy: "use 1 to 300 seconds (default 10)",
             });
         }
+        let events_keep_seconds = events_keep_seconds.unwrap_or(DEFAULT_EVENTS_KEEP_SECONDS);
+        if !EVENTS_KEEP_RANGE.contains(&events_keep_seconds) {
+            return Err(Error::Invalid {
+                field: "store.events_keep_seconds",
+                problem: format!("{events_keep_seconds} is out of range"),
+                remedy: "use 60 seconds to 90 days (7776000); the default is 7 days (604800)",
+            });
+        }
         Ok(StoreConfig {
             kind,
             endpoints,
@@ -174,6 +194,7 @@ impl StoreSection {
             tls,
             user,
             call_timeout: Duration::from_secs(call_timeout_seconds),
+            events_keep: Duration::from_secs(events_keep_seconds),
         })
     }
 }
@@ -342,6 +363,9 @@ mod tests {
         );
         assert!(!format!("{user:?}").contains("hunter2"), "Debug hides it");
         assert_eq!(config.call_timeout, Duration::from_secs(4));
+        assert_eq!(config.events_keep, Duration::from_secs(7 * 24 * 3600));
+        let short = validated("events_keep_seconds: 120\n", &[]).expect("in range");
+        assert_eq!(short.events_keep, Duration::from_secs(120));
     }
 
     #[test]
@@ -369,6 +393,11 @@ mod tests {
             (
                 "kind: etcd\ncall_timeout_seconds: 0\n",
                 "store.call_timeout_seconds",
+            ),
+            ("events_keep_seconds: 59\n", "store.events_keep_seconds"),
+            (
+                "events_keep_seconds: 7776001\n",
+                "store.events_keep_seconds",
             ),
         ];
         for (yaml, named) in cases {

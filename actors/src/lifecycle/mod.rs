@@ -64,6 +64,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 use boxfleet_cluster::inbox::Inbox;
+use boxfleet_cluster::retention::Retention;
 use boxfleet_cluster::runs::Runs;
 use boxfleet_cluster::seat::Session;
 use boxfleet_cluster::{Keys, Store};
@@ -106,6 +107,8 @@ pub struct Parts {
     pub engine: mpsc::UnboundedSender<EngineDown>,
     /// the org chart and catalogue launches are planned and questions resolved against
     pub company: boxfleet_config::company::Company,
+    /// how long the events outbox keeps what this node announces (`store.events_keep_seconds`)
+    pub events_keep_seconds: i64,
 }
 
 /// A node's lifecycle: its store handles, its seats, its ways into boxes, and the engine link.
@@ -138,7 +141,7 @@ pub struct Coordinator {
     company: boxfleet_config::company::Company,
     /// the lease the engine side's announcements ride (a turn's reply, a dead letter), kept as
     /// long as every event
-    announcements: boxfleet_cluster::retention::Retention,
+    announcements: Retention,
 }
 
 impl Coordinator {
@@ -156,6 +159,7 @@ impl Coordinator {
             default_cell,
             engine,
             company,
+            events_keep_seconds,
         } = parts;
         let access = Access::new(
             node.clone(),
@@ -166,7 +170,8 @@ impl Coordinator {
             follow_ups.clone(),
         );
         Self {
-            runs: Runs::new(store.clone(), keys.clone()),
+            runs: Runs::new(store.clone(), keys.clone())
+                .keeping_events(Retention::new(events_keep_seconds)),
             inbox: Inbox::new(store.clone(), keys.clone()),
             node,
             incarnation,
@@ -181,7 +186,7 @@ impl Coordinator {
             follow_ups,
             engine,
             company,
-            announcements: boxfleet_cluster::retention::Retention::events(),
+            announcements: Retention::new(events_keep_seconds),
         }
     }
 

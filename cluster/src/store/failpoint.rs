@@ -227,6 +227,10 @@ impl<S: Store + ?Sized> Store for Faulty<S> {
         self.inner.range(prefix).await
     }
 
+    async fn range_keys(&self, prefix: &str) -> Result<Range, Error> {
+        self.inner.range_keys(prefix).await
+    }
+
     async fn txn(&self, txn: Txn) -> Result<TxnResponse, Error> {
         match self.faults.take(&txn) {
             Fault::None => self.inner.txn(txn).await,

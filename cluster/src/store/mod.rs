@@ -267,6 +267,15 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, Error>;
     /// Reads every key under `prefix` (possibly empty), in key order.
     async fn range(&self, prefix: &str) -> Result<Range, Error>;
+    /// Every key under `prefix` with its revisions and no value, in key order: the listing a
+    /// reader pages through (`Runs.Events`), so no reply holds a whole prefix's values.
+    async fn range_keys(&self, prefix: &str) -> Result<Range, Error> {
+        let mut range = self.range(prefix).await?;
+        for kv in &mut range.kvs {
+            kv.value = Vec::new();
+        }
+        Ok(range)
+    }
     /// Applies a compare transaction.
     async fn txn(&self, txn: Txn) -> Result<TxnResponse, Error>;
     /// Grants a lease that lives `ttl_seconds` unless kept alive.

@@ -273,6 +273,7 @@ impl Node {
             default_cell: "direct".into(),
             engine: engine_tx,
             company: config.company.clone(),
+            events_keep_seconds: config.store.events_keep.as_secs() as i64,
         };
         let refs = NodeRefs::new(id.clone());
         let coordinator = Arc::new_cyclic(|me| {

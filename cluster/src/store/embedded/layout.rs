@@ -217,6 +217,27 @@ impl Inner {
         kv: &impl ReadableTable<&'static str, &'static [u8]>,
         prefix: &str,
     ) -> Result<Vec<KeyValue>, Error> {
+        self.scan_prefix(kv, prefix, |kv| kv)
+    }
+
+    /// [`load_prefix`](Self::load_prefix) with every value dropped as it is read.
+    pub(super) fn load_prefix_keys(
+        &self,
+        kv: &impl ReadableTable<&'static str, &'static [u8]>,
+        prefix: &str,
+    ) -> Result<Vec<KeyValue>, Error> {
+        self.scan_prefix(kv, prefix, |kv| KeyValue {
+            value: Vec::new(),
+            ..kv
+        })
+    }
+
+    fn scan_prefix(
+        &self,
+        kv: &impl ReadableTable<&'static str, &'static [u8]>,
+        prefix: &str,
+        keep: impl Fn(KeyValue) -> KeyValue,
+    ) -> Result<Vec<KeyValue>, Error> {
         let mut found = Vec::new();
         for entry in kv
             .range::<&str>(prefix..)
@@ -228,7 +249,7 @@ impl Inner {
                 break;
             }
             let stored: StoredKv = decode(key, bytes.value())?;
-            found.push(stored.into_key_value(key.to_owned()));
+            found.push(keep(stored.into_key_value(key.to_owned())));
         }
         Ok(found)
     }

@@ -229,6 +229,12 @@ impl Store for EmbeddedStore {
             .await
     }
 
+    async fn range_keys(&self, prefix: &str) -> Result<Range, Error> {
+        let prefix = prefix.to_owned();
+        self.blocking(false, move |inner| inner.range_keys(&prefix))
+            .await
+    }
+
     async fn txn(&self, txn: Txn) -> Result<TxnResponse, Error> {
         if txn.writes() {
             self.blocking(true, move |inner| inner.write_txn(&txn))

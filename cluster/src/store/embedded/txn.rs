@@ -35,6 +35,21 @@ impl Inner {
         })
     }
 
+    /// [`range`](Self::range) without the values: each value is decoded and dropped in turn.
+    pub(super) fn range_keys(&self, prefix: &str) -> Result<Range, Error> {
+        let read = self.begin_read()?;
+        let kv = read
+            .open_table(KV)
+            .map_err(|e| self.disk("open table kv", e))?;
+        let meta = read
+            .open_table(META)
+            .map_err(|e| self.disk("open table meta", e))?;
+        Ok(Range {
+            kvs: self.load_prefix_keys(&kv, prefix)?,
+            revision: self.revision(&meta)?,
+        })
+    }
+
     /// A txn neither branch of which writes: one read snapshot, no lock.
     pub(super) fn read_txn(&self, txn: &Txn) -> Result<TxnResponse, Error> {
         let read = self.begin_read()?;

@@ -226,6 +226,28 @@ impl EtcdStore {
     }
 }
 
+impl EtcdStore {
+    /// One prefix read with `options` (a whole prefix, or its keys alone).
+    async fn range_with(&self, prefix: &str, options: etcd::GetOptions) -> Result<Range, Error> {
+        let options = &options;
+        let response = self
+            .members
+            .call(Effect::Read, |client| async move {
+                client
+                    .kv_client()
+                    .max_decoding_message_size(MAX_REPLY_BYTES)
+                    .get(prefix, Some(options.clone()))
+                    .await
+            })
+            .await?;
+        let revision = response.header().map_or(0, |header| header.revision());
+        Ok(Range {
+            kvs: response.kvs().iter().map(key_value).collect(),
+            revision,
+        })
+    }
+}
+
 #[async_trait]
 impl Store for EtcdStore {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, Error> {
@@ -243,22 +265,13 @@ impl Store for EtcdStore {
     }
 
     async fn range(&self, prefix: &str) -> Result<Range, Error> {
-        let response = self
-            .members
-            .call(Effect::Read, |client| async move {
-                let options = etcd::GetOptions::new().with_prefix();
-                client
-                    .kv_client()
-                    .max_decoding_message_size(MAX_REPLY_BYTES)
-                    .get(prefix, Some(options))
-                    .await
-            })
-            .await?;
-        let revision = response.header().map_or(0, |header| header.revision());
-        Ok(Range {
-            kvs: response.kvs().iter().map(key_value).collect(),
-            revision,
-        })
+        self.range_with(prefix, etcd::GetOptions::new().with_prefix())
+            .await
+    }
+
+    async fn range_keys(&self, prefix: &str) -> Result<Range, Error> {
+        let options = etcd::GetOptions::new().with_prefix().with_keys_only();
+        self.range_with(prefix, options).await
     }
 
     async fn txn(&self, txn: Txn) -> Result<TxnResponse, Error> {

@@ -310,22 +310,30 @@ impl pb::runs_server::Runs for RunsService {
         let r = request.into_inner();
         let store = self.local.coordinator.store.clone();
         let keys = self.local.coordinator.keys.clone();
-        let range = store.range(&keys.events()).await.map_err(status)?;
+        // the backlog is listed by key and read a page at a time as the client takes it
+        let backlog = events::Backlog::list(store.as_ref(), &keys, r.from_revision)
+            .await
+            .map_err(status)?;
+        let watch_from = backlog.revision + 1;
         // a seat-scoped credential reads its seats' events alone
-        let mut backlog: Vec<events::Stored> = range
-            .kvs
-            .iter()
-            .filter(|kv| kv.create_revision >= r.from_revision)
-            .filter_map(|kv| events::from_watch(kv).ok())
-            .filter(|stored| caller.covers(&stored.event.seat))
-            .collect();
-        backlog.sort_by_key(|stored| stored.revision);
-        let backlog = futures::stream::iter(backlog.into_iter().map(|s| Ok(event_message(&s))));
+        let reader = caller.clone();
+        let backlog = backlog.stream(store.clone()).filter_map(move |read| {
+            let reader = reader.clone();
+            async move {
+                match read {
+                    Ok(stored) if reader.covers(&stored.event.seat) => {
+                        Some(Ok(event_message(&stored)))
+                    }
+                    Ok(_) | Err(boxfleet_cluster::Error::Decode { .. }) => None,
+                    Err(error) => Some(Err(status(error))),
+                }
+            }
+        });
         if !r.follow {
             return Ok(Response::new(Box::pin(backlog)));
         }
         let watch = store
-            .watch(&keys.events(), range.revision + 1)
+            .watch(&keys.events(), watch_from)
             .await
             .map_err(status)?;
         let live = watch.filter_map(move |event| {
