@@ -11,6 +11,9 @@
 //!   call_timeout_seconds: 10
 //!   events_keep_seconds: 604800   # how long the events outbox keeps an event (7 days)
 //! ```
+//!
+//! The embedded store keeps its watch history for `history_seconds` (default 1 hour, as the
+//! README advises etcd's `--auto-compaction-retention=1h`); an etcd cluster's is etcd's own.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -60,6 +63,9 @@ pub struct StoreSection {
     /// that was away longer resumes from what is left.
     #[serde(default)]
     pub events_keep_seconds: Option<u64>,
+    /// How long the embedded store keeps its watch history (default 1 hour).
+    #[serde(default)]
+    pub history_seconds: Option<u64>,
 }
 
 /// `store.tls` as written.
@@ -109,6 +115,8 @@ pub struct StoreConfig {
     pub call_timeout: Duration,
     /// how long an announced event is kept in the outbox
     pub events_keep: Duration,
+    /// how long the embedded store keeps its watch history
+    pub history: Duration,
 }
 
 /// The key prefix when none is configured.
@@ -119,6 +127,10 @@ pub const DEFAULT_ETCD_ENDPOINT: &str = "http://127.0.0.1:2379";
 pub const DEFAULT_CALL_TIMEOUT_SECONDS: u64 = 10;
 /// How long the events outbox keeps an event unless told (DESIGN §5: bounded retention).
 pub const DEFAULT_EVENTS_KEEP_SECONDS: u64 = 7 * 24 * 3600;
+/// How long the embedded store keeps its watch history unless told.
+pub const DEFAULT_HISTORY_SECONDS: u64 = 3600;
+/// The embedded history's shortest and longest span.
+const HISTORY_RANGE: std::ops::RangeInclusive<u64> = 60..=30 * 24 * 3600;
 /// The outbox's shortest and longest retention.
 const EVENTS_KEEP_RANGE: std::ops::RangeInclusive<u64> = 60..=90 * 24 * 3600;
 
@@ -145,6 +157,7 @@ impl StoreSection {
             password,
             call_timeout_seconds,
             events_keep_seconds,
+            history_seconds,
         } = self;
         let prefix = prefix.unwrap_or_else(|| DEFAULT_PREFIX.to_owned());
         if !prefix.starts_with('/') || prefix.ends_with('/') || prefix.len() < 2 {
@@ -187,6 +200,22 @@ impl StoreSection {
                 remedy: "use 60 seconds to 90 days (7776000); the default is 7 days (604800)",
             });
         }
+        if kind == StoreKind::Etcd && history_seconds.is_some() {
+            return Err(Error::Invalid {
+                field: "store.history_seconds",
+                problem: "is the embedded store's; an etcd cluster keeps the history etcd keeps"
+                    .into(),
+                remedy: "drop it, and run etcd with --auto-compaction-mode=periodic --auto-compaction-retention=1h",
+            });
+        }
+        let history_seconds = history_seconds.unwrap_or(DEFAULT_HISTORY_SECONDS);
+        if !HISTORY_RANGE.contains(&history_seconds) {
+            return Err(Error::Invalid {
+                field: "store.history_seconds",
+                problem: format!("{history_seconds} is out of range"),
+                remedy: "use 60 seconds to 30 days (2592000); the default is 1 hour (3600)",
+            });
+        }
         Ok(StoreConfig {
             kind,
             endpoints,
@@ -195,6 +224,7 @@ impl StoreSection {
             user,
             call_timeout: Duration::from_secs(call_timeout_seconds),
             events_keep: Duration::from_secs(events_keep_seconds),
+            history: Duration::from_secs(history_seconds),
         })
     }
 }

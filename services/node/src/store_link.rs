@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use boxfleet_cluster::Store;
-use boxfleet_cluster::store::embedded::EmbeddedStore;
+use boxfleet_cluster::store::embedded::{EmbeddedOptions, EmbeddedStore};
 use boxfleet_cluster::store::etcd::limits::LimitsCheck;
 use boxfleet_cluster::store::etcd::{EtcdOptions, EtcdStore, EtcdTls};
 use boxfleet_cluster::store::health::{Reachability, StoreHealth};
@@ -20,8 +20,12 @@ pub async fn open(config: &NodeConfig) -> anyhow::Result<Arc<dyn Store>> {
     Ok(match config.store.kind {
         StoreKind::Embedded => {
             let dir = config.data_dir.join("store");
+            let options = EmbeddedOptions {
+                history_seconds: config.store.history.as_secs(),
+                ..EmbeddedOptions::default()
+            };
             Arc::new(
-                EmbeddedStore::open(&dir)
+                EmbeddedStore::open_with(&dir, options)
                     .await
                     .with_context(|| format!("open the embedded store in {}", dir.display()))?,
             )

@@ -26,6 +26,8 @@ pub(super) struct Inner {
     pub(super) history_revisions: i64,
     /// history bytes to keep: past them the oldest revisions go, however few are kept
     pub(super) history_bytes: i64,
+    /// seconds of history to keep (0: by count and bytes alone)
+    pub(super) history_seconds: i64,
     /// history bytes dropped since the file was last compacted
     pub(super) trimmed_bytes: AtomicU64,
     /// how much dropped history makes a compaction

@@ -35,6 +35,7 @@
 //! `layout.rs` is the redb file (tables, encoding, disk errors), `txn.rs` reads and txns,
 //! `leases.rs` leases and their expiry, `watch.rs` the broadcast of commits and the watches.
 
+mod history_age;
 mod inner;
 mod layout;
 mod leases;
@@ -63,6 +64,10 @@ pub const DEFAULT_HISTORY_REVISIONS: u64 = 100_000;
 /// values cannot grow the file without end.
 pub const DEFAULT_HISTORY_BYTES: u64 = 64 * 1024 * 1024;
 
+/// How long history is kept for watches unless told otherwise, as etcd's periodic
+/// auto-compaction keeps it (`--auto-compaction-retention=1h`, which the README advises).
+pub const DEFAULT_HISTORY_SECONDS: u64 = 3600;
+
 /// Memory redb caches the file in. Its own default is 1 GiB, which a node fills with every
 /// large value it ever wrote and never gives back.
 pub const CACHE_BYTES: usize = 16 * 1024 * 1024;
@@ -83,6 +88,10 @@ pub struct EmbeddedOptions {
     /// How many bytes of history are kept, however few revisions that is (the latest is
     /// always kept). Default [`DEFAULT_HISTORY_BYTES`].
     pub history_bytes: u64,
+    /// How many seconds of history are kept, however many revisions and bytes that is (the
+    /// latest is always kept; 0: by count and bytes alone). Default
+    /// [`DEFAULT_HISTORY_SECONDS`].
+    pub history_seconds: u64,
     /// History dropped since the last compaction past which the file is compacted again.
     /// Default [`COMPACT_AFTER_BYTES`].
     pub compact_after_bytes: u64,
@@ -93,6 +102,7 @@ impl Default for EmbeddedOptions {
         Self {
             history_revisions: DEFAULT_HISTORY_REVISIONS,
             history_bytes: DEFAULT_HISTORY_BYTES,
+            history_seconds: DEFAULT_HISTORY_SECONDS,
             compact_after_bytes: COMPACT_AFTER_BYTES,
         }
     }
@@ -190,6 +200,7 @@ impl Inner {
             path,
             history_revisions,
             history_bytes,
+            history_seconds: i64::try_from(options.history_seconds).unwrap_or(i64::MAX),
             trimmed_bytes: std::sync::atomic::AtomicU64::new(0),
             compact_after_bytes: options.compact_after_bytes,
             health: super::health::StoreHealth::new(),

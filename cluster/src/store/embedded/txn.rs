@@ -270,14 +270,15 @@ impl Tables<'_> {
         self.history
             .insert(revision, bytes.as_slice())
             .map_err(|e| inner.disk("write history", e))?;
-        // the kept window: the last history_revisions revisions, and no more than
-        // history_bytes of them (the latest always kept)
+        // the kept window: the last history_revisions revisions, those of the last
+        // history_seconds, and no more than history_bytes of them (the latest always kept)
         let mut kept_bytes =
             inner.meta(&self.meta, META_HISTORY_BYTES)?.unwrap_or(0) + bytes.len() as i64;
         let mut oldest = inner.oldest(&self.meta)?;
-        let floor = revision - inner.history_revisions + 1;
+        let floor = (revision - inner.history_revisions + 1)
+            .max(inner.age_floor(&mut self.meta, revision)?);
         let mut trimmed = 0;
-        while oldest < revision && (oldest < floor || kept_bytes > inner.history_bytes) {
+        while oldest < revision {
             let first = match self
                 .history
                 .first()
@@ -287,6 +288,9 @@ impl Tables<'_> {
                 Some((first, _)) if first.value() < revision => first.value(),
                 _ => break,
             };
+            if first >= floor && kept_bytes <= inner.history_bytes {
+                break;
+            }
             let size = self
                 .history
                 .remove(first)

@@ -11,18 +11,30 @@ use super::inner::Inner;
 use super::layout::disk;
 use crate::store::Error;
 
+/// The least dropped history a compaction waits for (a small file is not rewritten per commit).
+const MIN_COMPACT_BYTES: u64 = 1 << 20;
+
 /// Opens the database on a backend of its own instead of the file (a test's faults).
 pub(super) type OnBackend =
     Box<dyn FnOnce(&redb::Builder) -> Result<Database, redb::DatabaseError> + Send>;
 
 impl Inner {
     /// Compacts the file once `compact_after_bytes` of history were dropped since the last
-    /// time, so the space a burst of large values took goes back to the disk. Called after a
-    /// commit, with `commits` held; skipped (and tried at the next commit) while a read is open.
+    /// time, or half the file's size (1 MiB at least) when that is less, so the space a burst
+    /// of large values took goes back to the disk. Called after a commit, with `commits` held;
+    /// skipped (and tried at the next commit) while a read is open.
     pub(super) fn compact_if_trimmed(&self) {
         use std::sync::atomic::Ordering;
         let trimmed = self.trimmed_bytes.load(Ordering::Relaxed);
-        if trimmed < self.compact_after_bytes {
+        if trimmed < MIN_COMPACT_BYTES.min(self.compact_after_bytes) {
+            return;
+        }
+        let half_the_file = std::fs::metadata(&self.path).map_or(u64::MAX, |m| m.len() / 2);
+        if trimmed
+            < self
+                .compact_after_bytes
+                .min(half_the_file.max(MIN_COMPACT_BYTES))
+        {
             return;
         }
         let Ok(mut db) = self.db.try_write() else {
@@ -283,6 +295,54 @@ mod tests {
         assert!(
             reopened < idle + (4 << 20),
             "{after} bytes compacted to {reopened}"
+        );
+    }
+
+    #[tokio::test]
+    async fn history_older_than_its_span_goes_and_the_file_shrinks_back_without_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = EmbeddedOptions {
+            history_seconds: 2,
+            ..EmbeddedOptions::default()
+        };
+        let store = store_with(dir.path(), options).await;
+        store.put("small", b"x".to_vec()).await.unwrap();
+        let idle = file_size(&store);
+        // 12 MiB written and deleted: well inside the count and byte bounds of history
+        for _ in 0..12 {
+            store.put("outbox/big", vec![b'r'; 1 << 20]).await.unwrap();
+        }
+        let first_big = store
+            .get("outbox/big")
+            .await
+            .unwrap()
+            .unwrap()
+            .create_revision;
+        store
+            .txn(crate::store::Txn::new().and_then([crate::store::Op::delete("outbox/big")]))
+            .await
+            .unwrap();
+        assert!(file_size(&store) > idle + (8 << 20), "the burst is on disk");
+        // past the span, the next writes drop that history and give the space back
+        tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
+        store.put("small", b"y".to_vec()).await.unwrap();
+        store.put("small", b"z".to_vec()).await.unwrap();
+        let after = file_size(&store);
+        assert!(
+            after < idle + (2 << 20),
+            "the file holds {after} bytes, {idle} before a burst older than the span"
+        );
+        assert!(
+            matches!(
+                store.watch("", first_big).await.err(),
+                Some(Error::Compacted { .. })
+            ),
+            "a watch from inside the dropped span is refused"
+        );
+        let recent = store.get("small").await.unwrap().unwrap().mod_revision;
+        assert!(
+            store.watch("", recent).await.is_ok(),
+            "the span's revisions stay"
         );
     }
 
