@@ -1,19 +1,24 @@
 //! Bench: a soak of huge and hostile outputs (`harness = false`; issue 24).
 //!
 //! ```text
-//! cargo bench -p boxfleet-tests --bench soak      # SOAK_HOSTILE=24 SOAK_SMALL=300
+//! cargo bench -p boxfleet-tests --bench soak      # SOAK_HOSTILE=21 SOAK_SMALL=300
+//!                                                 # SOAK_STORES=embedded,etcd
 //! ```
 //!
 //! On each store — the embedded one, and a dedicated etcd at its default request limit (1.5
 //! MiB) — one release node runs `SOAK_HOSTILE` jobs that write what a careless or hostile
 //! agent writes (a 4 MB report, 40 MB of stdout, a 2 MB question, a 1 MB audience, 2,000
 //! delivered refs, a 20 KB first line, a 2 MB report with 2,000 refs), each on a seat of its
-//! own, then `SOAK_SMALL` one-line jobs. It samples, at the start (after three warm-up jobs),
-//! after every batch (the peak is the largest sample) and at the end (every run settled or
-//! parked, then 35 s for the node's allocator trim):
+//! own, then `SOAK_SMALL` one-line jobs. The node keeps events 60 s (`store.events_keep_seconds`)
+//! and the embedded store its history 60 s (`store.history_seconds`; the dedicated etcd
+//! compacts every minute, `--auto-compaction-retention=1m`), so the end shows what the store
+//! holds once what it retains for a time has gone. It samples at the start (after three
+//! warm-up jobs), after every batch (the peak is the largest sample) and at the end (every run
+//! settled or parked, then 150 s: the events' retention, the history's or etcd's compaction, the
+//! allocator's trim):
 //!
-//! - the store's size (the embedded file; etcd's `db_size`, which etcd gives back only when
-//!   defragmented),
+//! - the store's size (the embedded file; etcd's `db_size_in_use`, and its file `db_size`,
+//!   which etcd gives back to the disk only when defragmented),
 //! - the node's resident memory (`VmRSS`),
 //! - the largest event in the outbox (read through `Runs.Events`),
 //! - the median of five `Runs.Get` of the first hostile turn (`boxfleet show`'s read),
@@ -70,6 +75,7 @@ const HOSTILE: [(&str, &str); 7] = [
 #[derive(Debug, Clone, Copy, Default)]
 struct Sample {
     store_bytes: u64,
+    store_file_bytes: u64,
     rss_bytes: u64,
     largest_event: u64,
     show: Duration,
@@ -79,6 +85,7 @@ impl Sample {
     fn max(self, other: Sample) -> Sample {
         Sample {
             store_bytes: self.store_bytes.max(other.store_bytes),
+            store_file_bytes: self.store_file_bytes.max(other.store_file_bytes),
             rss_bytes: self.rss_bytes.max(other.rss_bytes),
             largest_event: self.largest_event.max(other.largest_event),
             show: self.show.max(other.show),
@@ -103,14 +110,31 @@ struct Soak {
 impl Soak {
     fn start(backing: Backing) -> Soak {
         let dir = tempfile::tempdir().expect("tempdir");
+        let config = dir.path().join("soak.yaml");
+        let config_arg = config.display().to_string();
         let node = match &backing {
-            Backing::Embedded => NodeProcess::start("soak", dir.path(), &[]),
+            Backing::Embedded => {
+                std::fs::write(
+                    &config,
+                    "store:\n  events_keep_seconds: 60\n  history_seconds: 60\n",
+                )
+                .expect("config");
+                NodeProcess::start("soak", dir.path(), &["--config", &config_arg])
+            }
             Backing::Etcd(etcd) => {
+                std::fs::write(&config, "store:\n  events_keep_seconds: 60\n").expect("config");
                 let prefix = format!("/soak-{}", uuid::Uuid::new_v4().simple());
                 NodeProcess::start(
                     "soak",
                     dir.path(),
-                    &["--etcd", &etcd.client_url(), "--prefix", &prefix],
+                    &[
+                        "--config",
+                        &config_arg,
+                        "--etcd",
+                        &etcd.client_url(),
+                        "--prefix",
+                        &prefix,
+                    ],
                 )
             }
         };
@@ -163,15 +187,24 @@ impl Soak {
     }
 
     async fn sample(&self) -> Sample {
-        let store_bytes = match &self.backing {
-            Backing::Embedded => std::fs::metadata(self.node.data_dir.join("store/store.redb"))
-                .map_or(0, |m| m.len()),
-            Backing::Etcd(etcd) => etcd
-                .store()
-                .await
-                .check_limits()
-                .await
-                .map_or(0, |check| check.db_size.max(0) as u64),
+        let (store_bytes, store_file_bytes) = match &self.backing {
+            Backing::Embedded => {
+                let file = std::fs::metadata(self.node.data_dir.join("store/store.redb"))
+                    .map_or(0, |m| m.len());
+                (file, file)
+            }
+            Backing::Etcd(etcd) => {
+                etcd.store()
+                    .await
+                    .check_limits()
+                    .await
+                    .map_or((0, 0), |check| {
+                        (
+                            check.db_size_in_use.max(0) as u64,
+                            check.db_size.max(0) as u64,
+                        )
+                    })
+            }
         };
         let rss_bytes = self.node.pid().map_or(0, rss_of);
         let mut runs = boxfleet_tests::grpc::runs(&self.node.addr())
@@ -204,6 +237,7 @@ impl Soak {
         shows.sort();
         Sample {
             store_bytes,
+            store_file_bytes,
             rss_bytes,
             largest_event,
             show: shows.get(shows.len() / 2).copied().unwrap_or_default(),
@@ -252,8 +286,8 @@ async fn soak(name: &str, backing: Backing, hostile: usize, small: usize) -> [Sa
         soak.until_quiet(&launched).await;
     }
     peak = peak.max(soak.sample().await);
-    println!("  {name}: {small} small jobs done; waiting 35 s for the allocator's trim");
-    tokio::time::sleep(Duration::from_secs(35)).await;
+    println!("  {name}: {small} small jobs done; waiting 150 s for retention and the trim");
+    tokio::time::sleep(Duration::from_secs(150)).await;
     let end = soak.sample().await;
     soak.node.terminate();
     [start, peak, end]
@@ -291,8 +325,17 @@ fn print(name: &str, [start, peak, end]: [Sample; 3]) {
         );
     };
     row(
-        "store size",
+        "store size (in use)",
         [start.store_bytes, peak.store_bytes, end.store_bytes],
+        &mib,
+    );
+    row(
+        "store file",
+        [
+            start.store_file_bytes,
+            peak.store_file_bytes,
+            end.store_file_bytes,
+        ],
         &mib,
     );
     row(
@@ -318,19 +361,27 @@ async fn main() {
     let hostile = env_or("SOAK_HOSTILE", 21);
     let small = env_or("SOAK_SMALL", 300);
     println!("soak: {hostile} hostile jobs, then {small} one-line jobs, on each store");
-    let embedded = soak("embedded", Backing::Embedded, hostile, small).await;
-    let etcd = EtcdServer::start();
-    let on_etcd = soak(
-        "etcd (1.5 MiB requests)",
-        Backing::Etcd(Box::new(etcd)),
-        hostile,
-        small,
-    )
-    .await;
-    print("embedded store", embedded);
-    print("etcd, default --max-request-bytes", on_etcd);
+    let stores = std::env::var("SOAK_STORES").unwrap_or_else(|_| "embedded,etcd".into());
+    if stores.contains("embedded") {
+        let embedded = soak("embedded", Backing::Embedded, hostile, small).await;
+        print("embedded store", embedded);
+    }
+    if stores.contains("etcd") {
+        let etcd = EtcdServer::start_with_flags(&[
+            "--auto-compaction-mode=periodic",
+            "--auto-compaction-retention=1m",
+        ]);
+        let on_etcd = soak(
+            "etcd (1.5 MiB requests)",
+            Backing::Etcd(Box::new(etcd)),
+            hostile,
+            small,
+        )
+        .await;
+        print("etcd, default --max-request-bytes", on_etcd);
+    }
     println!(
         "\nstart: after three warm-up jobs; peak: the largest sample after a batch; end: every \
-         run settled or parked, then 35 s. show: the first hostile turn, start column before it ran."
+         run settled or parked, then 150 s. show: the first hostile turn, start column before it ran."
     );
 }

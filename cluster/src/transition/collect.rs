@@ -176,6 +176,13 @@ pub(super) fn publish_phase(
         return Err(Refusal::AlreadyDone);
     }
     next.phase_published = Some(launch_id.to_owned());
+    // the run record carries the job's model receipt, as its phase record says it
+    if let Some(model) = phase
+        .get("model")
+        .and_then(|model| serde_json::from_value(model.clone()).ok())
+    {
+        next.model = Some(model);
+    }
     effects.push(Effect::Announce(Box::new(Event::new(
         events::kind::PHASE_COMPLETED,
         &[&current.turn_id, launch_id],
@@ -571,6 +578,34 @@ mod tests {
         assert_eq!(
             decide_on(&expected, publish(LAUNCH)),
             Err(Refusal::AlreadyDone)
+        );
+    }
+
+    #[test]
+    fn the_run_record_carries_the_phase_records_model_receipt() {
+        let current = claimed_for_completion();
+        let receipt = crate::phase::ModelReceipt::new(
+            Some("zai-coding-plan/glm-5.2"),
+            Some("openai-compat/zai-coding-plan/glm-5.2"),
+            Some("opencode:session"),
+        );
+        let phase = serde_json::json!({"exit": 0, "model": receipt});
+        let publish = Transition::PublishPhase {
+            launch_id: LAUNCH.into(),
+            phase: phase.clone(),
+        };
+        let mut expected = stamped(&current);
+        expected.phase_published = Some(LAUNCH.into());
+        expected.model = Some(receipt);
+        let announcement = announced(
+            kind::PHASE_COMPLETED,
+            &[TURN, LAUNCH],
+            LAUNCH,
+            serde_json::json!({"phase": "sandbox", "record": phase}),
+        );
+        assert_eq!(
+            decide_on(&current, publish),
+            writes(expected, vec![announcement])
         );
     }
 

@@ -115,6 +115,8 @@ impl Inner {
             tracing::debug!(lease = id, keys = events.len(), ?end, "lease ended");
             self.announce(revision, events);
         }
+        // an expiry is often the last write for a while: the history it dropped goes back now
+        self.compact_if_trimmed();
         Ok(true)
     }
 

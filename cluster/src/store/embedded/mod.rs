@@ -69,8 +69,10 @@ pub const DEFAULT_HISTORY_BYTES: u64 = 64 * 1024 * 1024;
 pub const DEFAULT_HISTORY_SECONDS: u64 = 3600;
 
 /// Memory redb caches the file in. Its own default is 1 GiB, which a node fills with every
-/// large value it ever wrote and never gives back.
-pub const CACHE_BYTES: usize = 16 * 1024 * 1024;
+/// large value it ever wrote and never gives back; 16 MiB was most of what a node kept after
+/// a burst of large reports (the soak bench), and a node's working set (seats, runs, the
+/// ledger's recent rows) is a few hundred KiB.
+pub const CACHE_BYTES: usize = 4 * 1024 * 1024;
 
 /// History dropped since the last compaction past which the file is compacted again, giving
 /// the space back to the disk.

@@ -34,8 +34,10 @@ const OLDEST_VERSION: (u64, u64) = (3, 4);
 pub struct LimitsCheck {
     /// the answering member's etcd version
     pub version: String,
-    /// its database's size on disk, bytes
+    /// its database's size on disk, bytes (given back to the disk only by a defragment)
     pub db_size: i64,
+    /// the part of it that holds keys and history, bytes (what compaction gives back)
+    pub db_size_in_use: i64,
     /// the store revision now
     pub revision: i64,
     /// one sentence per shortfall, each naming the etcd setting that fixes it
@@ -102,6 +104,7 @@ impl EtcdStore {
         Ok(LimitsCheck {
             version,
             db_size: status.db_size(),
+            db_size_in_use: status.raft_used_db_size(),
             revision,
             warnings,
         })
