@@ -211,6 +211,28 @@ async fn launch_complete_resume_take_settle_over_grpc() {
             "{service}"
         );
     }
+
+    println!("--- phase: a coding run's wall-clock timeout is refused by name");
+    for runner in ["claude-code", "opencode"] {
+        let (code, out, err) = node.cli(&[
+            "launch",
+            "--seat",
+            "eng",
+            "--runner",
+            runner,
+            "--brief",
+            "fix it",
+            "--timeout",
+            "60",
+        ]);
+        assert_ne!(code, 0, "{runner} with --timeout launched: {out}");
+        let said = format!("{out}{err}");
+        assert!(
+            said.contains(&format!("a {runner} run takes no timeout_seconds"))
+                && said.contains("without --timeout"),
+            "{runner}: {out} {err}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,13 +9,14 @@
 //! MiB) — one release node runs `SOAK_HOSTILE` jobs that write what a careless or hostile
 //! agent writes (a 4 MB report, 40 MB of stdout, a 2 MB question, a 1 MB audience, 2,000
 //! delivered refs, a 20 KB first line, a 2 MB report with 2,000 refs), each on a seat of its
-//! own, then `SOAK_SMALL` one-line jobs. The node keeps events 60 s (`store.events_keep_seconds`)
-//! and the embedded store its history 60 s (`store.history_seconds`; the dedicated etcd
-//! compacts every minute, `--auto-compaction-retention=1m`), so the end shows what the store
-//! holds once what it retains for a time has gone. It samples at the start (after three
-//! warm-up jobs), after every batch (the peak is the largest sample) and at the end (every run
-//! settled or parked, then 150 s: the events' retention, the history's or etcd's compaction, the
-//! allocator's trim):
+//! own, then `SOAK_SMALL` one-line jobs on 20 seats. The node keeps events 60 s
+//! (`store.events_keep_seconds`) and the embedded store its history 60 s
+//! (`store.history_seconds`; the dedicated etcd compacts every minute,
+//! `--auto-compaction-retention=1m`), so the end shows what the store holds once what it
+//! retains for a time has gone. It samples at the start (the node idle after one warm-up job
+//! on each seat the soak uses, so every seat is held), after every batch (the peak is the
+//! largest sample) and at the end (every run settled or parked, then 150 s: the events'
+//! retention, the history's or etcd's compaction, the allocator's trim):
 //!
 //! - the store's size (the embedded file; etcd's `db_size_in_use`, and its file `db_size`,
 //!   which etcd gives back to the disk only when defragmented),
@@ -255,22 +256,33 @@ fn rss_of(pid: u32) -> u64 {
         .map_or(0, |kib| kib * 1024)
 }
 
+/// The seat the `i`th hostile job runs on (one of its own).
+fn hostile_seat(i: usize) -> String {
+    format!("hostile-{}-{i}", HOSTILE[i % HOSTILE.len()].0)
+}
+
 async fn soak(name: &str, backing: Backing, hostile: usize, small: usize) -> [Sample; 3] {
     let mut soak = Soak::start(backing);
-    let warm: Vec<String> = (0..3)
-        .map(|i| soak.launch(&format!("warm-{i}"), "echo warm"))
+    // the start is the node idle with every seat the soak uses held: a seat's actor, lease and
+    // mailbox live as long as the node holds it, whatever its runs wrote
+    let seats: Vec<String> = (0..hostile)
+        .map(|i| hostile_seat(i))
+        .chain((0..20).map(|i| format!("small-{i}")))
         .collect();
-    soak.until_quiet(&warm).await;
+    for batch in seats.chunks(10) {
+        let warm: Vec<String> = batch
+            .iter()
+            .map(|seat| soak.launch(seat, "echo warm"))
+            .collect();
+        soak.until_quiet(&warm).await;
+    }
     let start = soak.sample().await;
     let mut peak = start;
     let mut turns = Vec::new();
     for batch in (0..hostile).collect::<Vec<_>>().chunks(HOSTILE.len()) {
         let launched: Vec<String> = batch
             .iter()
-            .map(|i| {
-                let (kind, command) = HOSTILE[i % HOSTILE.len()];
-                soak.launch(&format!("hostile-{kind}-{i}"), command)
-            })
+            .map(|i| soak.launch(&hostile_seat(*i), HOSTILE[i % HOSTILE.len()].1))
             .collect();
         soak.probe.get_or_insert_with(|| launched[0].clone());
         soak.until_quiet(&launched).await;
@@ -381,7 +393,7 @@ async fn main() {
         print("etcd, default --max-request-bytes", on_etcd);
     }
     println!(
-        "\nstart: after three warm-up jobs; peak: the largest sample after a batch; end: every \
+        "\nstart: idle after a warm-up job on each seat; peak: the largest sample after a batch; end: every \
          run settled or parked, then 150 s. show: the first hostile turn, start column before it ran."
     );
 }

@@ -64,6 +64,9 @@ impl Coordinator {
                 request.seat
             )));
         }
+        if !request.runner.is_empty() {
+            uncapped(&request.runner, request.timeout_seconds)?;
+        }
         // runner, cell, model and credentials, decided before anything is written: a model
         // the box could not route is refused here, never left to stall in a box
         let plan = self.plan(
@@ -79,6 +82,7 @@ impl Coordinator {
                 "the command runner needs --command".into(),
             ));
         }
+        uncapped(&runner_name, request.timeout_seconds)?;
         let provider = self.access.provider(&plan.cell)?.clone();
         // a launch is work in progress on its seat until it returns: a graceful release
         // waits for it past the seat lock, which it lets go once its row is open
@@ -506,4 +510,16 @@ fn run_environment(plan: &SandboxPlan, seat: &str, turn_id: &str) -> BTreeMap<St
         env.insert("BOXFLEET_OPENCODE_WIRE".to_owned(), wire.to_owned());
     }
     env
+}
+
+/// Refuses a wall-clock timeout on a coding run: runs are uncapped (a detached coding job is
+/// never force-stopped on a timer); the in-box deadline is the `command` runner's, and the
+/// engine's backstop is left only as the bound on a wedged box.
+fn uncapped(runner: &str, timeout_seconds: Option<u64>) -> Result<(), Error> {
+    if runner == "command" || timeout_seconds.is_none() {
+        return Ok(());
+    }
+    Err(Error::BadRequest(format!(
+        "a {runner} run takes no timeout_seconds: a coding run is never stopped on a wall-clock timer (the in-box deadline is the command runner's); launch it without --timeout"
+    )))
 }

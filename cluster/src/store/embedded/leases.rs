@@ -165,6 +165,9 @@ pub(super) async fn reap_expired_leases(store: Weak<Inner>) {
         };
         let due = inner.due_leases(Instant::now());
         if due.is_empty() {
+            if inner.may_compact() {
+                let _ = tokio::task::spawn_blocking(move || inner.compact_when_due()).await;
+            }
             continue;
         }
         let ended = tokio::task::spawn_blocking(move || {

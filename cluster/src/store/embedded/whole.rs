@@ -11,6 +11,24 @@ use super::inner::Inner;
 use super::layout::disk;
 use crate::store::Error;
 
+impl Inner {
+    /// Whether enough history was dropped that a compaction may be due (a cheap check for
+    /// the background tick, before it takes the commit lock).
+    pub(super) fn may_compact(&self) -> bool {
+        self.trimmed_bytes
+            .load(std::sync::atomic::Ordering::Relaxed)
+            >= MIN_COMPACT_BYTES.min(self.compact_after_bytes)
+    }
+
+    /// [`compact_if_trimmed`](Self::compact_if_trimmed) from the background tick: a
+    /// compaction skipped after the last commit (a read was open) is not left for a write that
+    /// may never come.
+    pub(super) fn compact_when_due(&self) {
+        let _commits = self.lock_commits();
+        self.compact_if_trimmed();
+    }
+}
+
 /// The least dropped history a compaction waits for (a small file is not rewritten per commit).
 const MIN_COMPACT_BYTES: u64 = 1 << 20;
 
@@ -20,8 +38,9 @@ pub(super) type OnBackend =
 
 impl Inner {
     /// Compacts the file once `compact_after_bytes` of history were dropped since the last
-    /// time, or half the file's size (1 MiB at least) when that is less, so the space a burst
-    /// of large values took goes back to the disk. Called after a commit, with `commits` held;
+    /// time, or an eighth of the file's size (1 MiB at least) when that is less — the history
+    /// dropped is only part of what a burst freed: the values its deletes freed are not
+    /// counted — so the space a burst of large values took goes back to the disk. Called after a commit, with `commits` held;
     /// skipped (and tried at the next commit) while a read is open.
     pub(super) fn compact_if_trimmed(&self) {
         use std::sync::atomic::Ordering;
@@ -29,11 +48,11 @@ impl Inner {
         if trimmed < MIN_COMPACT_BYTES.min(self.compact_after_bytes) {
             return;
         }
-        let half_the_file = std::fs::metadata(&self.path).map_or(u64::MAX, |m| m.len() / 2);
+        let an_eighth = std::fs::metadata(&self.path).map_or(u64::MAX, |m| m.len() / 8);
         if trimmed
             < self
                 .compact_after_bytes
-                .min(half_the_file.max(MIN_COMPACT_BYTES))
+                .min(an_eighth.max(MIN_COMPACT_BYTES))
         {
             return;
         }
