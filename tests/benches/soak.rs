@@ -266,7 +266,7 @@ async fn soak(name: &str, backing: Backing, hostile: usize, small: usize) -> [Sa
     // the start is the node idle with every seat the soak uses held: a seat's actor, lease and
     // mailbox live as long as the node holds it, whatever its runs wrote
     let seats: Vec<String> = (0..hostile)
-        .map(|i| hostile_seat(i))
+        .map(hostile_seat)
         .chain((0..20).map(|i| format!("small-{i}")))
         .collect();
     for batch in seats.chunks(10) {

@@ -222,6 +222,51 @@ mod tests {
         assert!(recorded.mismatch.is_some(), "still logged");
     }
 
+    /// The model-receipt field report's rows, under both policies: what the box ran, as its
+    /// CLI named it, against the model asked for.
+    #[test]
+    fn each_field_report_row_reads_as_it_was_under_both_policies() {
+        let asked = "zai-coding-plan/glm-5.2";
+        let rows = [
+            // the platform chose the model and the CLI named none
+            (None, ReceiptStatus::Unknown),
+            // the asked id served through the box's own provider
+            (
+                Some("openai-compat/zai-coding-plan/glm-5.2"),
+                ReceiptStatus::Mismatch,
+            ),
+            // the platform's default model
+            (
+                Some("openai-compat/deepseek/deepseek-v4-flash"),
+                ReceiptStatus::Mismatch,
+            ),
+            (Some("zai-coding-plan/glm-5.3"), ReceiptStatus::Mismatch),
+            (Some("zai-coding-plan/glm-5.2"), ReceiptStatus::Known),
+        ];
+        for (ran, status) in rows {
+            let mut collected = exited(Some(0));
+            collected.effective_model = ran.map(str::to_owned);
+            collected.model_source = Some("opencode:session".into());
+            for policy in [MismatchPolicy::Fail, MismatchPolicy::Record] {
+                let got = assess(&collected, &job(Some(asked), None), None, policy);
+                assert_eq!(got.receipt.status, status, "{ran:?} under {policy:?}");
+                assert_eq!(got.receipt.requested.as_deref(), Some(asked));
+                let fails = status == ReceiptStatus::Mismatch && policy == MismatchPolicy::Fail;
+                assert_eq!(got.failed, fails, "{ran:?} under {policy:?}");
+                assert_eq!(
+                    got.reason,
+                    fails.then_some(FailureReason::ModelMismatch),
+                    "{ran:?} under {policy:?}"
+                );
+                assert_eq!(
+                    got.mismatch.is_some(),
+                    status == ReceiptStatus::Mismatch,
+                    "a mismatch is logged under either policy"
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_job_that_asked_a_question_did_not_fail_unless_the_backstop_ended_it() {
         let mut collected = exited(None);

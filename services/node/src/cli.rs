@@ -175,8 +175,9 @@ pub struct LaunchArgs {
     /// The task the job is for, shown on the board (e.g. a ticket id).
     #[arg(long, value_name = "TASK")]
     pub task: Option<String>,
-    /// The in-box deadline of the job in seconds (the check's own clock; it exits 124 when
-    /// it runs out). Omit it for none.
+    /// The in-box deadline of a `command` job in seconds (the check's own clock; it exits 124
+    /// when it runs out). Omit it for none; a coding run takes none (it is never stopped on a
+    /// wall-clock timer).
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<u64>,
     /// The model the coding agent is pointed at (passed to the box as --model).
