@@ -46,12 +46,7 @@ impl Retention {
         Self::new(EVENTS_KEEP_SECONDS)
     }
 
-    /// How long a key written now lives at most.
-    pub fn lives_at_most_seconds(&self) -> i64 {
-        self.keep_seconds + self.reuse_seconds
-    }
-
-    /// The lease keys written at `now` ride, granted when the current one is a day old.
+    /// The lease keys written at `now` ride, granted anew once the current one is `reuse` old.
     pub async fn lease(&self, store: &dyn Store, now: DateTime<Utc>) -> Result<LeaseId, Error> {
         if let Some((lease, granted)) = *self.lock()
             && now.signed_duration_since(granted).num_seconds() < self.reuse_seconds

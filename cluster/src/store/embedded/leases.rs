@@ -15,6 +15,8 @@ use crate::store::{Error, LeaseId};
 
 /// How often the lease reaper looks for leases whose deadline passed.
 pub(super) const EXPIRY_INTERVAL: Duration = Duration::from_millis(200);
+/// How many expiry ticks apart the reaper tries a compaction a commit skipped (5 s).
+const COMPACT_EVERY_TICKS: u64 = 25;
 
 impl Inner {
     pub(super) fn lease_clocks(&self) -> MutexGuard<'_, HashMap<LeaseId, LeaseClock>> {
@@ -158,14 +160,17 @@ impl Inner {
 pub(super) async fn reap_expired_leases(store: Weak<Inner>) {
     let mut tick = tokio::time::interval(EXPIRY_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut ticks: u64 = 0;
     loop {
         tick.tick().await;
+        ticks += 1;
         let Some(inner) = store.upgrade() else {
             return;
         };
         let due = inner.due_leases(Instant::now());
         if due.is_empty() {
-            if inner.may_compact() {
+            // a compaction a commit skipped is tried again every few seconds
+            if ticks.is_multiple_of(COMPACT_EVERY_TICKS) && inner.may_compact() {
                 let _ = tokio::task::spawn_blocking(move || inner.compact_when_due()).await;
             }
             continue;
