@@ -22,21 +22,16 @@ impl Inner {
     }
 
     pub(super) fn range(&self, prefix: &str) -> Result<Range, Error> {
-        let read = self.begin_read()?;
-        let kv = read
-            .open_table(KV)
-            .map_err(|e| self.disk("open table kv", e))?;
-        let meta = read
-            .open_table(META)
-            .map_err(|e| self.disk("open table meta", e))?;
-        Ok(Range {
-            kvs: self.load_prefix(&kv, prefix)?,
-            revision: self.revision(&meta)?,
-        })
+        self.read_range(prefix, true)
     }
 
     /// [`range`](Self::range) without the values: each value is decoded and dropped in turn.
     pub(super) fn range_keys(&self, prefix: &str) -> Result<Range, Error> {
+        self.read_range(prefix, false)
+    }
+
+    /// Every key under `prefix` on one read snapshot, with its value or without.
+    fn read_range(&self, prefix: &str, with_values: bool) -> Result<Range, Error> {
         let read = self.begin_read()?;
         let kv = read
             .open_table(KV)
@@ -44,8 +39,13 @@ impl Inner {
         let meta = read
             .open_table(META)
             .map_err(|e| self.disk("open table meta", e))?;
+        let kvs = if with_values {
+            self.load_prefix(&kv, prefix)?
+        } else {
+            self.load_prefix_keys(&kv, prefix)?
+        };
         Ok(Range {
-            kvs: self.load_prefix_keys(&kv, prefix)?,
+            kvs,
             revision: self.revision(&meta)?,
         })
     }
