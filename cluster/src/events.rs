@@ -317,8 +317,13 @@ pub async fn read_from(
     from_revision: Revision,
 ) -> Result<Vec<Stored>, Error> {
     let backlog = Backlog::list(store, keys, from_revision).await?;
-    let mut events = Vec::with_capacity(backlog.len());
-    for page in backlog.keys.chunks(PAGE_EVENTS) {
+    read_all(store, &backlog.keys).await
+}
+
+/// The events at `event_keys`, a page at a time, in the order named; a gone key is skipped.
+async fn read_all(store: &dyn Store, event_keys: &[String]) -> Result<Vec<Stored>, Error> {
+    let mut events = Vec::with_capacity(event_keys.len());
+    for page in event_keys.chunks(PAGE_EVENTS) {
         for stored in read_page(store, page).await? {
             events.push(stored?);
         }
@@ -347,12 +352,7 @@ pub async fn read_turn(
         .filter_map(|kv| kv.key.strip_prefix(&prefix))
         .map(|id| keys.event(id))
         .collect();
-    let mut events = Vec::new();
-    for page in event_keys.chunks(PAGE_EVENTS) {
-        for stored in read_page(store, page).await? {
-            events.push(stored?);
-        }
-    }
+    let mut events = read_all(store, &event_keys).await?;
     events.sort_by_key(|stored| stored.revision);
     Ok(events)
 }

@@ -184,22 +184,18 @@ impl StoreSection {
         let secure = check_endpoints(&endpoints)?;
         let tls = store_tls(tls, secure, base)?;
         let user = store_user(username, password, lookup)?;
-        let call_timeout_seconds = call_timeout_seconds.unwrap_or(DEFAULT_CALL_TIMEOUT_SECONDS);
-        if !(1..=300).contains(&call_timeout_seconds) {
-            return Err(Error::Invalid {
-                field: "store.call_timeout_seconds",
-                problem: format!("{call_timeout_seconds} is out of range"),
-                remedy: "use 1 to 300 seconds (default 10)",
-            });
-        }
-        let events_keep_seconds = events_keep_seconds.unwrap_or(DEFAULT_EVENTS_KEEP_SECONDS);
-        if !EVENTS_KEEP_RANGE.contains(&events_keep_seconds) {
-            return Err(Error::Invalid {
-                field: "store.events_keep_seconds",
-                problem: format!("{events_keep_seconds} is out of range"),
-                remedy: "use 60 seconds to 90 days (7776000); the default is 7 days (604800)",
-            });
-        }
+        let call_timeout_seconds = seconds_within(
+            "store.call_timeout_seconds",
+            call_timeout_seconds.unwrap_or(DEFAULT_CALL_TIMEOUT_SECONDS),
+            1..=300,
+            "use 1 to 300 seconds (default 10)",
+        )?;
+        let events_keep_seconds = seconds_within(
+            "store.events_keep_seconds",
+            events_keep_seconds.unwrap_or(DEFAULT_EVENTS_KEEP_SECONDS),
+            EVENTS_KEEP_RANGE,
+            "use 60 seconds to 90 days (7776000); the default is 7 days (604800)",
+        )?;
         if kind == StoreKind::Etcd && history_seconds.is_some() {
             return Err(Error::Invalid {
                 field: "store.history_seconds",
@@ -208,14 +204,12 @@ impl StoreSection {
                 remedy: "drop it, and run etcd with --auto-compaction-mode=periodic --auto-compaction-retention=1h",
             });
         }
-        let history_seconds = history_seconds.unwrap_or(DEFAULT_HISTORY_SECONDS);
-        if !HISTORY_RANGE.contains(&history_seconds) {
-            return Err(Error::Invalid {
-                field: "store.history_seconds",
-                problem: format!("{history_seconds} is out of range"),
-                remedy: "use 60 seconds to 30 days (2592000); the default is 1 hour (3600)",
-            });
-        }
+        let history_seconds = seconds_within(
+            "store.history_seconds",
+            history_seconds.unwrap_or(DEFAULT_HISTORY_SECONDS),
+            HISTORY_RANGE,
+            "use 60 seconds to 30 days (2592000); the default is 1 hour (3600)",
+        )?;
         Ok(StoreConfig {
             kind,
             endpoints,
@@ -325,6 +319,23 @@ fn store_user(
             remedy: "give both (the password as ${VAR}), or neither",
         }),
     }
+}
+
+/// `value` of `field` when it is within `range`, else the refusal naming both.
+fn seconds_within(
+    field: &'static str,
+    value: u64,
+    range: std::ops::RangeInclusive<u64>,
+    remedy: &'static str,
+) -> Result<u64, Error> {
+    if range.contains(&value) {
+        return Ok(value);
+    }
+    Err(Error::Invalid {
+        field,
+        problem: format!("{value} is out of range"),
+        remedy,
+    })
 }
 
 impl Default for StoreConfig {
