@@ -34,12 +34,26 @@ pub fn boxfleet_bin() -> &'static Path {
     })
 }
 
-/// A free loopback port (bound and released).
+/// The ports [`free_port`] has handed out in this process. The tests of one binary run side by
+/// side: a port bound and released for one test's node, or freed when a test kills its node,
+/// is otherwise handed to another test's node too, which then fails to bind while its test
+/// talks to the first test's node (and its clients to the wrong keyring).
+static HANDED_OUT: std::sync::Mutex<Option<std::collections::HashSet<u16>>> =
+    std::sync::Mutex::new(None);
+
+/// A free loopback port (bound and released), never one this process was handed before.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .expect("a free loopback port")
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|p| p.into_inner());
+    let handed_out = handed_out.get_or_insert_with(Default::default);
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .map(|addr| addr.port())
+            .expect("a free loopback port");
+        if handed_out.insert(port) {
+            return port;
+        }
+    }
 }
 
 /// One `boxfleet node` process.
@@ -141,6 +155,11 @@ impl NodeProcess {
                 self.log()
             );
             std::thread::sleep(Duration::from_millis(50));
+        }
+        // something listens there: our node, unless it could not bind and another process
+        // holds the port
+        if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
+            return Err(status);
         }
         Ok(())
     }

@@ -416,7 +416,9 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), KeyringError> {
     let fail = |doing: &str, error: std::io::Error| {
         KeyringError::Invalid(format!("cannot {doing} {}: {error}", path.display()))
     };
-    let tmp = path.with_extension("tmp");
+    // a name of this process's own: two nodes making one keyring file at once each stage
+    // theirs (`load_or_create`), and a shared name would let one rename the other's
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     let mut file = std::fs::OpenOptions::new()
         .write(true)

@@ -3,7 +3,6 @@
 
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -214,18 +213,11 @@ pub(crate) fn sweep_stale_dirs() {
     });
 }
 
-/// Two distinct free loopback ports (client, peer). They are free when this returns; the
-/// caller retries when etcd finds one taken after all.
+/// Two distinct free loopback ports (client, peer), neither handed out before in this process
+/// (see [`crate::node::free_port`]). They are free when this returns; the caller retries when
+/// etcd finds one taken after all.
 pub(crate) fn free_ports() -> (u16, u16) {
-    let bind = || {
-        TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| Ok((listener.local_addr()?.port(), listener)))
-            .unwrap_or_else(|error| panic!("could not bind a loopback port: {error}"))
-    };
-    // both listeners are held until both ports are read, so the ports differ
-    let (client, _client_listener) = bind();
-    let (peer, _peer_listener) = bind();
-    (client, peer)
+    (crate::node::free_port(), crate::node::free_port())
 }
 
 /// Makes the kernel SIGKILL the child when the thread that spawned it exits, which for the
