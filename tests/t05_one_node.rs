@@ -613,6 +613,26 @@ boxfleet-ask "keep going?" --to ops --branch wip/reaped"#;
         last["sandbox_id"], phases[0]["body"]["record"]["sandbox_id"],
         "a new box"
     );
+    // each job is timed from its own launch: the re-seeded one started after the first was
+    // collected, and its duration holds neither the first job nor the time parked
+    let first = &phases[0]["body"]["record"];
+    let started = |record: &serde_json::Value| {
+        chrono::DateTime::parse_from_rfc3339(record["started_at"].as_str().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("started_at: {e}: {record:#}"))
+    };
+    let first_collected =
+        started(first) + chrono::Duration::milliseconds(first["duration_ms"].as_i64().unwrap_or(0));
+    assert!(
+        started(last) >= first_collected,
+        "the re-seeded job's start {} is its own, after the first job's collection {first_collected}",
+        started(last)
+    );
+    assert!(
+        last["duration_ms"].as_i64().unwrap_or(i64::MAX)
+            < (chrono::Utc::now() - started(first).with_timezone(&chrono::Utc)).num_milliseconds()
+                - first["duration_ms"].as_i64().unwrap_or(0),
+        "{last:#}"
+    );
 }
 
 /// With a company document, a question's audience resolves against the org chart once, at the

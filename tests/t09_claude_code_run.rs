@@ -137,6 +137,43 @@ async fn claude_code_runs_in_a_direct_box_and_its_phase_record_is_honest() {
             .any(|l| l.contains("Write") && l.contains("notes.md")),
         "{transcript:?}"
     );
+    // what the agent said is there, in order around its calls; a tool's output and a
+    // call's own content never are
+    for said in [
+        "I'll start by running a command.",
+        "Now I'll write the notes.",
+        "Done: bash.txt and notes.md are written.",
+    ] {
+        assert!(
+            transcript.iter().any(|l| l == said),
+            "{said}: {transcript:?}"
+        );
+    }
+    let said_at = |text: &str| transcript.iter().position(|l| l == text);
+    assert!(
+        said_at("I'll start by running a command.")
+            < transcript.iter().position(|l| l.contains("[tool] Bash")),
+        "{transcript:?}"
+    );
+    let all = transcript.join("\n");
+    for never in [
+        "File created successfully",
+        "Written by the stand-in",
+        "[ended]",
+    ] {
+        assert!(!all.contains(never), "{never} in {transcript:?}");
+    }
+    assert!(
+        phase["session_id"]
+            .as_str()
+            .is_some_and(|id| !id.is_empty()),
+        "Claude Code's session is kept: {phase:#}"
+    );
+    assert!(
+        phase.get("error").is_none(),
+        "no error on a success: {phase:#}"
+    );
+    assert_eq!(phase["work_key"], serde_json::Value::Null, "{phase:#}");
     assert_eq!(
         phase["delivered_refs"],
         serde_json::json!([DELIVERED_BRANCH])

@@ -278,6 +278,11 @@ pub struct Collected {
     pub cache_read_tokens: u64,
     pub cache_write_tokens: u64,
     pub cost_micros: u64,
+    /// whether the agent CLI said what it billed: without that the phase record carries no
+    /// price (OpenCode's zero, where it has no pricing for the provider, is no price)
+    pub cost_reported: bool,
+    /// the agent CLI's session (Claude Code's `session_id`, OpenCode's session it named)
+    pub session_id: Option<String>,
     /// pieces that could not be read: each an infrastructure error, never "absent"
     pub read_errors: Vec<String>,
     /// the end of the job's stderr

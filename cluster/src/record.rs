@@ -483,6 +483,11 @@ pub struct RunRecord {
 
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// when the store named the current job: the launch that opened the row, or the relaunch
+    /// that answered or re-seeded it (its phase record's `started_at`); absent on a row an
+    /// older build wrote, which then reads as `created_at`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launched_at: Option<DateTime<Utc>>,
 
     /// keys this build does not know, written back as they were read
     #[serde(flatten)]
@@ -544,6 +549,7 @@ impl RunRecord {
             bridge_calls_elided: 0,
             created_at: now,
             updated_at: now,
+            launched_at: None,
             extra: BTreeMap::new(),
         }
     }

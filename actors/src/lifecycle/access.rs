@@ -30,6 +30,16 @@ pub const BACKSTOP_MARGIN: Duration = Duration::from_secs(120);
 
 /// The file in a job's directory that says the engine's backstop, not the job, ended it.
 pub(crate) const BACKSTOP_FILE: &str = "backstop";
+
+/// The margin in force: [`BACKSTOP_MARGIN`], or `BOXFLEET_BACKSTOP_MARGIN_SECONDS` (a knob for
+/// tests, which cannot wait two minutes for a wedged box, and for operators who want it
+/// otherwise).
+fn backstop_margin() -> Duration {
+    std::env::var("BOXFLEET_BACKSTOP_MARGIN_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map_or(BACKSTOP_MARGIN, Duration::from_secs)
+}
 /// The file in a job's directory that says the disk watchdog ended it, and why.
 pub(crate) const DISK_BUDGET_FILE: &str = "disk_budget";
 
@@ -246,7 +256,7 @@ impl Access {
         let (Some(deadline), Some(started_at)) = (job.timeout_seconds, job.started_at) else {
             return Ok(None);
         };
-        let limit = Duration::from_secs(deadline + 10) + BACKSTOP_MARGIN;
+        let limit = Duration::from_secs(deadline + 10) + backstop_margin();
         let ran = (Utc::now() - started_at).to_std().unwrap_or_default();
         if ran < limit {
             return Ok(None);

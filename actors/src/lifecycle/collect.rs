@@ -18,7 +18,6 @@
 
 use std::sync::Arc;
 
-use boxfleet_cluster::phase::{FailureReason, PhaseRecord};
 use boxfleet_cluster::record::{EndingReason, Question, RunRecord, Usage};
 use boxfleet_cluster::runs::{Outcome, RunError};
 use boxfleet_cluster::transition::{
@@ -32,11 +31,12 @@ use crate::crash;
 use super::Coordinator;
 use super::access::{BACKSTOP_FILE, DISK_BUDGET_FILE};
 use super::api::{EngineDown, Parked, Resume, ResumeKind};
-use super::assess::{Assessment, assess};
+use super::assess::Assessment;
 use super::bounds::{self, Unaskable};
 use super::error::Error;
 use super::job::StoredJob;
 use super::limits::{MAX_QUESTION_BYTES, MAX_REPORT_BYTES};
+use super::phase_record::{self, Elided, EngineNotes, bound_collected, redact_collected};
 use crate::boxes::BoxOp;
 use crate::ports::{BoxError, Collected, Overlong, Sandbox};
 
@@ -46,22 +46,10 @@ struct Evidence {
     collected: Collected,
     /// the box, still reachable; `None` when it is gone
     sandbox: Option<Arc<dyn Sandbox>>,
-    /// the backstop's own note in the job's directory, when it ended the job
-    backstop: Option<String>,
-    /// the disk watchdog's note in the job's directory, when it ended the job
-    disk_budget: Option<String>,
+    /// the notes the engine's backstop and disk watchdog left, when they ended the job
+    notes: EngineNotes,
     /// what the bounds left out of `collected`
     elided: Elided,
-}
-
-/// What the bounds left out of a collection (the record's `*_elided` fields), and a question
-/// that could not be asked as it was written.
-#[derive(Debug, Default)]
-struct Elided {
-    refs: u64,
-    transcript_lines: u64,
-    transcript_bytes: u64,
-    unaskable: Option<Unaskable>,
 }
 
 impl Coordinator {
@@ -206,27 +194,16 @@ impl Coordinator {
         for warning in &collected.warnings {
             warn!(turn_id, launch_id, warning = %warning, "{}", warning);
         }
-        let mut assessment = assess(
+        if let Some(Unaskable(why)) = &evidence.elided.unaskable {
+            warn!(turn_id, launch_id, %why, "sandbox_question_unaskable");
+        }
+        let mut assessment = phase_record::assess_evidence(
             collected,
             job,
-            evidence.backstop.as_deref(),
+            &evidence.notes,
+            &evidence.elided,
             self.company.providers.sandbox.model_mismatch,
         );
-        if let Some(Unaskable(why)) = &evidence.elided.unaskable {
-            // the question could not be put to anyone: the run resumes as not succeeded
-            warn!(turn_id, launch_id, %why, "sandbox_question_unaskable");
-            assessment.failed = true;
-            assessment.error_text = if assessment.error_text.is_empty() {
-                why.clone()
-            } else {
-                format!("{why}\n{}", assessment.error_text)
-            };
-        }
-        if let Some(why) = &evidence.disk_budget {
-            assessment.failed = true;
-            assessment.reason = Some(FailureReason::DiskBudget);
-            assessment.error_text = format!("{why}\n{}", assessment.error_text);
-        }
         let failure = &assessment.error_text;
         if let Some(condensed) = self
             .condensed(
@@ -339,8 +316,10 @@ impl Coordinator {
         Ok(Evidence {
             collected,
             sandbox,
-            backstop,
-            disk_budget,
+            notes: EngineNotes {
+                backstop,
+                disk_budget,
+            },
             elided,
         })
     }
@@ -352,13 +331,7 @@ impl Coordinator {
         run: &RunRecord,
         collected: &Collected,
     ) -> Result<Usage, Error> {
-        let usage = Usage {
-            input_tokens: collected.input_tokens,
-            output_tokens: collected.output_tokens,
-            cache_read_tokens: collected.cache_read_tokens,
-            cache_write_tokens: collected.cache_write_tokens,
-            cost_micros: collected.cost_micros,
-        };
+        let usage = phase_record::usage_of(collected);
         for share in [Share::Seat, Share::Company] {
             let charge = Transition::Charge {
                 launch_id: run.launch_id.clone(),
@@ -386,39 +359,15 @@ impl Coordinator {
         usage: Usage,
         sandbox_id: &str,
     ) -> Result<(), Error> {
-        let collected = &evidence.collected;
-        let phase = PhaseRecord {
-            turn_id: run.turn_id.clone(),
-            iteration: run.iteration,
-            launch_id: run.launch_id.clone(),
-            started_at: Some(run.created_at),
-            duration_ms: (Utc::now() - run.created_at).num_milliseconds().max(0),
-            input_tokens: usage.input_tokens,
-            output_tokens: usage.output_tokens,
-            total_tokens: usage.input_tokens + usage.output_tokens,
-            cache_read_tokens: usage.cache_read_tokens,
-            cache_write_tokens: usage.cache_write_tokens,
-            cost_usd: usage.cost_micros as f64 / 1e6,
-            model: assessment.receipt.clone(),
-            coding_agent: run.coding_agent.clone(),
-            sandbox_id: sandbox_id.to_owned(),
-            response: collected.report.clone(),
-            delivered_refs: collected.delivered_refs.clone(),
-            activity_transcript: collected.transcript.clone(),
-            delivered_refs_elided: evidence.elided.refs,
-            activity_transcript_elided_lines: evidence.elided.transcript_lines,
-            activity_transcript_elided_bytes: evidence.elided.transcript_bytes,
-            failed: assessment.failed,
-            reason: assessment.reason,
-            error: bounds::failure(
-                &boxfleet_redact::redact(&assessment.error_text),
-                MAX_REPORT_BYTES,
-            ),
-            exit_code: collected.exit_code,
-            notes: collected.question.as_ref().map(|q| q.question.clone()),
-            work_item: run.work_item.clone(),
-            conversation_key: run.conversation_key.clone(),
-        };
+        let phase = phase_record::phase_record(
+            run,
+            &evidence.collected,
+            &evidence.elided,
+            assessment,
+            usage,
+            sandbox_id,
+            Utc::now(),
+        );
         let publish = Transition::PublishPhase {
             launch_id: run.launch_id.clone(),
             phase: phase.to_value(),
@@ -563,65 +512,4 @@ async fn read_note(sandbox: &dyn Sandbox, path: &str, collected: &mut Collected)
             None
         }
     }
-}
-
-/// Everything a collection read, held to its bounds ([`bounds`]): the report, the transcript,
-/// the refs and the question. A question that cannot be asked is taken off the collection.
-fn bound_collected(mut collected: Collected) -> (Collected, Elided) {
-    let mut elided = Elided::default();
-    let transcript = bounds::transcript(std::mem::take(&mut collected.transcript));
-    collected.transcript = transcript.lines;
-    elided.transcript_lines = transcript.elided_lines;
-    elided.transcript_bytes = transcript.elided_bytes;
-    let (refs, refs_elided) = bounds::delivered_refs(std::mem::take(&mut collected.delivered_refs));
-    collected.delivered_refs = refs;
-    elided.refs = refs_elided;
-    // never dropped unsaid: the resumed executor reads the count beside the report, inside
-    // the report's bound
-    let refs_note = (refs_elided > 0).then(|| {
-        format!(
-            "\n[… {refs_elided} more delivered refs are not listed: the record lists them up to 16 KiB]"
-        )
-    });
-    let room = MAX_REPORT_BYTES - refs_note.as_ref().map_or(0, String::len);
-    collected.report = bounds::from_start(&collected.report, room);
-    if let Some(note) = refs_note {
-        collected.report.push_str(&note);
-    }
-    if let Some(asked) = collected.question.take() {
-        match bounds::question(&asked.question, &asked.audience) {
-            Ok(question) => {
-                collected.question = Some(crate::ports::AskedQuestion { question, ..asked });
-            }
-            Err(unaskable) => elided.unaskable = Some(unaskable),
-        }
-    }
-    (collected, elided)
-}
-
-/// Everything a runner collected, redacted whole once more. A transcript is redacted as one
-/// text, so a key split over its lines reads as the block it is; what the runner already
-/// redacted comes through unchanged.
-fn redact_collected(mut collected: Collected) -> Collected {
-    use boxfleet_redact::redact;
-    collected.report = redact(&collected.report);
-    if !collected.transcript.is_empty() {
-        let whole = redact(&collected.transcript.join("\n"));
-        collected.transcript = whole.split('\n').map(str::to_owned).collect();
-    }
-    for piece in collected
-        .delivered_refs
-        .iter_mut()
-        .chain(collected.read_errors.iter_mut())
-    {
-        *piece = redact(piece);
-    }
-    collected.stderr_tail = redact(&collected.stderr_tail);
-    if let Some(asked) = collected.question.as_mut() {
-        asked.question = redact(&asked.question);
-        if let Some(branch) = asked.branch.as_mut() {
-            *branch = redact(branch);
-        }
-    }
-    collected
 }

@@ -50,6 +50,7 @@ mod job;
 mod launch;
 pub mod limits;
 pub mod offers;
+pub mod phase_record;
 mod placement;
 mod recovery;
 mod reply;

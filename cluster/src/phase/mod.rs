@@ -62,10 +62,12 @@ pub struct PhaseRecord {
     pub iteration: u32,
     /// the job
     pub launch_id: String,
-    /// when the run's row was opened for this job, as RFC 3339 with a `+00:00` offset
+    /// when this job was launched, as the row that named it was dated (its launch, or the
+    /// relaunch that answered or re-seeded it), as RFC 3339 with a `+00:00` offset
     #[serde(with = "rfc3339_offset")]
     pub started_at: Option<DateTime<Utc>>,
-    /// from `started_at` to the collection, in milliseconds
+    /// from `started_at` to the collection on the node that read the result, in milliseconds
+    /// (the completion poll's interval is inside it)
     pub duration_ms: i64,
     /// input tokens, the cache's shares included
     pub input_tokens: u64,
@@ -74,14 +76,20 @@ pub struct PhaseRecord {
     pub total_tokens: u64,
     pub cache_read_tokens: u64,
     pub cache_write_tokens: u64,
-    /// what the job cost, as the agent CLI reported it
-    pub cost_usd: f64,
+    /// what the job cost, where its agent CLI said so; absent where it said nothing (a
+    /// `command` job, a CLI with no pricing for the provider)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     /// which model was asked for and which ran
     pub model: ModelReceipt,
     /// the runner: `command`, `claude-code`, `opencode`
     pub coding_agent: String,
     /// the box the job ran in
     pub sandbox_id: String,
+    /// the agent CLI's session (Claude Code's `session_id`, OpenCode's); absent for a
+    /// `command` job and a CLI that named none
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
     /// the findings report, redacted and bounded
     pub response: String,
     /// the branches and PRs the report's `Delivered:` lines name
@@ -101,7 +109,8 @@ pub struct PhaseRecord {
     pub failed: bool,
     /// why it failed, when that is more than its exit status; `null` when it did not fail
     pub reason: Option<FailureReason>,
-    /// what went wrong, redacted and bounded; empty when it did not fail
+    /// what went wrong, redacted and bounded; absent when it did not fail
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub error: String,
     /// the job's exit status; `null` when it ended without one (killed, or its box gone)
     pub exit_code: Option<i32>,
@@ -109,6 +118,9 @@ pub struct PhaseRecord {
     pub notes: Option<String>,
     /// the work item the turn was for
     pub work_item: Option<String>,
+    /// the key the turn's work is ordered under (its message's partition), as on every phase
+    /// record
+    pub work_key: Option<String>,
     /// the conversation the turn reports back to
     pub conversation_key: Option<String>,
 }
@@ -178,7 +190,7 @@ mod tests {
             total_tokens: 1540,
             cache_read_tokens: 1000,
             cache_write_tokens: 100,
-            cost_usd: 0.0125,
+            cost_usd: Some(0.0125),
             model: ModelReceipt::new(
                 Some("claude-sonnet-4-5"),
                 Some("claude-haiku-4-5"),
@@ -186,6 +198,7 @@ mod tests {
             ),
             coding_agent: "claude-code".into(),
             sandbox_id: "d20261201101519-6aaa36f40942".into(),
+            session_id: Some("0b1c6a2e-5f4d-4a8e-9a51-3c2f7d9e8b10".into()),
             response: "half done\n".into(),
             delivered_refs: vec!["fix/retry".into()],
             activity_transcript: vec!["Bash: cargo test".into()],
@@ -198,14 +211,16 @@ mod tests {
             exit_code: Some(0),
             notes: None,
             work_item: Some("ENG-7".into()),
+            work_key: Some("acme/api#7".into()),
             conversation_key: None,
         }
     }
 
-    /// The JSON the phase record has always been published as: this text was printed by the
-    /// hand-built `json!` the collection used before the record was a type, for the same
-    /// values. The stored event body and the wire form must not change by a byte.
-    const GOLDEN: &str = r#"{"activity_transcript":["Bash: cargo test"],"cache_read_tokens":1000,"cache_write_tokens":100,"coding_agent":"claude-code","conversation_key":null,"cost_usd":0.0125,"delivered_refs":["fix/retry"],"duration_ms":13000,"error":"model_mismatch: the box ran claude-haiku-4-5","exit_code":0,"failed":true,"input_tokens":1200,"iteration":2,"launch_id":"launch-3","model":{"effective":"claude-haiku-4-5","requested":"claude-sonnet-4-5","source":"stream:assistant","status":"mismatch"},"notes":null,"output_tokens":340,"reason":"model_mismatch","response":"half done\n","sandbox_id":"d20261201101519-6aaa36f40942","started_at":"2026-12-01T10:15:19.794344472+00:00","total_tokens":1540,"turn_id":"turn-1","work_item":"ENG-7"}"#;
+    /// The JSON the phase record is published as: first printed by the hand-built `json!` the
+    /// collection used before the record was a type, then given `session_id` and `work_key`
+    /// (and `cost_usd`, `error` only where the spec says). A change here is a change of the
+    /// contract every reader parses.
+    const GOLDEN: &str = r#"{"activity_transcript":["Bash: cargo test"],"cache_read_tokens":1000,"cache_write_tokens":100,"coding_agent":"claude-code","conversation_key":null,"cost_usd":0.0125,"delivered_refs":["fix/retry"],"duration_ms":13000,"error":"model_mismatch: the box ran claude-haiku-4-5","exit_code":0,"failed":true,"input_tokens":1200,"iteration":2,"launch_id":"launch-3","model":{"effective":"claude-haiku-4-5","requested":"claude-sonnet-4-5","source":"stream:assistant","status":"mismatch"},"notes":null,"output_tokens":340,"reason":"model_mismatch","response":"half done\n","sandbox_id":"d20261201101519-6aaa36f40942","session_id":"0b1c6a2e-5f4d-4a8e-9a51-3c2f7d9e8b10","started_at":"2026-12-01T10:15:19.794344472+00:00","total_tokens":1540,"turn_id":"turn-1","work_item":"ENG-7","work_key":"acme/api#7"}"#;
 
     #[test]
     fn the_record_serializes_byte_for_byte_as_it_always_has() {
@@ -219,6 +234,25 @@ mod tests {
         assert_eq!(PhaseRecord::from_event_body(&body), Some(a_failed_job()));
         let parsed: PhaseRecord = serde_json::from_str(GOLDEN).expect("golden reads");
         assert_eq!(parsed, a_failed_job());
+    }
+
+    #[test]
+    fn a_succeeded_unpriced_job_carries_no_error_and_no_price() {
+        let record = PhaseRecord {
+            failed: false,
+            reason: None,
+            error: String::new(),
+            cost_usd: None,
+            session_id: None,
+            ..a_failed_job()
+        };
+        let value = record.to_value();
+        for absent in ["error", "cost_usd", "session_id"] {
+            assert!(value.get(absent).is_none(), "{absent} in {value}");
+        }
+        assert_eq!(value["failed"], false);
+        let back: PhaseRecord = serde_json::from_value(value).expect("reads");
+        assert_eq!(back, record);
     }
 
     #[test]

@@ -190,7 +190,7 @@ pub(super) fn publish_phase(
         launch_id,
         &current.seat,
         step.now,
-        serde_json::json!({ "phase": "sandbox", "record": phase }),
+        serde_json::json!({ "phase": "sandbox", "backend": "sandbox", "record": phase }),
     ))));
     Ok(())
 }
@@ -561,7 +561,7 @@ mod tests {
             kind::PHASE_COMPLETED,
             &[TURN, LAUNCH],
             LAUNCH,
-            serde_json::json!({"phase": "sandbox", "record": {"exit": 0}}),
+            serde_json::json!({"phase": "sandbox", "backend": "sandbox", "record": {"exit": 0}}),
         )
     }
 
@@ -601,7 +601,7 @@ mod tests {
             kind::PHASE_COMPLETED,
             &[TURN, LAUNCH],
             LAUNCH,
-            serde_json::json!({"phase": "sandbox", "record": phase}),
+            serde_json::json!({"phase": "sandbox", "backend": "sandbox", "record": phase}),
         );
         assert_eq!(
             decide_on(&current, publish),

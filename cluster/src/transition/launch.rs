@@ -31,6 +31,7 @@ pub(super) fn open_launch(
     record.epoch = fence.epoch;
     record.created_at = now;
     record.updated_at = now;
+    record.launched_at = Some(now);
     let effects = vec![started_event(&record, now)];
     Ok(Decision {
         next: Next::Write(Box::new(record)),
@@ -103,6 +104,7 @@ pub(super) fn relaunch(
     }
     next.status = Status::Launching;
     next.launch_id = new_launch_id.to_owned();
+    next.launched_at = Some(step.now);
     next.iteration += 1;
     next.brief = brief.to_owned();
     next.claim = None;
@@ -199,6 +201,7 @@ mod tests {
         expected.epoch = 9;
         expected.created_at = now();
         expected.updated_at = now();
+        expected.launched_at = Some(now());
         assert_eq!(
             crate::transition::decide(None, &fence_at(9), &open, now()),
             writes(expected, vec![started(LAUNCH, 0)])
@@ -353,6 +356,8 @@ mod tests {
         let mut expected = stamped(&current);
         expected.status = Status::Launching;
         expected.launch_id = "launch-2".into();
+        // the new job's own start: its phase record counts from here, not from the row's
+        expected.launched_at = Some(now());
         expected.iteration = 1;
         expected.brief = "go on".into();
         expected.claim = None;
@@ -376,6 +381,8 @@ mod tests {
         let mut expected = stamped(&current);
         expected.status = Status::Launching;
         expected.launch_id = "launch-2".into();
+        // the new job's own start: its phase record counts from here, not from the row's
+        expected.launched_at = Some(now());
         expected.iteration = 1;
         expected.brief = "go on".into();
         expected.claim = None;

@@ -19,7 +19,7 @@ use crate::claude_stream::{ClaudeResult, ClaudeStream};
 use crate::common::{self, ReadErrors, tail_lines, whole_chars};
 use crate::layout::{self, sh_quote};
 use crate::refs::run_refs;
-use crate::transcript::USAGE_NEGATIVE;
+use crate::transcript::{RESULT_REFUSED, USAGE_NEGATIVE};
 
 /// The event stream, in the job directory.
 pub const STREAM: &str = "stream.jsonl";
@@ -221,25 +221,39 @@ impl Runner for ClaudeCodeRunner {
 
         // the event stream: the transcript, the model, and its last line
         let stream_path = layout::in_job(&job.dir, STREAM);
-        let (stream, last_line) = match sandbox.read_tail(&stream_path, 0, STREAM_READ_BYTES).await
-        {
-            Ok(tail) => decode(&tail.bytes, tail.offset > 0),
-            Err(error) => {
-                errors.push("event stream", &stream_path, error);
-                (ClaudeStream::new(), None)
-            }
-        };
+        let (stream, last_line, stream_read) =
+            match sandbox.read_tail(&stream_path, 0, STREAM_READ_BYTES).await {
+                Ok(tail) => {
+                    let (stream, last_line) = decode(&tail.bytes, tail.offset > 0);
+                    (stream, last_line, true)
+                }
+                Err(error) => {
+                    errors.push("event stream", &stream_path, error);
+                    (ClaudeStream::new(), None, false)
+                }
+            };
 
-        // the result line: result.json, else the stream's own last line
+        // the result line: result.json, else the stream's own last line (what the copy would
+        // have held); a result file the box refuses is read that way too, and the refusal said
         let result_path = layout::in_job(&job.dir, RESULT);
+        let mut notes = Vec::new();
         let result_line = match sandbox.read_file(&result_path).await {
             Ok(Some(bytes)) if !String::from_utf8_lossy(&bytes).trim().is_empty() => {
                 Some(String::from_utf8_lossy(&bytes).into_owned())
             }
-            Ok(_) => last_line,
+            Ok(_) => last_line.clone(),
+            Err(refusal @ (BoxError::NotRegular { .. } | BoxError::TooLarge { .. })) => {
+                collected
+                    .warnings
+                    .push(format!("{RESULT_REFUSED}: {refusal}"));
+                notes.push(format!(
+                    "[boxfleet] {refusal}; the result was read from the event stream's last line"
+                ));
+                last_line.clone()
+            }
             Err(error) => {
                 errors.push("result", &result_path, error);
-                last_line
+                last_line.clone()
             }
         };
         let result = result_line.as_deref().and_then(ClaudeResult::from_line);
@@ -251,35 +265,22 @@ impl Runner for ClaudeCodeRunner {
             collected.cache_read_tokens = usage.cache_read_tokens;
             collected.cache_write_tokens = usage.cache_write_tokens;
             collected.cost_micros = usage.cost_micros;
+            collected.cost_reported = result.cost_reported;
+            collected.session_id = result.session_id.clone();
             if usage.negative {
                 collected.warnings.push(USAGE_NEGATIVE.to_owned());
             }
+        }
+        if collected.session_id.is_none() {
+            collected.session_id = stream.session_id().map(str::to_owned);
         }
         if let Some((model, source)) = stream.effective_model() {
             collected.effective_model = Some(model);
             collected.model_source = Some(source.to_owned());
         }
+        let failure = cli_failure(result.as_ref(), &stream, last_line.as_deref(), stream_read);
         let spoke = stream.events() > 0;
-        let last_type = stream
-            .last()
-            .and_then(|v| v.get("type"))
-            .and_then(|t| t.as_str())
-            .map(str::to_owned);
         collected.transcript = stream.into_transcript();
-
-        // how a run that did not succeed ended
-        let failure = match &result {
-            Some(result) if result.failed() => Some(result.failure()),
-            Some(_) => None,
-            None if spoke => Some(format!(
-                "the stream ended before the run said how it ended (its last line: {})",
-                last_type.as_deref().unwrap_or("not a message")
-            )),
-            None => None,
-        };
-        if let Some(failure) = &failure {
-            collected.transcript.push(format!("[ended] {failure}"));
-        }
 
         // the report: the findings file, else the final message
         let final_text = result
@@ -312,6 +313,14 @@ impl Runner for ClaudeCodeRunner {
                 STDERR_TRANSCRIPT_LINES,
             );
         }
+        // how a run that did not succeed ended
+        if let Some(failure) = &failure {
+            collected.transcript.push(format!("[ended] {failure}"));
+        }
+        if !notes.is_empty() {
+            notes.push(std::mem::take(&mut collected.stderr_tail));
+            collected.stderr_tail = notes.join("\n");
+        }
         Ok(common::finish_cli_collect(sandbox, collected, errors, failure.as_deref()).await)
     }
 
@@ -327,6 +336,47 @@ impl Runner for ClaudeCodeRunner {
             .await?;
         Ok(follow_lines(&tail.bytes, tail.offset, tail.offset > from))
     }
+}
+
+/// How a Claude Code run that did not succeed ended, from its result line, else its stream:
+/// `None` when it succeeded, or when the stream could not be read (that read error says it).
+/// Never a silent success: a stream that stopped before its result, output that is not the
+/// stream, and a CLI that printed nothing each read as what they are.
+fn cli_failure(
+    result: Option<&ClaudeResult>,
+    stream: &ClaudeStream,
+    last_line: Option<&str>,
+    stream_read: bool,
+) -> Option<String> {
+    if let Some(result) = result {
+        return result.failed().then(|| result.failure());
+    }
+    if !stream_read {
+        return None;
+    }
+    if stream.events() > 0 {
+        let last_type = stream
+            .last()
+            .and_then(|v| v.get("type"))
+            .and_then(|t| t.as_str())
+            .unwrap_or("not a message");
+        let doing = stream
+            .last_said()
+            .map(|said| format!("; it was at: {said}"))
+            .unwrap_or_default();
+        return Some(format!(
+            "the stream ended before the run said how it ended (its last line: {last_type}{doing})"
+        ));
+    }
+    Some(match last_line {
+        Some(line) => format!(
+            "the CLI printed no event stream: its output is not stream-json (its last line: {})",
+            crate::transcript::first_line(line)
+        ),
+        None => "the CLI printed nothing: no event stream and no result (is it installed, and \
+                 does it take its arguments? its stderr may say)"
+            .to_owned(),
+    })
 }
 
 /// The transcript of the whole lines in `bytes` (read from `offset`; a partial first line

@@ -42,6 +42,8 @@ pub struct ClaudeStream {
     assistant_model: Option<String>,
     session_id: Option<String>,
     last: Option<Value>,
+    /// the last line of what the agent said, or of a tool it called
+    last_said: Option<String>,
     events: usize,
 }
 
@@ -91,8 +93,21 @@ impl ClaudeStream {
             return;
         };
         for block in blocks {
-            if block.get("type").and_then(Value::as_str) != Some("tool_use") {
-                continue; // text and thinking are never the transcript
+            match block.get("type").and_then(Value::as_str) {
+                Some("tool_use") => {}
+                // what the session's agent said (a subagent's words are its answer to a Task
+                // call: that call's output, never the transcript)
+                Some("text") if top_level => {
+                    let text = block.get("text").and_then(Value::as_str).unwrap_or("");
+                    let said = transcript::said_lines(text);
+                    if let Some(last) = said.last() {
+                        self.last_said = Some(last.clone());
+                    }
+                    self.transcript.extend(said);
+                    continue;
+                }
+                // thinking, redacted thinking, a block type a CLI release adds: never
+                _ => continue,
             }
             let name = block.get("name").and_then(Value::as_str).unwrap_or("tool");
             let input = block.get("input").cloned().unwrap_or(Value::Null);
@@ -100,6 +115,7 @@ impl ClaudeStream {
             if let Some(id) = block.get("id").and_then(Value::as_str) {
                 self.calls.insert(id.to_owned(), self.transcript.len());
             }
+            self.last_said = Some(line.clone());
             self.transcript.push(line);
         }
     }
@@ -172,6 +188,12 @@ impl ClaudeStream {
         self.last.as_ref()
     }
 
+    /// What the agent was doing when the stream stopped: the last line it said, or of the last
+    /// tool it called.
+    pub fn last_said(&self) -> Option<&str> {
+        self.last_said.as_deref()
+    }
+
     /// How many JSON lines were decoded.
     pub fn events(&self) -> usize {
         self.events
@@ -232,6 +254,8 @@ pub struct ClaudeResult {
     pub session_id: Option<String>,
     pub num_turns: Option<u64>,
     pub usage: Usage,
+    /// whether the line carries a price (`total_cost_usd`); without one the record has none
+    pub cost_reported: bool,
 }
 
 impl ClaudeResult {
@@ -259,6 +283,7 @@ impl ClaudeResult {
             session_id: text_of(value, "session_id"),
             num_turns: value.get("num_turns").and_then(Value::as_u64),
             usage: Usage::read(value.get("usage"), value.get("total_cost_usd")),
+            cost_reported: value.get("total_cost_usd").is_some_and(Value::is_number),
         })
     }
 
@@ -302,7 +327,8 @@ mod tests {
 not json at all
 {"type":"assistant","message":{"id":"m1","model":"claude-sonnet-4-5-20250929","role":"assistant","content":[{"type":"thinking","thinking":"SECRET-THOUGHT"},{"type":"text","text":"I will look."},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"cargo test\n--all","description":"run"}}],"usage":{"input_tokens":3}},"parent_tool_use_id":null,"session_id":"s-1"}
 {"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"error: 2 tests failed\nTOOL-OUTPUT"}]}}
-{"type":"assistant","message":{"model":"claude-haiku-4-5","content":[{"type":"tool_use","id":"t2","name":"Read","input":{"file_path":"/w/src/lib.rs"}}]},"parent_tool_use_id":"t9"}
+{"type":"assistant","message":{"model":"claude-haiku-4-5","content":[{"type":"text","text":"SUBAGENT-SAID"},{"type":"tool_use","id":"t2","name":"Read","input":{"file_path":"/w/src/lib.rs"}}]},"parent_tool_use_id":"t9"}
+{"type":"assistant","message":{"content":[{"type":"redacted_thinking","data":"SECRET-THOUGHT"},{"type":"server_tool_use_v9","text":"NEW-BLOCK"}]},"parent_tool_use_id":null}
 {"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t2","content":[{"type":"text","text":"FILE-BODY"}]}]}}
 {"type":"stream_event","event":{}}
 {"type":"result","subtype":"success","is_error":false,"result":"Done.","session_id":"s-1","num_turns":3,"total_cost_usd":0.0421,"usage":{"input_tokens":10,"cache_creation_input_tokens":200,"cache_read_input_tokens":3000,"output_tokens":50}}"#;
@@ -316,16 +342,29 @@ not json at all
         assert_eq!(
             stream.transcript(),
             [
+                "I will look.",
                 "[tool] Bash: cargo test (failed: error: 2 tests failed)",
                 "[tool] Read: /w/src/lib.rs",
             ]
         );
+        // never a tool's output, the model's thinking, a subagent's words or an unknown block
+        let all = stream.transcript().join("\n");
+        for never in [
+            "SECRET-THOUGHT",
+            "TOOL-OUTPUT",
+            "FILE-BODY",
+            "SUBAGENT-SAID",
+            "NEW-BLOCK",
+        ] {
+            assert!(!all.contains(never), "{never} in {all}");
+        }
+        assert_eq!(stream.last_said(), Some("[tool] Read: /w/src/lib.rs"));
         assert_eq!(
             stream.effective_model(),
             Some(("claude-sonnet-4-5-20250929".to_owned(), SOURCE_ASSISTANT))
         );
         assert_eq!(stream.session_id(), Some("s-1"));
-        assert_eq!(stream.events(), 7);
+        assert_eq!(stream.events(), 8);
         let result = stream
             .last()
             .and_then(ClaudeResult::from_value)
@@ -355,7 +394,7 @@ not json at all
             stream.effective_model(),
             Some(("claude-opus-4-1".to_owned(), SOURCE_INIT))
         );
-        assert!(stream.transcript().is_empty());
+        assert_eq!(stream.transcript(), ["API Error"]);
         assert_eq!(ClaudeStream::new().effective_model(), None);
     }
 

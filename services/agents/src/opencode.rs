@@ -433,13 +433,14 @@ impl Runner for OpenCodeRunner {
         common::read_exit(sandbox, job, &mut collected, &mut errors).await;
 
         let stream_path = layout::in_job(&job.dir, STREAM);
-        let stream = match sandbox.read_tail(&stream_path, 0, STREAM_READ_BYTES).await {
-            Ok(tail) => decode(&tail.bytes, tail.offset > 0),
-            Err(error) => {
-                errors.push("event stream", &stream_path, error);
-                OpenCodeStream::new()
-            }
-        };
+        let (stream, stream_read) =
+            match sandbox.read_tail(&stream_path, 0, STREAM_READ_BYTES).await {
+                Ok(tail) => (decode(&tail.bytes, tail.offset > 0), true),
+                Err(error) => {
+                    errors.push("event stream", &stream_path, error);
+                    (OpenCodeStream::new(), false)
+                }
+            };
         // a missing report reports zero rather than an estimate
         if let Some(usage) = stream.usage() {
             collected.input_tokens = usage.input_tokens;
@@ -447,6 +448,8 @@ impl Runner for OpenCodeRunner {
             collected.cache_read_tokens = usage.cache_read_tokens;
             collected.cache_write_tokens = usage.cache_write_tokens;
             collected.cost_micros = usage.cost_micros;
+            // zero where OpenCode has no pricing for the provider: no price
+            collected.cost_reported = usage.cost_micros > 0;
             if usage.negative {
                 collected.warnings.push(USAGE_NEGATIVE.to_owned());
             }
@@ -455,8 +458,35 @@ impl Runner for OpenCodeRunner {
             collected.effective_model = Some(model);
             collected.model_source = Some(source.to_owned());
         }
+        collected.session_id = stream
+            .report()
+            .and_then(|report| report.get("id"))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned);
         collected.transcript = stream.transcript();
-        let failure = stream.errors().first().cloned();
+        let failure = stream.errors().first().cloned().or_else(|| {
+            // never a silent success, and never an ending left unsaid
+            if !stream_read {
+                None
+            } else if stream.events() == 0 {
+                let nothing = "OpenCode printed no events and no session report";
+                Some(match collected.exit_code {
+                    Some(code) if code != 0 => format!("{nothing} (exited with status {code})"),
+                    _ => nothing.to_owned(),
+                })
+            } else {
+                match collected.exit_code {
+                    Some(code) if code != 0 => Some(format!(
+                        "exited with status {code} without an error event{}",
+                        stream
+                            .last_said()
+                            .map(|said| format!(" (it was at: {said})"))
+                            .unwrap_or_default()
+                    )),
+                    _ => None,
+                }
+            }
+        });
 
         let final_text = stream.final_text().map(boxfleet_redact::redact);
         match common::read_report(sandbox, &mut errors).await {
@@ -478,6 +508,12 @@ impl Runner for OpenCodeRunner {
         common::read_stderr(sandbox, job, &mut collected, &mut errors).await;
         if stream.events() == 0 {
             collected.transcript = tail_lines(collected.stderr_tail.as_bytes(), false, 200);
+        }
+        // how a run that did not succeed ended, where its events did not already say it
+        if let Some(failure) = &failure
+            && stream.errors().is_empty()
+        {
+            collected.transcript.push(format!("[ended] {failure}"));
         }
         Ok(common::finish_cli_collect(sandbox, collected, errors, failure.as_deref()).await)
     }

@@ -31,6 +31,8 @@ pub struct OpenCodeStream {
     steps: Usage,
     final_text: Option<String>,
     errors: Vec<String>,
+    /// the last line of what the agent said, or of a tool it called
+    last_said: Option<String>,
     events: usize,
 }
 
@@ -95,6 +97,11 @@ impl OpenCodeStream {
             }
             Some("text") => {
                 if let Some(text) = part.get("text").and_then(Value::as_str) {
+                    let said = transcript::said_lines(text);
+                    if let Some(last) = said.last() {
+                        self.last_said = Some(last.clone());
+                    }
+                    self.transcript.extend(said);
                     self.final_text = Some(text.to_owned());
                 }
             }
@@ -149,6 +156,7 @@ impl OpenCodeStream {
                 if let Some(id) = &id {
                     self.calls.insert(id.clone(), self.transcript.len());
                 }
+                self.last_said = Some(line.clone());
                 self.transcript.push(line);
                 self.transcript.len() - 1
             }
@@ -215,6 +223,12 @@ impl OpenCodeStream {
         self.final_text.as_deref()
     }
 
+    /// What the agent was doing when the stream stopped: the last line it said, or of the last
+    /// tool it called.
+    pub fn last_said(&self) -> Option<&str> {
+        self.last_said.as_deref()
+    }
+
     /// The errors the events reported.
     pub fn errors(&self) -> &[String] {
         &self.errors
@@ -257,7 +271,8 @@ mod tests {
     use super::*;
 
     const EVENTS: &str = r#"{"type":"step_start","timestamp":1,"sessionID":"ses_1","part":{"type":"step-start"}}
-{"type":"text","sessionID":"ses_1","part":{"type":"text","text":"TEXT-NEVER-SHOWN"}}
+{"type":"reasoning","sessionID":"ses_1","part":{"type":"reasoning","text":"SECRET-THOUGHT"}}
+{"type":"text","sessionID":"ses_1","part":{"type":"text","text":"I'll run the tests.\n\nThen fix them."}}
 {"type":"tool_use","sessionID":"ses_1","part":{"type":"tool","tool":"bash","callID":"c1","state":{"status":"completed","input":{"command":"go test ./...","description":"d"},"output":"TOOL-OUTPUT"}}}
 {"type":"tool_use","sessionID":"ses_1","part":{"type":"tool","tool":"edit","callID":"c2","state":{"status":"error","input":{"filePath":"/w/a.go"},"error":"oldString not found\nmore"}}}
 {"type":"step_finish","sessionID":"ses_1","part":{"type":"step-finish","reason":"tool-calls","tokens":{"input":10,"output":5,"reasoning":2,"cache":{"read":100,"write":7}},"cost":0.01}}
@@ -273,10 +288,16 @@ mod tests {
         assert_eq!(
             stream.transcript(),
             vec![
+                "I'll run the tests.",
+                "Then fix them.",
                 "[tool] bash: go test ./...",
                 "[tool] edit: /w/a.go (failed: oldString not found)",
             ]
         );
+        let all = stream.transcript().join("\n");
+        for never in ["SECRET-THOUGHT", "TOOL-OUTPUT", "more"] {
+            assert!(!all.contains(never), "{never} in {all}");
+        }
         assert_eq!(
             stream.usage(),
             Some(Usage {
@@ -293,8 +314,11 @@ mod tests {
             stream.effective_model(),
             Some(("anthropic/claude-sonnet-4-5".to_owned(), SOURCE_SESSION))
         );
-        assert_eq!(stream.final_text(), Some("TEXT-NEVER-SHOWN"));
-        assert_eq!(stream.events(), 6);
+        assert_eq!(
+            stream.final_text(),
+            Some("I'll run the tests.\n\nThen fix them.")
+        );
+        assert_eq!(stream.events(), 7);
     }
 
     #[test]

@@ -70,7 +70,10 @@ fn unwrap_value(mut value: &str) -> &str {
 }
 
 fn delivered_on(line: &str) -> Option<String> {
-    let s = strip_marker(line).trim_start_matches(is_decoration);
+    let marked = strip_marker(line);
+    // emphasis opened before the key (`**Delivered: x**`) closes after the value
+    let emphasised = marked.starts_with(is_decoration);
+    let s = marked.trim_start_matches(is_decoration);
     let key = s.get(..9)?;
     if !key.eq_ignore_ascii_case("delivered") {
         return None;
@@ -83,36 +86,58 @@ fn delivered_on(line: &str) -> Option<String> {
         .trim_start();
     let token = rest.split_whitespace().next()?;
     // the value stands alone on the line: `Delivered: the fix for the flake` is a sentence,
-    // not a ref; a parenthetical after it (`(pushed)`) is a note, not more of the value
+    // and `Delivered: wip/x (pushed)` a sentence about a branch, not a ref (emphasis closing
+    // after it is fine)
     let after = rest.trim_start()[token.len()..].trim();
-    if !after.is_empty() && !after.starts_with('(') {
+    if !after.trim_matches(is_decoration).is_empty() {
         return None;
     }
     let token = token.trim_end_matches([',', ';']);
+    let token = if emphasised && !token.starts_with(is_decoration) {
+        token.trim_end_matches(is_decoration)
+    } else {
+        token
+    };
     let token = unwrap_value(token);
     let token = token.trim_end_matches(['.', ',', ';']);
     let token = unwrap_value(token);
     (is_clean_url(token) || is_branch_name(token)).then(|| token.to_owned())
 }
 
-/// An `http(s)://` URL with a host and no credentials in it.
+/// A URL of any scheme (`https://`, `ssh://`, `git://`, …) with a host and no credentials in
+/// it: no password, no user at all on `http(s)` (where a user is how a token rides), and no
+/// credential in the query. A user name alone (`ssh://git@host/…`) is how those schemes
+/// address an account, and is kept unless it reads as a secret.
 pub fn is_clean_url(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    let Some(rest) = lower
-        .strip_prefix("https://")
-        .or_else(|| lower.strip_prefix("http://"))
-    else {
+    let Some((scheme, rest)) = text.split_once("://") else {
         return false;
     };
+    let mut chars = scheme.chars();
+    if !chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        || !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    {
+        return false;
+    }
     if text.chars().any(|c| c.is_control() || c.is_whitespace()) {
         return false;
     }
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    if authority.is_empty() || authority.contains('@') {
+    let host = match authority.rsplit_once('@') {
+        None => authority,
+        Some((user, host)) => {
+            let web = ["http", "https"].contains(&scheme.to_ascii_lowercase().as_str());
+            if web || user.contains(':') || boxfleet_redact::redact(user) != user {
+                return false;
+            }
+            host
+        }
+    };
+    if host.is_empty() || host.starts_with(':') {
         return false;
     }
     // a credential in the query: `?access_token=…`, `&password=…`
-    let query = rest.split_once('?').map(|(_, q)| q).unwrap_or("");
+    let lower = rest.to_ascii_lowercase();
+    let query = lower.split_once('?').map(|(_, q)| q).unwrap_or("");
     !query.split('&').any(|pair| {
         let key = pair.split('=').next().unwrap_or("");
         ["token", "password", "passwd", "secret", "credential"]
@@ -222,8 +247,10 @@ mod tests {
             Delivered: https://git.example.com/acme/app/pull/7\n\
             - Delivered: `feature/login`\n\
             * **Delivered:** <https://git.example.com/acme/app/pull/8>.\n\
-            1. **Delivered**: _wip/x_ (pushed)\n\
+            1. **Delivered**: _wip/x_\n\
             > delivered: fix-1\n\
+            Delivered: ssh://git@git.example.com:2222/acme/app.git\n\
+            - **Delivered: git://example.org/app.git**\n\
             Delivered: https://git.example.com/acme/app/pull/7\n\
             We Delivered: not-this\n";
         assert_eq!(
@@ -234,6 +261,8 @@ mod tests {
                 "https://git.example.com/acme/app/pull/8",
                 "wip/x",
                 "fix-1",
+                "ssh://git@git.example.com:2222/acme/app.git",
+                "git://example.org/app.git",
             ]
         );
     }
@@ -246,7 +275,13 @@ mod tests {
             Delivered: bad..name\n\
             Delivered: -rf\n\
             Delivered: a.lock\n\
-            Delivered: ftp://example.com/x\n\
+            Delivered: wip/x (pushed)\n\
+            Delivered: https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/a/b\n\
+            Delivered: https://x-token@github.com/a/b\n\
+            Delivered: ssh://git:hunter2@example.com/x.git\n\
+            Delivered: ssh://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/a/b\n\
+            Delivered: 1http://example.com/x\n\
+            Delivered: ssh:///no-host\n\
             Delivered:\n\
             Delivered: the fix for the flake\n\
             Delivered: branch feature/x\n";

@@ -1,13 +1,54 @@
-//! The activity transcript's one shape, for every CLI's event stream: one line per tool call,
-//! naming the tool and the first line of its subject (`[tool] Bash: go test ./...`), a failed
-//! call marked with the first line of its error, and how a run that did not succeed ended.
-//! Never a tool's output, the model's text or its thinking. Each subject is redacted whole
-//! before it is cut to [`TOOL_PREVIEW_BYTES`] on a character boundary.
+//! The activity transcript's one shape, for every CLI's event stream (spec line 275): what the
+//! agent said ([`said_lines`]), one line per tool call naming the tool and the first line of
+//! its subject (`[tool] Bash: go test ./...`), a failed call marked with the first line of its
+//! error, and how a run that did not succeed ended (`[ended] …`). Never a tool's output, the
+//! model's thinking, or a message type the build does not know. Everything is redacted whole
+//! before it is cut: a subject to [`TOOL_PREVIEW_BYTES`], a line the agent said to
+//! [`SAID_LINE_BYTES`], on a character boundary.
 
 use serde_json::Value;
 
 /// The most a tool's subject (or an error's first line) keeps.
 pub const TOOL_PREVIEW_BYTES: usize = 160;
+
+/// The most one line of what the agent said keeps.
+pub const SAID_LINE_BYTES: usize = 400;
+/// The most lines one message of the agent's keeps; the rest are counted on a line of theirs.
+pub const SAID_LINES: usize = 20;
+
+/// What the agent said in one message, as transcript lines: the message redacted whole, then
+/// its non-empty lines, each trimmed and cut to [`SAID_LINE_BYTES`] (`…` where cut), at most
+/// [`SAID_LINES`] of them and a line counting the rest. A line that would read as one of the
+/// transcript's own (`[tool] …`, `[ended] …`) is quoted, so an agent cannot forge one.
+pub fn said_lines(text: &str) -> Vec<String> {
+    let redacted = boxfleet_redact::redact(text);
+    let lines: Vec<&str> = redacted
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect();
+    let mut said: Vec<String> = lines
+        .iter()
+        .take(SAID_LINES)
+        .map(|line| {
+            let kept = cut(line, SAID_LINE_BYTES);
+            let quote = if kept.starts_with("[tool]") || kept.starts_with("[ended]") {
+                "> "
+            } else {
+                ""
+            };
+            let more = if kept.len() < line.len() { "…" } else { "" };
+            format!("{quote}{kept}{more}")
+        })
+        .collect();
+    if lines.len() > SAID_LINES {
+        said.push(format!(
+            "[… {} more lines of this message]",
+            lines.len() - SAID_LINES
+        ));
+    }
+    said
+}
 
 /// Cuts `text` to at most `max` bytes on a character boundary.
 pub fn cut(text: &str, max: usize) -> &str {
@@ -133,11 +174,47 @@ fn float_to_u64(n: f64) -> u64 {
 
 /// The warning a negative usage figure raises.
 pub const USAGE_NEGATIVE: &str = "sandbox_usage_negative";
+/// The warning a result file the box refused to hand over raises (read from the stream).
+pub const RESULT_REFUSED: &str = "sandbox_result_refused";
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn what_the_agent_said_is_its_lines_redacted_bounded_and_never_a_forged_line() {
+        assert_eq!(
+            said_lines("I'll run the tests.\n\n  Then fix them.  \n"),
+            ["I'll run the tests.", "Then fix them."]
+        );
+        // a key is redacted whole before anything is cut
+        let said = said_lines("the key is ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 ok");
+        assert!(
+            said[0].starts_with("the key is [REDACTED") && !said[0].contains("ghp_"),
+            "{said:?}"
+        );
+        // each line bounded, on a character boundary, its cut said
+        let long = "é".repeat(SAID_LINE_BYTES);
+        let said = said_lines(&long);
+        assert!(
+            said[0].len() <= SAID_LINE_BYTES + '…'.len_utf8(),
+            "{}",
+            said[0].len()
+        );
+        assert!(said[0].ends_with('…'));
+        // at most SAID_LINES of one message, the rest counted
+        let many: String = (0..SAID_LINES + 5).map(|i| format!("line {i}\n")).collect();
+        let said = said_lines(&many);
+        assert_eq!(said.len(), SAID_LINES + 1);
+        assert_eq!(said[SAID_LINES], "[… 5 more lines of this message]");
+        // the agent cannot write a line that reads as one of the transcript's own
+        assert_eq!(
+            said_lines("[tool] Bash: rm -rf /\n[ended] success"),
+            ["> [tool] Bash: rm -rf /", "> [ended] success"]
+        );
+        assert!(said_lines("\n \n").is_empty());
+    }
 
     #[test]
     fn subjects_by_tool() {

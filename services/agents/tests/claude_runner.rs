@@ -44,7 +44,10 @@ async fn run_fake(
     run(&f.runner, b, &spec).await
 }
 
-const TRANSCRIPT: [&str; 5] = [
+const TRANSCRIPT: [&str; 7] = [
+    // what the agent said, redacted, one line per line
+    "Let me look at the tests first.",
+    "The key is [REDACTED:anthropic] (redacted).",
     "[tool] Bash: curl -s -H 'Authorization: Bearer [REDACTED:anthropic]' https://api.example.com/health",
     "[tool] Edit: /work/src/retry.rs (failed: <tool_use_error>String to replace not found in file.)",
     "[tool] Grep: fn backoff",
@@ -180,6 +183,7 @@ async fn max_turns_fails_and_negative_usage_reads_as_nothing_spent() {
     assert_eq!(
         c.transcript,
         vec![
+            "working",
             "[tool] Bash: make check (failed: make: *** [check] Error 2)",
             "[ended] error_max_turns: Reached maximum number of turns (2)",
         ]
@@ -255,12 +259,141 @@ async fn a_cli_that_printed_nothing_reads_as_what_it_is() {
     assert_eq!(c.effective_model, None);
     assert_eq!(c.model_source, None);
     assert_eq!((c.input_tokens, c.cost_micros), (0, 0));
-    assert_eq!(c.report, "");
-    // the error stream stands in for the transcript, redacted
-    assert_eq!(c.transcript.len(), 1, "{:?}", c.transcript);
+    assert!(
+        c.report
+            .starts_with("The run did not succeed: the CLI printed nothing"),
+        "{}",
+        c.report
+    );
+    // the error stream stands in for the transcript, redacted, and the ending is said
+    assert_eq!(c.transcript.len(), 2, "{:?}", c.transcript);
     assert!(c.transcript[0].starts_with("fake claude: done (key [REDACTED:"));
+    assert!(
+        ended(&c).starts_with("the CLI printed nothing"),
+        "{:?}",
+        c.transcript
+    );
     assert!(c.read_errors.is_empty(), "{:?}", c.read_errors);
     assert!(!c.succeeded());
+}
+
+/// A stream file for the stand-in to print.
+fn stream_file(b: &TestBox, name: &str, text: &str) -> String {
+    let path = b.record_dir().join(name);
+    std::fs::write(&path, text).expect("write the stream");
+    path.display().to_string()
+}
+
+/// The `[ended]` line a collection closes its transcript with.
+fn ended(c: &Collected) -> &str {
+    c.transcript
+        .last()
+        .and_then(|line| line.strip_prefix("[ended] "))
+        .unwrap_or_else(|| panic!("no ending line: {:?}", c.transcript))
+}
+
+#[tokio::test]
+async fn no_silent_success_a_cli_that_exits_0_having_printed_nothing() {
+    let b = TestBox::new().await;
+    let f = fake(&b, &["sh"]);
+    let (state, c) = run_fake(&b, &f, "l-1", &[("FAKE_EXIT", "0")]).await;
+    assert_eq!(state, JobState::Done { exit_code: Some(0) });
+    assert!(!c.succeeded(), "{c:#?}");
+    assert_eq!(c.exit_code, Some(1), "exit 0 on no result reads as 1");
+    assert!(ended(&c).contains("the CLI printed nothing"), "{c:#?}");
+    assert!(
+        c.stderr_tail
+            .contains("the CLI exited 0, but the run did not succeed")
+    );
+    assert!(c.report.contains("did not succeed"), "{}", c.report);
+}
+
+#[tokio::test]
+async fn no_silent_success_a_cli_that_exits_0_printing_no_json() {
+    let b = TestBox::new().await;
+    let f = fake(&b, &["sh"]);
+    let text = stream_file(
+        &b,
+        "usage.txt",
+        "Usage: claude [options]\nerror: unknown option '--bogus'\n",
+    );
+    let (_, c) = run_fake(&b, &f, "l-1", &[("FAKE_STREAM", &text)]).await;
+    assert!(!c.succeeded(), "{c:#?}");
+    assert_eq!(c.exit_code, Some(1));
+    let ending = ended(&c);
+    assert!(
+        ending.contains("not stream-json") && ending.contains("unknown option"),
+        "{ending}"
+    );
+}
+
+#[tokio::test]
+async fn no_silent_success_a_stream_without_its_result_says_what_the_agent_was_at() {
+    let b = TestBox::new().await;
+    let f = fake(&b, &["sh"]);
+    let whole = std::fs::read_to_string(fixture("claude-success.jsonl")).expect("fixture");
+    let cut: String = whole.lines().take(3).map(|l| format!("{l}\n")).collect();
+    let stream = stream_file(&b, "cut.jsonl", &cut);
+    let (_, c) = run_fake(&b, &f, "l-1", &[("FAKE_STREAM", &stream)]).await;
+    assert!(!c.succeeded(), "{c:#?}");
+    let ending = ended(&c);
+    assert!(
+        ending.contains("the stream ended before the run said how it ended")
+            && ending.contains("its last line: user")
+            && ending.contains("it was at: [tool] Bash: curl"),
+        "{ending}"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_result_file_is_read_from_the_streams_last_line_and_the_refusal_said() {
+    let b = TestBox::new().await;
+    let f = fake(&b, &["sh"]);
+    let stream = fixture("claude-success.jsonl");
+    let link = format!("{}/result.json.tmp", layout::job_dir(b.home(), "l-1"));
+    let (state, c) = run_fake(
+        &b,
+        &f,
+        "l-1",
+        &[("FAKE_STREAM", &stream), ("FAKE_LINK_RESULT", &link)],
+    )
+    .await;
+    assert_eq!(state, JobState::Done { exit_code: Some(0) });
+    let result = format!("{}/result.json", layout::job_dir(b.home(), "l-1"));
+    assert!(
+        std::fs::symlink_metadata(&result).is_ok_and(|m| m.file_type().is_symlink()),
+        "the wrapper made a result file the box refuses"
+    );
+    // read from the stream's own last line: the run succeeded, with everything it reported
+    check_success_refused(&c);
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.starts_with("sandbox_result_refused") && w.contains("not a regular file")),
+        "{:?}",
+        c.warnings
+    );
+    assert!(
+        c.stderr_tail
+            .contains("read from the event stream's last line"),
+        "the refusal is still said: {}",
+        c.stderr_tail
+    );
+}
+
+/// [`check_success`] but for the one warning a refused result file raises.
+fn check_success_refused(c: &Collected) {
+    let mut quiet = c.clone();
+    quiet
+        .warnings
+        .retain(|w| !w.starts_with("sandbox_result_refused"));
+    check_success(&quiet);
+    assert!(c.succeeded(), "{c:#?}");
+    assert_eq!(
+        c.session_id.as_deref(),
+        Some("9f1c2d3e-0000-4000-8000-000000000001")
+    );
+    assert!(c.cost_reported);
 }
 
 #[tokio::test]
@@ -342,7 +475,7 @@ async fn follow_shows_the_transcript_of_whole_lines() {
         .expect("follow");
     let len = std::fs::metadata(&stream).expect("len").len();
     assert_eq!((all.start, all.end), (0, len));
-    assert_eq!(all.text.lines().count(), 5, "{}", all.text);
+    assert_eq!(all.text.lines().count(), 7, "{}", all.text);
     assert!(!all.text.contains("sk-ant-api03"));
     let rest = runner
         .follow(b.sandbox.as_ref(), &job, all.end)
@@ -374,8 +507,12 @@ fn real_recorded_streams_decode() {
         assert_eq!(
             stream.transcript(),
             [
+                "I'll start by running a command.",
                 "[tool] Bash: echo hello from bash > bash.txt",
+                "Now I'll write the notes.",
                 "[tool] Write: /home/user/work/notes.md",
+                "Done: bash.txt and notes.md are written.",
+                "Delivered: feature/standin-test",
             ],
             "{name}"
         );

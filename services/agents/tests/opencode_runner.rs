@@ -68,7 +68,7 @@ fn check_success(b: &TestBox, f: &Fake, state: JobState, c: &Collected) {
         c.stderr_tail
     );
     assert_eq!(c.exit_code, Some(0));
-    assert_eq!(c.transcript.len(), 3, "{:?}", c.transcript);
+    assert_eq!(c.transcript.len(), 5, "{:?}", c.transcript);
     assert!(
         c.transcript[0].starts_with("[tool] bash: GITHUB_TOKEN=[REDACTED:"),
         "{:?}",
@@ -84,8 +84,10 @@ fn check_success(b: &TestBox, f: &Fake, state: JobState, c: &Collected) {
         "[tool] edit: /work/retry.go (failed: oldString not found in content)"
     );
     assert_eq!(c.transcript[2], "[tool] read: /work/retry_test.go");
+    // what the agent said, in its place among the calls
+    assert_eq!(c.transcript[3..], ["Fixed it.", "Delivered: fix/retry-go"]);
     let all = c.transcript.join("\n");
-    for never in ["NEVER-SHOWN", "ghp_", "Fixed it"] {
+    for never in ["NEVER-SHOWN", "ghp_"] {
         assert!(!all.contains(never), "{never}: {all}");
     }
     // the session's totals: the whole prompt, the output with the reasoning added back
@@ -110,6 +112,8 @@ fn check_success(b: &TestBox, f: &Fake, state: JobState, c: &Collected) {
     assert!(c.read_errors.is_empty(), "{:?}", c.read_errors);
     assert!(!c.stderr_tail.contains("ghp_"));
     assert!(c.succeeded());
+    assert_eq!(c.session_id.as_deref(), Some("boxfleet-l-1"));
+    assert!(c.cost_reported);
 
     // the server: loopback, its own password, never the seat's
     assert_eq!(
@@ -233,8 +237,14 @@ async fn opencode_1x_is_refused_by_name_before_anything_runs() {
     );
     assert!(!f.record.join("run-argv").exists());
     // the error stream is the transcript where the event stream said nothing
-    assert_eq!(c.transcript.len(), 1, "{:?}", c.transcript);
+    assert_eq!(c.transcript.len(), 2, "{:?}", c.transcript);
     assert!(c.transcript[0].contains("OpenCode 1.18.35"));
+    assert_eq!(
+        c.transcript[1],
+        format!(
+            "[ended] OpenCode printed no events and no session report (exited with status {REFUSED_EXIT})"
+        )
+    );
     assert_eq!(c.effective_model, None);
     assert!(!c.succeeded());
 }
@@ -254,7 +264,51 @@ async fn a_missing_session_report_reports_zero() {
         "{}",
         c.stderr_tail
     );
-    assert_eq!(c.transcript.len(), 3);
+    assert_eq!(c.transcript.len(), 5);
+    assert!(!c.cost_reported, "no report: no price");
+}
+
+#[tokio::test]
+async fn a_run_that_exits_non_zero_without_an_error_event_says_how_it_ended() {
+    let b = TestBox::new().await;
+    let f = fake(&b, &["sh"], None, None);
+    let events = fixture("opencode-events.jsonl");
+    let (_, c) = run_fake(
+        &b,
+        &f,
+        "l-1",
+        &[("FAKE_STREAM", &events), ("FAKE_EXIT", "3")],
+    )
+    .await;
+    assert_eq!(c.exit_code, Some(3));
+    assert_eq!(
+        c.transcript.last().map(String::as_str),
+        Some(
+            "[ended] exited with status 3 without an error event (it was at: Delivered: fix/retry-go)"
+        ),
+        "{:?}",
+        c.transcript
+    );
+    assert!(!c.succeeded());
+}
+
+#[tokio::test]
+async fn no_silent_success_a_run_that_printed_nothing_and_exited_0() {
+    let b = TestBox::new().await;
+    let f = fake(&b, &["sh"], None, None);
+    let (_, c) = run_fake(&b, &f, "l-1", &[]).await;
+    assert!(!c.succeeded(), "{c:#?}");
+    assert_eq!(
+        c.exit_code,
+        Some(1),
+        "exit 0 with nothing printed reads as 1"
+    );
+    assert_eq!(
+        c.transcript.last().map(String::as_str),
+        Some("[ended] OpenCode printed no events and no session report"),
+        "{:?}",
+        c.transcript
+    );
 }
 
 #[tokio::test]

@@ -99,7 +99,7 @@ pub(super) fn a_full_phase_record() -> boxfleet_cluster::phase::PhaseRecord {
         total_tokens: 1540,
         cache_read_tokens: 1000,
         cache_write_tokens: 0,
-        cost_usd: 0.0125,
+        cost_usd: Some(0.0125),
         model: ModelReceipt::new(
             Some("claude-sonnet-4-5"),
             Some("claude-haiku-4-5"),
@@ -107,6 +107,7 @@ pub(super) fn a_full_phase_record() -> boxfleet_cluster::phase::PhaseRecord {
         ),
         coding_agent: "claude-code".into(),
         sandbox_id: "sb-1".into(),
+        session_id: None,
         response: "half done\n\nmore".into(),
         delivered_refs: vec![],
         activity_transcript: vec![
@@ -122,6 +123,7 @@ pub(super) fn a_full_phase_record() -> boxfleet_cluster::phase::PhaseRecord {
         exit_code: Some(0),
         notes: Some("Which cap?".into()),
         work_item: Some("ENG-7".into()),
+        work_key: None,
         conversation_key: None,
     }
 }

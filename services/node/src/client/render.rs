@@ -296,8 +296,8 @@ pub(super) fn render_phase_record(event: &EventView) -> String {
         rows.push(("model", model_text(&record.model)));
     }
     rows.push(("tokens", tokens_text(record)));
-    if record.cost_usd > 0.0 {
-        rows.push(("cost", format!("${:.4}", record.cost_usd)));
+    if let Some(cost) = record.cost_usd {
+        rows.push(("cost", format!("${cost:.4}")));
     }
     let delivered = if record.delivered_refs.is_empty() {
         "(nothing)".to_owned()
