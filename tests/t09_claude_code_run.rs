@@ -57,6 +57,7 @@ company:
           DISABLE_ERROR_REPORTING: "1"
           DISABLE_AUTOUPDATER: "1"
           CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1"
+          MAX_THINKING_TOKENS: "1024"
   seats:
     - {{ handle: eng, role: engineer }}
 "#,
@@ -160,9 +161,20 @@ async fn claude_code_runs_in_a_direct_box_and_its_phase_record_is_honest() {
         "File created successfully",
         "Written by the stand-in",
         "[ended]",
+        "STANDIN-THINKING",
     ] {
         assert!(!all.contains(never), "{never} in {transcript:?}");
     }
+    // the model did think (the CLI asked for it, the stand-in answered with it): only the
+    // transcript leaves it out
+    assert!(
+        standin.main_requests().iter().any(|r| r
+            .body
+            .get("thinking")
+            .is_some_and(|t| t["type"] == "enabled")),
+        "the CLI asked for thinking: {}",
+        standin.request_log()
+    );
     assert!(
         phase["session_id"]
             .as_str()

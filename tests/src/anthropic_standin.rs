@@ -5,13 +5,17 @@
 //!   its own tokio runtime), so both plain `#[test]`s and `#[tokio::test]`s can use it; point
 //!   the CLI at [`AnthropicStandin::url`] with `ANTHROPIC_BASE_URL`. Dropping it stops it.
 //! - `POST /v1/messages`: streaming (SSE: `message_start`, `content_block_start` /
-//!   `content_block_delta` (`text_delta`, `input_json_delta`) / `content_block_stop`,
+//!   `content_block_delta` (`text_delta`, `input_json_delta`, `thinking_delta`,
+//!   `signature_delta`) / `content_block_stop`,
 //!   `message_delta`, `message_stop`) or plain JSON, as the request's `stream` asks.
 //!   `POST /v1/messages/count_tokens` answers a count; anything else answers `200 {}`.
 //! - The main conversation (a request that offers `tools`) is answered from the [`Script`]:
 //!   the turn served is the number of assistant messages already in the request, so a retried
 //!   request gets the same turn again. Side requests (no tools: the CLI's title / summary /
 //!   quota calls) get a short text and never consume the script.
+//! - A main-conversation request that enables extended thinking (`thinking.type: enabled`,
+//!   which Claude Code sends when `MAX_THINKING_TOKENS` is set) is answered with a
+//!   [`SCRIPT_THINKING`] block first, as the Messages API documents; one that does not gets none.
 //! - The model in `message_start` is the requested one, or [`StandinOptions::served_model`]
 //!   when set (a gateway that serves another model than it was asked for).
 //! - Every request is recorded ([`AnthropicStandin::requests`]) and logged to stderr; a body
@@ -362,6 +366,11 @@ async fn messages(State(shared): State<Arc<Shared>>, uri: Uri, body: Bytes) -> R
         .and_then(Value::as_array)
         .is_some_and(|tools| !tools.is_empty());
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let thinking = body
+        .get("thinking")
+        .and_then(|t| t.get("type"))
+        .and_then(Value::as_str)
+        == Some("enabled");
     let served = shared
         .options
         .served_model
@@ -401,6 +410,7 @@ async fn messages(State(shared): State<Arc<Shared>>, uri: Uri, body: Bytes) -> R
         model: served,
         usage,
         turn,
+        thinking: thinking && turn_no.is_some(),
     };
     if stream {
         (
@@ -469,6 +479,11 @@ fn json_response(status: StatusCode, value: &Value) -> Response {
         .into_response()
 }
 
+/// The thinking a main-conversation answer opens with when its request enables extended
+/// thinking (`"thinking": {"type": "enabled", …}`): the Messages API answers such a request
+/// with a `thinking` block (its text and an opaque `signature`) before the rest, and only then.
+pub const SCRIPT_THINKING: &str = "STANDIN-THINKING: the user wants the files written first.";
+
 /// One answer, as SSE or as a message object.
 struct Answer {
     message_id: String,
@@ -476,10 +491,25 @@ struct Answer {
     model: String,
     usage: Usage,
     turn: Turn,
+    /// the request enabled extended thinking: the answer opens with a thinking block
+    thinking: bool,
 }
 
 impl Answer {
     fn content(&self) -> Vec<Value> {
+        let mut content = Vec::new();
+        if self.thinking {
+            content.push(json!({
+                "type": "thinking",
+                "thinking": SCRIPT_THINKING,
+                "signature": "c3RhbmRpbi1zaWduYXR1cmU=",
+            }));
+        }
+        content.extend(self.blocks());
+        content
+    }
+
+    fn blocks(&self) -> Vec<Value> {
         match &self.turn {
             Turn::Text(text) => vec![json!({ "type": "text", "text": text })],
             Turn::ToolUse { text, name, input } => {
@@ -543,6 +573,34 @@ impl Answer {
         );
         for (index, block) in self.content().iter().enumerate() {
             match block.get("type").and_then(Value::as_str) {
+                Some("thinking") => {
+                    event(
+                        "content_block_start",
+                        json!({
+                            "type": "content_block_start",
+                            "index": index,
+                            "content_block": { "type": "thinking", "thinking": "", "signature": "" },
+                        }),
+                    );
+                    for chunk in split_in_two(block["thinking"].as_str().unwrap_or("")) {
+                        event(
+                            "content_block_delta",
+                            json!({
+                                "type": "content_block_delta",
+                                "index": index,
+                                "delta": { "type": "thinking_delta", "thinking": chunk },
+                            }),
+                        );
+                    }
+                    event(
+                        "content_block_delta",
+                        json!({
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": { "type": "signature_delta", "signature": block["signature"] },
+                        }),
+                    );
+                }
                 Some("tool_use") => {
                     let input = block.get("input").cloned().unwrap_or(Value::Null);
                     event(
