@@ -10,6 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use redb::{ReadableTable, Table};
 
 use super::inner::Inner;
+use super::layout::Tables;
 use crate::store::{Error, Revision};
 
 /// `meta` rows `history_at/{unix second, 12 digits}` → the first revision written from then.
@@ -24,12 +25,14 @@ fn unix_seconds() -> i64 {
 }
 
 impl Inner {
-    /// Notes `revision` as written now and returns the oldest revision the kept span holds
-    /// (`0` when the span is unbounded), dropping the notes of the buckets that are old.
+    /// Notes `written` as written now (when a write is being recorded) and returns the oldest
+    /// revision the kept span holds (`0` when the span is unbounded), dropping the notes of
+    /// the buckets that are old. With no write (`None`) and every note old, nothing of the
+    /// history is young: the floor is `i64::MAX`, and only the latest revision stays.
     pub(super) fn age_floor(
         &self,
         meta: &mut Table<'_, &'static str, i64>,
-        revision: Revision,
+        written: Option<Revision>,
     ) -> Result<Revision, Error> {
         let keep = self.history_seconds;
         if keep <= 0 {
@@ -37,14 +40,16 @@ impl Inner {
         }
         let now = unix_seconds();
         let bucket = (keep / 60).max(1);
-        let note = format!("{HISTORY_AT}{:012}", now - now.rem_euclid(bucket));
-        if self.meta(meta, &note)?.is_none() {
-            meta.insert(note.as_str(), revision)
-                .map_err(|e| self.disk("note the history's clock", e))?;
+        if let Some(revision) = written {
+            let note = format!("{HISTORY_AT}{:012}", now - now.rem_euclid(bucket));
+            if self.meta(meta, &note)?.is_none() {
+                meta.insert(note.as_str(), revision)
+                    .map_err(|e| self.disk("note the history's clock", e))?;
+            }
         }
         // a bucket is old once all of it is: the floor is the first note that is not
         let mut old = Vec::new();
-        let mut floor = 0;
+        let mut floor = if written.is_some() { 0 } else { i64::MAX };
         for entry in meta
             .range::<&str>(HISTORY_AT..HISTORY_AT_END)
             .map_err(|e| self.disk("read the history's clock", e))?
@@ -62,5 +67,35 @@ impl Inner {
                 .map_err(|e| self.disk("drop a note of the history's clock", e))?;
         }
         Ok(floor)
+    }
+
+    /// The history older than the kept span, dropped though no write comes to carry it (the
+    /// lease reaper's tick): etcd's periodic compaction runs on its clock, not on writes, so a
+    /// store that went quiet after a burst still gives the burst's history — and, compacted,
+    /// its space — back. Returns the bytes dropped.
+    pub(super) fn trim_aged_history(&self) -> Result<i64, Error> {
+        // a store down for good takes no write: its health already says so, once
+        if self.history_seconds <= 0 || self.health.is_down() {
+            return Ok(0);
+        }
+        let _commits = self.lock_commits();
+        let write = self.begin_write()?;
+        let trimmed = {
+            let mut tables = Tables::open(self, &write)?;
+            let latest = self.revision(&tables.meta)?;
+            let floor = self.age_floor(&mut tables.meta, None)?;
+            tables.trim_history(self, latest, floor, 0)?
+        };
+        if trimmed == 0 {
+            write
+                .abort()
+                .map_err(|e| self.disk("abort a history trim", e))?;
+            return Ok(0);
+        }
+        write
+            .commit()
+            .map_err(|e| self.commit_failed("commit a history trim", e))?;
+        self.compact_if_trimmed();
+        Ok(trimmed)
     }
 }

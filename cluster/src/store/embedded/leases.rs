@@ -169,9 +169,18 @@ pub(super) async fn reap_expired_leases(store: Weak<Inner>) {
         };
         let due = inner.due_leases(Instant::now());
         if due.is_empty() {
-            // a compaction a commit skipped is tried again every few seconds
-            if ticks.is_multiple_of(COMPACT_EVERY_TICKS) && inner.may_compact() {
-                let _ = tokio::task::spawn_blocking(move || inner.compact_when_due()).await;
+            // every few seconds: the history past its age goes though no write came, and a
+            // compaction a commit skipped is tried again
+            if ticks.is_multiple_of(COMPACT_EVERY_TICKS) {
+                let _ = tokio::task::spawn_blocking(move || {
+                    if let Err(error) = inner.trim_aged_history() {
+                        tracing::warn!(%error, "store_history_trim_failed");
+                    }
+                    if inner.may_compact() {
+                        inner.compact_when_due();
+                    }
+                })
+                .await;
             }
             continue;
         }

@@ -272,20 +272,35 @@ impl Tables<'_> {
             .map_err(|e| inner.disk("write history", e))?;
         // the kept window: the last history_revisions revisions, those of the last
         // history_seconds, and no more than history_bytes of them (the latest always kept)
-        let mut kept_bytes =
-            inner.meta(&self.meta, META_HISTORY_BYTES)?.unwrap_or(0) + bytes.len() as i64;
-        let mut oldest = inner.oldest(&self.meta)?;
         let floor = (revision - inner.history_revisions + 1)
-            .max(inner.age_floor(&mut self.meta, revision)?);
+            .max(inner.age_floor(&mut self.meta, Some(revision))?);
+        self.trim_history(inner, revision, floor, bytes.len() as i64)?;
+        Ok(())
+    }
+}
+
+impl Tables<'_> {
+    /// Drops the history below `floor`, and the oldest past `history_bytes` (`added` bytes were
+    /// just written), never `latest`'s own revision; counts what it dropped toward the next
+    /// compaction. Returns the bytes dropped.
+    pub(super) fn trim_history(
+        &mut self,
+        inner: &Inner,
+        latest: Revision,
+        floor: Revision,
+        added: i64,
+    ) -> Result<i64, Error> {
+        let mut kept_bytes = inner.meta(&self.meta, META_HISTORY_BYTES)?.unwrap_or(0) + added;
+        let mut oldest = inner.oldest(&self.meta)?;
         let mut trimmed = 0;
-        while oldest < revision {
+        while oldest < latest {
             let first = match self
                 .history
                 .first()
                 .map_err(|e| inner.disk("read history", e))?
             {
-                // never the revision being written
-                Some((first, _)) if first.value() < revision => first.value(),
+                // never the latest revision
+                Some((first, _)) if first.value() < latest => first.value(),
                 _ => break,
             };
             if first >= floor && kept_bytes <= inner.history_bytes {
@@ -313,7 +328,7 @@ impl Tables<'_> {
                 .trimmed_bytes
                 .fetch_add(trimmed as u64, std::sync::atomic::Ordering::Relaxed);
         }
-        Ok(())
+        Ok(trimmed)
     }
 }
 

@@ -372,6 +372,50 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_store_gone_quiet_after_a_burst_still_drops_its_history_and_shrinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = EmbeddedOptions {
+            history_seconds: 2,
+            ..EmbeddedOptions::default()
+        };
+        let store = store_with(dir.path(), options).await;
+        store.put("small", b"x".to_vec()).await.unwrap();
+        let idle = file_size(&store);
+        for _ in 0..12 {
+            store.put("outbox/big", vec![b'r'; 1 << 20]).await.unwrap();
+        }
+        let first_big = store
+            .get("outbox/big")
+            .await
+            .unwrap()
+            .unwrap()
+            .create_revision;
+        store
+            .txn(crate::store::Txn::new().and_then([crate::store::Op::delete("outbox/big")]))
+            .await
+            .unwrap();
+        // no write follows: the reaper's tick alone drops the history past its span (within
+        // the span, a bucket, and a 5 s tick) and compacts the file
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while file_size(&store) >= idle + (2 << 20) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a quiet store kept {} bytes of a burst older than its span ({idle} before)",
+                file_size(&store)
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+        assert!(
+            matches!(
+                store.watch("", first_big).await.err(),
+                Some(Error::Compacted { .. })
+            ),
+            "the dropped span is gone from the watchable history"
+        );
+        assert_eq!(store.get("small").await.unwrap().unwrap().value, b"x");
+    }
+
+    #[tokio::test]
     async fn a_full_disk_takes_the_store_down_for_good_and_says_so() {
         let dir = tempfile::tempdir().unwrap();
         let full = Arc::new(AtomicBool::new(false));
