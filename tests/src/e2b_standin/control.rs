@@ -3,6 +3,18 @@
 //! `POST /sandboxes/{id}/connect|timeout|pause` ([`connect`], [`set_timeout`], [`pause`]) and
 //! `DELETE /sandboxes/{id}` ([`delete`]). Every call checks `X-API-Key` (401 otherwise); an
 //! unknown box is 404.
+//!
+//! Where each behaviour comes from (E2B's own sources, `e2b-dev/infra` and `e2b-dev/E2B`):
+//! - a POST with neither `Content-Length` nor a chunked body is answered 411 ([`length_given`]):
+//!   the cloud API sits behind a load balancer that refuses them so, which is why both SDKs
+//!   always send a body;
+//! - `POST /sandboxes/{id}/timeout` re-times running boxes only: a paused one is not among
+//!   them, so it answers 404 though the box is kept (infra's API handler looks the box up in
+//!   the running set and answers "not found" when it is not there);
+//! - `GET /v2/sandboxes` answers at most `limit` boxes (default and most 100) and names the
+//!   next page's cursor in `X-Next-Token`, read back from `nextToken` (infra's OpenAPI spec,
+//!   `spec/openapi.yml`; the SDKs' paginators follow it);
+//! - sandbox ids are lower-case letters and digits (the API mints them so).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -17,11 +29,36 @@ use serde_json::{Value, json};
 use super::processes::{kill_box, signal_box};
 use super::shared::{API_KEY, BoxState, Inner, Shared, error};
 
+/// The most boxes a page of `GET /v2/sandboxes` holds, and its default (E2B's).
+pub const LIST_LIMIT: usize = 100;
+
 fn authorised(headers: &HeaderMap) -> Result<(), Box<Response>> {
     match headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
         Some(API_KEY) => Ok(()),
         _ => Err(Box::new(error(StatusCode::UNAUTHORIZED, "Invalid API key"))),
     }
+}
+
+/// A POST says how long its body is: 411 otherwise, as E2B's load balancer answers.
+fn length_given(headers: &HeaderMap) -> Result<(), Box<Response>> {
+    let chunked = headers
+        .get("transfer-encoding")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("chunked"));
+    if headers.contains_key("content-length") || chunked {
+        Ok(())
+    } else {
+        Err(Box::new(error(
+            StatusCode::LENGTH_REQUIRED,
+            "411 Length Required: POST requests require a Content-length header",
+        )))
+    }
+}
+
+/// Both checks every POST passes: the API key, then the body's length.
+fn post_allowed(headers: &HeaderMap) -> Result<(), Box<Response>> {
+    authorised(headers)?;
+    length_given(headers)
 }
 
 fn info(id: &str, state: &BoxState, version: &str) -> Value {
@@ -45,7 +82,7 @@ fn not_found(id: &str) -> Response {
 }
 
 pub(super) async fn create(State(inner): Shared, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(refused) = authorised(&headers) {
+    if let Err(refused) = post_allowed(&headers) {
         return *refused;
     }
     let Ok(body) = serde_json::from_slice::<Value>(&body) else {
@@ -145,10 +182,23 @@ pub(super) async fn list(
         None => Vec::new(),
     };
     let states: Option<Vec<&str>> = query.get("state").map(|s| s.split(',').collect());
+    let limit = match query.get("limit").map(|l| l.parse::<usize>()) {
+        None => LIST_LIMIT,
+        Some(Ok(limit)) if (1..=LIST_LIMIT).contains(&limit) => limit,
+        Some(_) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("limit must be between 1 and {LIST_LIMIT}"),
+            );
+        }
+    };
+    // the cursor is the last id of the page before (boxes are listed in id order)
+    let after = query.get("nextToken").cloned().unwrap_or_default();
     let version = version(&inner);
-    let all: Vec<Value> = inner
+    let mut all: Vec<(String, Value)> = inner
         .boxes()
         .iter()
+        .filter(|(id, _)| after.is_empty() || id.as_str() > after.as_str())
         .filter(|(_, state)| {
             wanted
                 .iter()
@@ -161,10 +211,20 @@ pub(super) async fn list(
         .map(|(id, state)| {
             let mut one = info(id, state, &version);
             one["envdAccessToken"] = Value::Null;
-            one
+            (id.clone(), one)
         })
         .collect();
-    axum::Json(all).into_response()
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    inner.list_calls.fetch_add(1, Ordering::SeqCst);
+    let limit = limit.min(inner.page_cap.load(Ordering::SeqCst));
+    let more = all.len() > limit;
+    let page: Vec<(String, Value)> = all.into_iter().take(limit).collect();
+    let next = page.last().map(|(id, _)| id.clone()).filter(|_| more);
+    let body = axum::Json(page.into_iter().map(|(_, one)| one).collect::<Vec<_>>());
+    match next {
+        Some(cursor) => ([("x-next-token", cursor)], body).into_response(),
+        None => body.into_response(),
+    }
 }
 
 pub(super) async fn connect(
@@ -173,7 +233,7 @@ pub(super) async fn connect(
     UrlPath(id): UrlPath<String>,
     body: Bytes,
 ) -> Response {
-    if let Err(refused) = authorised(&headers) {
+    if let Err(refused) = post_allowed(&headers) {
         return *refused;
     }
     let timeout = serde_json::from_slice::<Value>(&body)
@@ -208,7 +268,7 @@ pub(super) async fn set_timeout(
     UrlPath(id): UrlPath<String>,
     body: Bytes,
 ) -> Response {
-    if let Err(refused) = authorised(&headers) {
+    if let Err(refused) = post_allowed(&headers) {
         return *refused;
     }
     let Some(timeout) = serde_json::from_slice::<Value>(&body)
@@ -221,6 +281,10 @@ pub(super) async fn set_timeout(
     let Some(state) = boxes.get_mut(&id) else {
         return not_found(&id);
     };
+    if state.paused {
+        // E2B re-times running boxes only: a paused one is not found among them
+        return not_found(&id);
+    }
     state.keep_alive(timeout);
     StatusCode::NO_CONTENT.into_response()
 }
@@ -230,7 +294,7 @@ pub(super) async fn pause(
     headers: HeaderMap,
     UrlPath(id): UrlPath<String>,
 ) -> Response {
-    if let Err(refused) = authorised(&headers) {
+    if let Err(refused) = post_allowed(&headers) {
         return *refused;
     }
     let mut boxes = inner.boxes();

@@ -78,6 +78,8 @@ impl E2bStandIn {
             fail_next: AtomicU32::new(0),
             delay_ms: AtomicU64::new(0),
             resumes: AtomicU64::new(0),
+            list_calls: AtomicU64::new(0),
+            page_cap: std::sync::atomic::AtomicUsize::new(control::LIST_LIMIT),
             expired: AtomicU64::new(0),
             envd_version: Mutex::new("0.2.4".into()),
         });
@@ -223,6 +225,17 @@ impl E2bStandIn {
     }
 
     /// How many connects resumed a paused box.
+    /// Pages of `GET /v2/sandboxes` hold at most `boxes` from now on (so a test pages through
+    /// a few boxes rather than a hundred).
+    pub fn cap_pages(&self, boxes: usize) {
+        self.inner.page_cap.store(boxes.max(1), Ordering::SeqCst);
+    }
+
+    /// How many pages of `GET /v2/sandboxes` were answered.
+    pub fn list_calls(&self) -> u64 {
+        self.inner.list_calls.load(Ordering::SeqCst)
+    }
+
     pub fn resumes(&self) -> u64 {
         self.inner.resumes.load(Ordering::SeqCst)
     }

@@ -53,6 +53,10 @@ pub(super) struct Inner {
     pub(super) fail_next: AtomicU32,
     pub(super) delay_ms: AtomicU64,
     pub(super) resumes: AtomicU64,
+    /// pages of `GET /v2/sandboxes` answered
+    pub(super) list_calls: AtomicU64,
+    /// the most boxes a page holds, whatever `limit` asks (E2B's is 100; a test's fewer)
+    pub(super) page_cap: std::sync::atomic::AtomicUsize,
     pub(super) expired: AtomicU64,
     pub(super) envd_version: Mutex<String>,
 }

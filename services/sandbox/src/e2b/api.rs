@@ -72,6 +72,8 @@ impl fmt::Debug for SandboxInfo {
 pub(crate) struct Answer {
     pub status: StatusCode,
     pub body: Vec<u8>,
+    /// `X-Next-Token`: the cursor of a listing's next page
+    pub next_token: Option<String>,
 }
 
 impl Answer {
@@ -120,18 +122,32 @@ impl Api {
     ) -> Result<Answer, BoxError> {
         let mut request = self
             .http
-            .request(method, format!("{}{path}", self.base))
+            .request(method.clone(), format!("{}{path}", self.base))
             .header("X-API-Key", &self.key.0);
-        if let Some(body) = body {
-            request = request.json(&body);
+        match body {
+            Some(body) => request = request.json(&body),
+            // a POST always says its length: E2B's API sits behind a load balancer that answers
+            // a POST with neither Content-Length nor a chunked body 411 (both SDKs send one)
+            None if method == Method::POST => {
+                request = request
+                    .header(reqwest::header::CONTENT_LENGTH, "0")
+                    .body(Vec::<u8>::new());
+            }
+            None => {}
         }
         let exchange = async {
             let response = request.send().await?;
             let status = response.status();
+            let next_token = response
+                .headers()
+                .get("x-next-token")
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned);
             let body = response.bytes().await?;
             Ok::<_, reqwest::Error>(Answer {
                 status,
                 body: body.to_vec(),
+                next_token,
             })
         };
         match tokio::time::timeout(self.budget, exchange).await {
@@ -252,7 +268,11 @@ impl Api {
         Self::parse(&answer, &what).map(|info| Some((info, resumed)))
     }
 
-    /// `POST /sandboxes/{id}/timeout`: the box lives `timeout` seconds from now.
+    /// `POST /sandboxes/{id}/timeout`: the box lives `timeout` seconds from now. `false` only
+    /// when the box is gone: E2B re-times running boxes alone, so it answers 404 for a paused
+    /// box too (which keeps until it is resumed or killed) — a 404 is asked of `GET` before it
+    /// is read as gone — and 409 while the box is pausing or resuming (re-timed at the next
+    /// keepalive).
     pub async fn set_timeout(&self, sandbox_id: &str, timeout: u64) -> Result<bool, BoxError> {
         let what = format!("re-time box {sandbox_id}");
         let answer = self
@@ -263,10 +283,11 @@ impl Api {
                 &what,
             )
             .await?;
-        if answer.status == StatusCode::NOT_FOUND {
-            return Ok(false);
+        match answer.status {
+            StatusCode::NOT_FOUND => Ok(self.get(sandbox_id).await?.is_some()),
+            StatusCode::CONFLICT => Ok(true),
+            _ => Self::judge(&answer, &what).map(|()| true),
         }
-        Self::judge(&answer, &what).map(|()| true)
     }
 
     /// `POST /sandboxes/{id}/pause`; 409 (already paused) is success. `false` when gone.
@@ -306,37 +327,80 @@ impl Api {
 
     /// `GET /v2/sandboxes?metadata=…&state=running,paused`: the team's boxes whose metadata
     /// holds every `(key, value)` of `labels` (the query E2B's SDKs send: the pairs
-    /// form-encoded into the one `metadata` parameter, the states comma-joined).
+    /// form-encoded into the one `metadata` parameter, the states comma-joined), every page.
     pub async fn list_labelled(
         &self,
         labels: &[(&str, &str)],
     ) -> Result<Vec<SandboxInfo>, BoxError> {
-        let what = "list boxes by label";
         let metadata = form_encoded(labels);
-        let query = form_encoded(&[("metadata", metadata.as_str()), ("state", "running,paused")]);
-        let answer = self
-            .call(Method::GET, &format!("/v2/sandboxes?{query}"), None, what)
-            .await?;
-        Self::judge(&answer, what)?;
-        serde_json::from_slice(&answer.body).map_err(|error| {
-            BoxError::Failed(format!(
-                "{what}: the E2B control plane's answer is not a list of sandboxes: {error}"
-            ))
-        })
+        self.list_pages(
+            "list boxes by label",
+            &[("metadata", metadata.as_str()), ("state", "running,paused")],
+        )
+        .await
     }
 
-    /// `GET /v2/sandboxes`: the team's boxes, running and paused.
+    /// `GET /v2/sandboxes`: the team's boxes, running and paused, every page.
     pub async fn list(&self) -> Result<Vec<SandboxInfo>, BoxError> {
-        let what = "list boxes";
-        let answer = self.call(Method::GET, "/v2/sandboxes", None, what).await?;
-        Self::judge(&answer, what)?;
-        serde_json::from_slice(&answer.body).map_err(|error| {
-            BoxError::Failed(format!(
-                "{what}: the E2B control plane's answer is not a list of sandboxes: {error}"
-            ))
-        })
+        self.list_pages("list boxes", &[("state", "running,paused")])
+            .await
+    }
+
+    /// Every page of `GET /v2/sandboxes?{query}`: E2B answers [`LIST_PAGE`] boxes a page at
+    /// most and names the next page's cursor in `X-Next-Token` (sent back as `nextToken`),
+    /// none on the last. A cursor that repeats, or more than [`MAX_LIST_PAGES`] pages, is
+    /// refused rather than followed for ever.
+    async fn list_pages(
+        &self,
+        what: &str,
+        query: &[(&str, &str)],
+    ) -> Result<Vec<SandboxInfo>, BoxError> {
+        let limit = LIST_PAGE.to_string();
+        let mut boxes = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let mut pairs: Vec<(&str, &str)> = query.to_vec();
+            pairs.push(("limit", &limit));
+            if let Some(token) = &cursor {
+                pairs.push(("nextToken", token));
+            }
+            let answer = self
+                .call(
+                    Method::GET,
+                    &format!("/v2/sandboxes?{}", form_encoded(&pairs)),
+                    None,
+                    what,
+                )
+                .await?;
+            Self::judge(&answer, what)?;
+            let page: Vec<SandboxInfo> = serde_json::from_slice(&answer.body).map_err(|error| {
+                BoxError::Failed(format!(
+                    "{what}: the E2B control plane's answer is not a list of sandboxes: {error}"
+                ))
+            })?;
+            boxes.extend(page);
+            let next = answer.next_token.filter(|token| !token.is_empty());
+            match next {
+                None => return Ok(boxes),
+                Some(token) if cursor.as_deref() == Some(token.as_str()) => {
+                    return Err(BoxError::Failed(format!(
+                        "{what}: the E2B control plane named the same page twice ({token:?})"
+                    )));
+                }
+                Some(token) => cursor = Some(token),
+            }
+        }
+        Err(BoxError::Failed(format!(
+            "{what}: more than {MAX_LIST_PAGES} pages of boxes ({} read); not followed further",
+            boxes.len()
+        )))
     }
 }
+
+/// The most boxes one page of `GET /v2/sandboxes` holds (E2B's `limit` bound).
+pub(crate) const LIST_PAGE: usize = 100;
+/// The most pages a listing follows.
+const MAX_LIST_PAGES: usize = 1_000;
 
 /// `pairs` form-encoded (`k=v&k2=v2`), as a query string.
 fn form_encoded(pairs: &[(&str, &str)]) -> String {

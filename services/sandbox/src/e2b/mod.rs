@@ -155,12 +155,15 @@ fn envd_is_secure(version: &str) -> bool {
     (major, minor) >= SECURE_ENVD
 }
 
+/// An E2B sandbox id: lower-case letters and digits (the control plane mints them so, and its
+/// edge proxy reads `{port}-{id}.{domain}` up to the first `-`, so an id with one would route
+/// to another box).
 fn valid_sandbox_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 128
         && id
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
 }
 
 impl E2bProvider {
@@ -224,7 +227,7 @@ impl E2bProvider {
             Ok(())
         } else {
             Err(BoxError::Failed(format!(
-                "{sandbox_id:?} is not an E2B sandbox id (letters, digits, '-' and '_')"
+                "{sandbox_id:?} is not an E2B sandbox id (lower-case letters and digits)"
             )))
         }
     }
