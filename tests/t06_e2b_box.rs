@@ -767,3 +767,31 @@ async fn an_id_e2b_would_never_mint_is_refused_before_any_call() {
         }
     }
 }
+
+/// A box killed under a running command drops envd's stream with no end event (envd dies with
+/// the VM): the command's failure is asked of the control plane, and reads as the box gone.
+/// On `main` it read as an unexplained failure of the command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_box_killed_under_a_command_reads_as_gone() {
+    let h = E2bHarness::new().await;
+    let sandbox = h.provider.create(&spec()).await.expect("create");
+    let id = sandbox.id().to_owned();
+    let running = {
+        let sandbox = sandbox.clone();
+        tokio::spawn(async move {
+            sandbox
+                .exec("echo begun; sleep 30", NO_ENV, Duration::from_secs(60))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    h.standin.vanish(&id);
+    let ended = tokio::time::timeout(Duration::from_secs(20), running)
+        .await
+        .expect("the command's call ends with the box")
+        .expect("the task");
+    assert!(
+        matches!(&ended, Err(BoxError::Gone(gone)) if gone == &id),
+        "{ended:?}"
+    );
+}

@@ -14,7 +14,10 @@
 //! - `GET /v2/sandboxes` answers at most `limit` boxes (default and most 100) and names the
 //!   next page's cursor in `X-Next-Token`, read back from `nextToken` (infra's OpenAPI spec,
 //!   `spec/openapi.yml`; the SDKs' paginators follow it);
-//! - sandbox ids are lower-case letters and digits (the API mints them so).
+//! - sandbox ids are lower-case letters and digits (the API mints them so);
+//! - (`envd.rs`) a box killed under a running command: envd runs inside the VM and dies with
+//!   it, so the process stream stops with no end event and no end of stream (infra's
+//!   orchestrator tears the VM down; nothing is left to send one).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;

@@ -131,6 +131,7 @@ pub(super) async fn start_process(
         }
         Ok(mut child) => {
             let pid = child.id().unwrap_or(0);
+            let (inner, id) = (inner.clone(), id.clone());
             tokio::spawn(async move {
                 let _ = tx
                     .send(Ok(envelope(0, &json!({"event": {"start": {"pid": pid}}}))))
@@ -169,6 +170,11 @@ pub(super) async fn start_process(
                 let status = child.wait().await;
                 let _ = out.await;
                 let _ = err.await;
+                if inner.get(&id).is_none() {
+                    // the box was killed under the command: E2B's envd dies with the VM, so its
+                    // stream just stops — no end event, no end of stream
+                    return;
+                }
                 let end = match status {
                     Ok(status) => {
                         use std::os::unix::process::ExitStatusExt;

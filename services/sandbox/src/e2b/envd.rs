@@ -134,14 +134,21 @@ pub(crate) struct Bounds {
     pub silence: Duration,
 }
 
-/// A signal's number from Go's `ProcessState.String()` ("signal: killed").
+/// A signal's number from Go's `ProcessState.String()` ("signal: killed", "signal: aborted
+/// (core dumped)"): envd reports a process a signal ended by the signal's name as Go's
+/// `syscall` package spells it on Linux, with " (core dumped)" when it dumped core.
 fn signal_number(status: &str) -> Option<i32> {
     let name = status.strip_prefix("signal: ")?;
+    let name = name.strip_suffix(" (core dumped)").unwrap_or(name);
     Some(match name {
         "hangup" => 1,
         "interrupt" => 2,
         "quit" => 3,
+        "illegal instruction" => 4,
+        "trace/breakpoint trap" => 5,
         "aborted" => 6,
+        "bus error" => 7,
+        "floating point exception" => 8,
         "killed" => 9,
         "user defined signal 1" => 10,
         "segmentation fault" => 11,
@@ -149,7 +156,24 @@ fn signal_number(status: &str) -> Option<i32> {
         "broken pipe" => 13,
         "alarm clock" => 14,
         "terminated" => 15,
-        _ => return None,
+        "stack fault" => 16,
+        "child exited" => 17,
+        "continued" => 18,
+        "stopped (signal)" => 19,
+        "stopped" => 20,
+        "stopped (tty input)" => 21,
+        "stopped (tty output)" => 22,
+        "urgent I/O condition" => 23,
+        "CPU time limit exceeded" => 24,
+        "file size limit exceeded" => 25,
+        "virtual timer expired" => 26,
+        "profiling timer expired" => 27,
+        "window changed" => 28,
+        "I/O possible" => 29,
+        "power failure" => 30,
+        "bad system call" => 31,
+        // Go names a real-time or unknown signal by its number
+        other => other.strip_prefix("signal ")?.parse().ok()?,
     })
 }
 
@@ -215,9 +239,35 @@ impl Envd {
             ));
         }
         if code == 401 || code == 403 {
+            // envd answers 401 for a wrong token and for a user the box does not have alike
             return EnvdError::Box(BoxError::Failed(format!(
-                "{what}: box {}'s in-box agent refused the box's access token (HTTP {code}: {}); \
-                 reconnect to the box to read its token again",
+                "{what}: box {}'s in-box agent refused the call (HTTP {code}: {}): either the \
+                 box's access token (reconnect to the box to read it again) or the user {USER:?}, \
+                 which the box's template must have",
+                self.sandbox_id,
+                excerpt(body)
+            )));
+        }
+        if code == 409 {
+            // the edge proxy: the box is pausing or resuming — the control plane says which
+            return EnvdError::NotServing(format!(
+                "{what}: box {} is pausing or resuming (HTTP 409 from E2B's edge: {})",
+                self.sandbox_id,
+                excerpt(body)
+            ));
+        }
+        if code == 429 {
+            return EnvdError::Box(BoxError::Unreachable(format!(
+                "{what}: E2B's edge refused the connection to box {} for now (HTTP 429, a \
+                 connection or team limit: {})",
+                self.sandbox_id,
+                excerpt(body)
+            )));
+        }
+        if code == 507 {
+            // the box's disk is full: asking again finds it as full
+            return EnvdError::Box(BoxError::Failed(format!(
+                "{what}: box {}'s disk is full (HTTP 507: {})",
                 self.sandbox_id,
                 excerpt(body)
             )));
@@ -322,12 +372,14 @@ impl Envd {
                     if ended.is_some() {
                         break;
                     }
-                    return Err(EnvdError::Box(BoxError::Failed(format!(
+                    // a box killed or paused under the command drops the stream with no end
+                    // event: the control plane says which
+                    return Err(EnvdError::NotServing(format!(
                         "{what}: the command reported no exit status: box {}'s in-box agent's \
                          stream broke: {}",
                         self.sandbox_id,
                         error.without_url()
-                    ))));
+                    )));
                 }
                 Err(_) => {
                     if ended.is_some() {
@@ -403,11 +455,13 @@ impl Envd {
         stderr: Vec<u8>,
     ) -> Result<ExecOutput, EnvdError> {
         let Some(end) = ended else {
-            return Err(EnvdError::Box(BoxError::Failed(format!(
+            // the stream stopped before the process's end event (the box went under it): the
+            // control plane says whether it is gone, paused or still there
+            return Err(EnvdError::NotServing(format!(
                 "the command reported no exit status: box {}'s in-box agent ended its stream \
                  without one",
                 self.sandbox_id
-            ))));
+            )));
         };
         let exit_code = if end.exited && end.exit_code >= 0 {
             end.exit_code
@@ -596,6 +650,45 @@ mod tests {
     fn go_signal_statuses_read_as_shell_codes() {
         assert_eq!(signal_number("signal: killed"), Some(9));
         assert_eq!(signal_number("signal: terminated"), Some(15));
+        assert_eq!(signal_number("signal: aborted (core dumped)"), Some(6));
+        assert_eq!(
+            signal_number("signal: segmentation fault (core dumped)"),
+            Some(11)
+        );
+        assert_eq!(signal_number("signal: bus error"), Some(7));
+        assert_eq!(signal_number("signal: bad system call"), Some(31));
+        assert_eq!(signal_number("signal: CPU time limit exceeded"), Some(24));
+        assert_eq!(signal_number("signal 34"), None, "not Go's shape");
+        assert_eq!(signal_number("signal: signal 34"), Some(34));
         assert_eq!(signal_number("exit status 1"), None);
+        assert_eq!(signal_number("signal: what"), None);
+    }
+
+    fn client() -> Envd {
+        Envd {
+            http: reqwest::Client::new(),
+            base: "http://127.0.0.1:1".into(),
+            sandbox_id: "abc123".into(),
+            token: AccessToken("t".into()),
+        }
+    }
+
+    #[test]
+    fn the_edges_refusals_read_as_what_they_are() {
+        let envd = client();
+        let read =
+            |code: u16| envd.refused(StatusCode::from_u16(code).expect("a code"), b"x", "read");
+        assert!(matches!(read(409), EnvdError::NotServing(m) if m.contains("pausing or resuming")));
+        assert!(matches!(read(429), EnvdError::Box(BoxError::Unreachable(m)) if m.contains("429")));
+        assert!(
+            matches!(read(507), EnvdError::Box(BoxError::Failed(m)) if m.contains("disk is full"))
+        );
+        assert!(matches!(read(401), EnvdError::Box(BoxError::Failed(m)) if m.contains("the user")));
+        assert!(matches!(read(502), EnvdError::NotServing(_)));
+        assert!(matches!(
+            read(500),
+            EnvdError::Box(BoxError::Unreachable(_))
+        ));
+        assert!(matches!(read(400), EnvdError::Box(BoxError::Failed(_))));
     }
 }
