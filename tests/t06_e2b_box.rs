@@ -795,3 +795,23 @@ async fn a_box_killed_under_a_command_reads_as_gone() {
         "{ended:?}"
     );
 }
+
+/// envd before 0.3.0 (the stand-in's 0.2.4) ignores `stdin: false` and leaves the process a
+/// pipe nobody closes: a command that reads its input still ends, on `/dev/null`.
+#[tokio::test]
+async fn a_command_that_reads_its_input_ends_on_an_envd_that_ignores_stdin_false() {
+    let h = E2bHarness::new().await;
+    let sandbox = h.provider.create(&spec()).await.expect("create");
+    let out = tokio::time::timeout(
+        Duration::from_secs(20),
+        sandbox.exec("cat; echo read-to-the-end", NO_ENV, Duration::from_secs(15)),
+    )
+    .await
+    .expect("the command did not wait on a pipe")
+    .expect("exec");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "read-to-the-end"
+    );
+    h.provider.kill(sandbox.id()).await.expect("kill");
+}

@@ -17,7 +17,9 @@
 //! - sandbox ids are lower-case letters and digits (the API mints them so);
 //! - (`envd.rs`) a box killed under a running command: envd runs inside the VM and dies with
 //!   it, so the process stream stops with no end event and no end of stream (infra's
-//!   orchestrator tears the VM down; nothing is left to send one).
+//!   orchestrator tears the VM down; nothing is left to send one);
+//! - (`envd.rs`) envd before 0.3.0 (the stand-in's default 0.2.4) ignores `stdin: false` and
+//!   gives the process a pipe that stays open while it runs.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;

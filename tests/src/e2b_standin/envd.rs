@@ -68,6 +68,20 @@ fn envelope(flag: u8, message: &Value) -> Bytes {
     Bytes::from(out)
 }
 
+/// Whether the stand-in's envd is older than 0.3.0, which ignores a request's `stdin: false`.
+fn ignores_stdin_false(inner: &super::shared::Inner) -> bool {
+    let version = inner
+        .envd_version
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let mut parts = version
+        .trim_start_matches('v')
+        .split('.')
+        .map(|p| p.parse::<u64>().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) < (0, 3)
+}
+
 pub(super) async fn start_process(
     State(inner): Shared,
     headers: HeaderMap,
@@ -118,7 +132,13 @@ pub(super) async fn start_process(
         .envs(envs.iter().map(|(k, v)| (k.clone(), rewrite(v, &dir))))
         .env(MARKER, &id)
         .current_dir(&cwd)
-        .stdin(Stdio::null())
+        // envd before 0.3.0 ignores `stdin: false`: the process gets a pipe nobody writes to
+        // or closes while it runs (e2b-dev/infra's envd process handler, fixed in 0.3.0)
+        .stdin(if ignores_stdin_false(&inner) {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(64);
@@ -131,6 +151,8 @@ pub(super) async fn start_process(
         }
         Ok(mut child) => {
             let pid = child.id().unwrap_or(0);
+            // held open until the process ends, as such an envd holds it
+            let stdin = child.stdin.take();
             let (inner, id) = (inner.clone(), id.clone());
             tokio::spawn(async move {
                 let _ = tx
@@ -168,6 +190,7 @@ pub(super) async fn start_process(
                     "stderr",
                 );
                 let status = child.wait().await;
+                drop(stdin);
                 let _ = out.await;
                 let _ = err.await;
                 if inner.get(&id).is_none() {

@@ -301,7 +301,9 @@ impl Envd {
     }
 
     /// Runs `sh -c command` to completion in `cwd`, with `env` in its environment (never on
-    /// argv).
+    /// argv). Its stdin is `/dev/null`: the request says `stdin: false`, but envd before 0.3.0
+    /// ignores it and leaves the process an open pipe nobody writes, on which a command that
+    /// reads its input would wait for ever — so the shell itself reads from `/dev/null`.
     pub async fn run(
         &self,
         command: &str,
@@ -315,7 +317,7 @@ impl Envd {
         let request = json!({
             "process": {
                 "cmd": "/bin/sh",
-                "args": ["-c", command],
+                "args": ["-c", format!("exec </dev/null\n{command}")],
                 "envs": env,
                 "cwd": cwd,
             },
