@@ -815,3 +815,44 @@ async fn a_command_that_reads_its_input_ends_on_an_envd_that_ignores_stdin_false
     );
     h.provider.kill(sandbox.id()).await.expect("kill");
 }
+
+/// E2B's plan caps a box's life from its start whatever keepalives come, and refuses a
+/// timeout past the cap with 400: a box timeout over the cap is held to it (the first refusal
+/// read, the cap kept), keepalives succeed, and the box still ends at its cap — gone, as E2B
+/// leaves it. On `main` every such keepalive (and the create) was refused.
+#[tokio::test]
+async fn a_box_is_timed_within_its_plans_lifetime_and_ends_at_it() {
+    let h = E2bHarness::new().await;
+    h.standin.cap_lifetime(Duration::from_secs(4));
+    let started = Instant::now();
+    let sandbox = h
+        .provider
+        .create(&boxfleet_actors::ports::BoxSpec {
+            timeout_seconds: 900,
+            ..spec()
+        })
+        .await
+        .expect("a create past the cap is held to it");
+    sandbox
+        .set_timeout(Duration::from_secs(900))
+        .await
+        .expect("a keepalive past the cap is held to it");
+    // kept alive all along, it ends at its lifetime all the same
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let _ = sandbox.set_timeout(Duration::from_secs(900)).await;
+        if matches!(
+            h.provider.attach(sandbox.id()).await,
+            Err(BoxError::Gone(_))
+        ) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the box outlived its plan's cap");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        started.elapsed() >= Duration::from_secs(4),
+        "not before its cap: {:?}",
+        started.elapsed()
+    );
+}

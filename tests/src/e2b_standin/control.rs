@@ -14,6 +14,10 @@
 //! - `GET /v2/sandboxes` answers at most `limit` boxes (default and most 100) and names the
 //!   next page's cursor in `X-Next-Token`, read back from `nextToken` (infra's OpenAPI spec,
 //!   `spec/openapi.yml`; the SDKs' paginators follow it);
+//! - a box lives at most its plan's lifetime from its start (1 h on the hobby plan, 24 h on
+//!   pro), whatever keepalives arrive; a timeout asked past it is refused 400 "Timeout cannot
+//!   be greater than N hours" (infra's API: the end time is capped at start + the team's max
+//!   instance length, and a longer timeout refused);
 //! - sandbox ids are lower-case letters and digits (the API mints them so);
 //! - (`envd.rs`) a box killed under a running command: envd runs inside the VM and dies with
 //!   it, so the process stream stops with no end event and no end of stream (infra's
@@ -32,7 +36,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::processes::{kill_box, signal_box};
-use super::shared::{API_KEY, BoxState, Inner, Shared, error};
+use super::shared::{API_KEY, BoxState, Inner, Shared, error, past_the_cap};
 
 /// The most boxes a page of `GET /v2/sandboxes` holds, and its default (E2B's).
 pub const LIST_LIMIT: usize = 100;
@@ -113,6 +117,11 @@ pub(super) async fn create(State(inner): Shared, headers: HeaderMap, body: Bytes
             "metadata must map strings to strings",
         );
     };
+    let lifetime = *inner.lifetime.lock().unwrap_or_else(|p| p.into_inner());
+    let timeout = body["timeout"].as_u64().unwrap_or(300);
+    if let Some(refusal) = past_the_cap(timeout, lifetime) {
+        return error(StatusCode::BAD_REQUEST, &refusal);
+    }
     let id: String = uuid::Uuid::new_v4().simple().to_string()[..20].to_owned();
     let dir = inner.root.join(&id);
     if let Err(e) = std::fs::create_dir_all(&dir) {
@@ -123,12 +132,13 @@ pub(super) async fn create(State(inner): Shared, headers: HeaderMap, body: Bytes
         token: uuid::Uuid::new_v4().to_string(),
         template: template.to_owned(),
         env,
-        timeout: body["timeout"].as_u64().unwrap_or(300),
-        deadline: std::time::Instant::now()
-            + Duration::from_secs(body["timeout"].as_u64().unwrap_or(300)),
+        timeout,
+        deadline: std::time::Instant::now() + Duration::from_secs(timeout).min(lifetime),
         keepalives: 1,
         paused: false,
         metadata: metadata.unwrap_or_default(),
+        started: std::time::Instant::now(),
+        lifetime,
     };
     let version = inner
         .envd_version
@@ -252,6 +262,9 @@ pub(super) async fn connect(
         return not_found(&id);
     };
     let resumed = state.paused;
+    if let Some(refusal) = past_the_cap(timeout, state.lifetime) {
+        return error(StatusCode::BAD_REQUEST, &refusal);
+    }
     if resumed {
         signal_box(&id, "-CONT");
         state.paused = false;
@@ -289,6 +302,9 @@ pub(super) async fn set_timeout(
     if state.paused {
         // E2B re-times running boxes only: a paused one is not found among them
         return not_found(&id);
+    }
+    if let Some(refusal) = past_the_cap(timeout, state.lifetime) {
+        return error(StatusCode::BAD_REQUEST, &refusal);
     }
     state.keep_alive(timeout);
     StatusCode::NO_CONTENT.into_response()

@@ -79,6 +79,7 @@ impl E2bStandIn {
             delay_ms: AtomicU64::new(0),
             resumes: AtomicU64::new(0),
             list_calls: AtomicU64::new(0),
+            lifetime: Mutex::new(Duration::from_secs(3600)),
             page_cap: std::sync::atomic::AtomicUsize::new(control::LIST_LIMIT),
             expired: AtomicU64::new(0),
             envd_version: Mutex::new("0.2.4".into()),
@@ -225,6 +226,16 @@ impl E2bStandIn {
     }
 
     /// How many connects resumed a paused box.
+    /// Boxes made from now on live at most `lifetime` (the plan's cap), whatever keepalives
+    /// arrive; a timeout asked past it is refused 400.
+    pub fn cap_lifetime(&self, lifetime: Duration) {
+        *self
+            .inner
+            .lifetime
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = lifetime;
+    }
+
     /// Pages of `GET /v2/sandboxes` hold at most `boxes` from now on (so a test pages through
     /// a few boxes rather than a hundred).
     pub fn cap_pages(&self, boxes: usize) {

@@ -35,15 +35,37 @@ pub(super) struct BoxState {
     pub(super) paused: bool,
     /// the create's `metadata`, string to string as E2B keeps it
     pub(super) metadata: BTreeMap<String, String>,
+    /// when the box was made, and how long the plan lets it live from then
+    pub(super) started: std::time::Instant,
+    pub(super) lifetime: Duration,
 }
 
 impl BoxState {
-    /// A keepalive: the box lives `timeout` seconds from now.
+    /// A keepalive: the box lives `timeout` seconds from now, but never past its plan's
+    /// lifetime from its start (E2B caps the end so, whatever keepalives come).
     pub(super) fn keep_alive(&mut self, timeout: u64) {
         self.timeout = timeout;
-        self.deadline = std::time::Instant::now() + Duration::from_secs(timeout);
+        self.deadline = (std::time::Instant::now() + Duration::from_secs(timeout))
+            .min(self.started + self.lifetime);
         self.keepalives += 1;
     }
+}
+
+/// E2B's refusal of a timeout longer than the plan's lifetime (400), or `None`.
+pub(super) fn past_the_cap(timeout: u64, lifetime: Duration) -> Option<String> {
+    (timeout > lifetime.as_secs()).then(|| {
+        if lifetime.as_secs().is_multiple_of(3600) {
+            format!(
+                "Timeout cannot be greater than {} hours",
+                lifetime.as_secs() / 3600
+            )
+        } else {
+            format!(
+                "Timeout cannot be greater than {} seconds",
+                lifetime.as_secs()
+            )
+        }
+    })
 }
 
 #[derive(Debug)]
@@ -55,6 +77,8 @@ pub(super) struct Inner {
     pub(super) resumes: AtomicU64,
     /// pages of `GET /v2/sandboxes` answered
     pub(super) list_calls: AtomicU64,
+    /// how long the plan lets a box live (E2B's hobby plan: 1 h; pro: 24 h)
+    pub(super) lifetime: Mutex<Duration>,
     /// the most boxes a page holds, whatever `limit` asks (E2B's is 100; a test's fewer)
     pub(super) page_cap: std::sync::atomic::AtomicUsize,
     pub(super) expired: AtomicU64,

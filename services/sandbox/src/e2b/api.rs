@@ -9,6 +9,8 @@
 //! status and an excerpt of the body; any other 4xx is [`BoxError::Failed`].
 
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use boxfleet_actors::ports::BoxError;
@@ -99,6 +101,29 @@ pub(crate) struct Api {
     base: String,
     key: ApiKey,
     budget: Duration,
+    /// the team's plan's box lifetime, in seconds, once E2B has said it (0: not yet)
+    lifetime: Arc<AtomicU64>,
+}
+
+/// E2B's refusal of a timeout longer than the plan lets a box live ("Timeout cannot be greater
+/// than 1 hours", HTTP 400): that lifetime, in seconds.
+pub(crate) fn lifetime_in(answer: &Answer) -> Option<u64> {
+    if answer.status != StatusCode::BAD_REQUEST {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&answer.body);
+    let rest = text.split("cannot be greater than ").nth(1)?;
+    let mut words = rest.split_whitespace();
+    let count: u64 = words.next()?.parse().ok()?;
+    let unit = words
+        .next()?
+        .trim_matches(|c: char| !c.is_ascii_alphabetic());
+    match unit {
+        "hours" | "hour" => count.checked_mul(3600),
+        "minutes" | "minute" => count.checked_mul(60),
+        "seconds" | "second" => Some(count),
+        _ => None,
+    }
 }
 
 impl Api {
@@ -108,6 +133,47 @@ impl Api {
             base: base.trim_end_matches('/').to_owned(),
             key,
             budget,
+            lifetime: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// `timeout` held to the plan's lifetime, once E2B has said it.
+    fn capped(&self, timeout: u64) -> u64 {
+        match self.lifetime.load(Ordering::Relaxed) {
+            0 => timeout,
+            lifetime => timeout.min(lifetime),
+        }
+    }
+
+    /// A call that asks for a box `timeout` seconds (`body` given the timeout): held to the
+    /// plan's lifetime, and asked once more within it when E2B refuses it as past the plan's
+    /// cap — the lifetime is kept, so no later call asks past it. E2B ends a box at its
+    /// lifetime whatever keepalives come; a box timeout past it would otherwise be refused at
+    /// every keepalive, and the box end at the create's timeout.
+    async fn timed_call(
+        &self,
+        path: &str,
+        timeout: u64,
+        body: impl Fn(u64) -> Value,
+        what: &str,
+    ) -> Result<Answer, BoxError> {
+        let asked = self.capped(timeout);
+        let answer = self
+            .call(Method::POST, path, Some(body(asked)), what)
+            .await?;
+        match lifetime_in(&answer) {
+            Some(lifetime) if lifetime < asked => {
+                self.lifetime.store(lifetime, Ordering::Relaxed);
+                tracing::warn!(
+                    asked,
+                    lifetime,
+                    "e2b_box_lifetime_capped: E2B's plan lets a box live {lifetime}s; boxes are \
+                     timed to that, and a run longer than it ends when E2B ends its box"
+                );
+                self.call(Method::POST, path, Some(body(lifetime)), what)
+                    .await
+            }
+            _ => Ok(answer),
         }
     }
 
@@ -212,16 +278,16 @@ impl Api {
         env: Value,
     ) -> Result<SandboxInfo, BoxError> {
         let what = format!("create a box from template {template:?}");
-        let body = json!({
-            "templateID": template,
-            "timeout": timeout,
-            "secure": true,
-            "metadata": metadata,
-            "envVars": env,
-        });
-        let answer = self
-            .call(Method::POST, "/sandboxes", Some(body), &what)
-            .await?;
+        let body = |timeout: u64| {
+            json!({
+                "templateID": template,
+                "timeout": timeout,
+                "secure": true,
+                "metadata": metadata.clone(),
+                "envVars": env.clone(),
+            })
+        };
+        let answer = self.timed_call("/sandboxes", timeout, body, &what).await?;
         Self::judge(&answer, &what)?;
         Self::parse(&answer, &what)
     }
@@ -253,10 +319,10 @@ impl Api {
     ) -> Result<Option<(SandboxInfo, bool)>, BoxError> {
         let what = format!("connect to box {sandbox_id}");
         let answer = self
-            .call(
-                Method::POST,
+            .timed_call(
                 &format!("/sandboxes/{sandbox_id}/connect"),
-                Some(json!({ "timeout": timeout })),
+                timeout,
+                |timeout| json!({ "timeout": timeout }),
                 &what,
             )
             .await?;
@@ -276,10 +342,10 @@ impl Api {
     pub async fn set_timeout(&self, sandbox_id: &str, timeout: u64) -> Result<bool, BoxError> {
         let what = format!("re-time box {sandbox_id}");
         let answer = self
-            .call(
-                Method::POST,
+            .timed_call(
                 &format!("/sandboxes/{sandbox_id}/timeout"),
-                Some(json!({ "timeout": timeout })),
+                timeout,
+                |timeout| json!({ "timeout": timeout }),
                 &what,
             )
             .await?;
@@ -407,4 +473,35 @@ fn form_encoded(pairs: &[(&str, &str)]) -> String {
     let mut url = reqwest::Url::parse("http://form.invalid/").expect("a literal URL");
     url.query_pairs_mut().extend_pairs(pairs);
     url.query().unwrap_or_default().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(body: &str) -> Answer {
+        Answer {
+            status: StatusCode::BAD_REQUEST,
+            body: body.as_bytes().to_vec(),
+            next_token: None,
+        }
+    }
+
+    #[test]
+    fn the_plans_lifetime_is_read_from_e2bs_refusal() {
+        let said = |body: &str| lifetime_in(&refused(body));
+        assert_eq!(
+            said(r#"{"code":400,"message":"Timeout cannot be greater than 1 hours"}"#),
+            Some(3600)
+        );
+        assert_eq!(
+            said("Timeout cannot be greater than 24 hours"),
+            Some(86_400)
+        );
+        assert_eq!(said("Timeout cannot be greater than 90 seconds"), Some(90));
+        assert_eq!(said("templateID is required"), None);
+        let mut other = refused("Timeout cannot be greater than 1 hours");
+        other.status = StatusCode::CONFLICT;
+        assert_eq!(lifetime_in(&other), None);
+    }
 }
