@@ -1,12 +1,20 @@
 //! The box contract against the `container` backend, and the checks particular to it.
 //!
-//! `standin_box` always runs against `tests/support/fake-runtime`, a stand-in that speaks
-//! the docker CLI subset the backend calls by running processes on this host (it is not a
-//! container runtime). `runtime_box` runs against a real runtime when
-//! `BOXFLEET_CONTAINER_TEST_IMAGE` names an image (with `BOXFLEET_CONTAINER_TEST_RUNTIME`,
-//! default `podman`, and optionally `BOXFLEET_CONTAINER_TEST_CONF`, a containers.conf handed
-//! to the runtime as `CONTAINERS_CONF` through `runtime_env`), else against the stand-in too.
-//! The exact-argv checks use the stand-in's record of every invocation.
+//! Three cells run the contract:
+//! - `standin_box` against `tests/support/fake-runtime`, a stand-in that speaks the docker CLI
+//!   subset the backend calls by running processes on this host (it is not a container
+//!   runtime). The exact-argv and environment checks use its record of every invocation.
+//! - `podman_box` against real podman, with `CONTAINERS_CONF` from
+//!   `BOXFLEET_CONTAINER_TEST_CONF` (handed to the runtime through `runtime_env`);
+//! - `docker_box` against a real dockerd, whose socket `BOXFLEET_DOCKER_TEST_HOST` names
+//!   (`DOCKER_HOST` through `runtime_env`).
+//!
+//! Both real cells run the image `BOXFLEET_CONTAINER_TEST_IMAGE`. `.ci/containers` (sourced by
+//! the README's test command, `bash .ci/run`, as root) readies all of it and sets
+//! `BOXFLEET_CONTAINER_TESTS=required`, under which a real cell that finds its runtime unset
+//! fails; without it such a cell says so and runs on the stand-in. The checks only a real
+//! runtime can answer (the job under the runtime's init, a pause that freezes, rootless
+//! podman as a plain user) are in `container_contract/real.rs`.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -21,7 +29,11 @@ use boxfleet_sandbox::contract::{Harness, spec};
 use boxfleet_sandbox::{ContainerConfig, ContainerProvider};
 
 boxfleet_sandbox::box_contract!(standin_box, ContainerHarness::standin(&[]));
-boxfleet_sandbox::box_contract!(runtime_box, ContainerHarness::runtime());
+boxfleet_sandbox::box_contract!(podman_box, ContainerHarness::real(RuntimeKind::Podman));
+boxfleet_sandbox::box_contract!(docker_box, ContainerHarness::real(RuntimeKind::Docker));
+
+#[path = "container_contract/real.rs"]
+mod real;
 
 const IMAGE: &str = "localhost/boxfleet-test:1";
 
@@ -94,36 +106,40 @@ impl ContainerHarness {
         }
     }
 
-    /// Against a real runtime when one is configured, else the stand-in.
-    fn runtime() -> Self {
-        let Ok(image) = std::env::var("BOXFLEET_CONTAINER_TEST_IMAGE") else {
-            eprintln!("BOXFLEET_CONTAINER_TEST_IMAGE unset: runtime_box runs on the stand-in");
-            return Self::standin(&[]);
-        };
+    /// Against the real runtime `kind` when this machine was readied for it (see the
+    /// module's head), else the stand-in — or a failure, where real runtimes are required.
+    fn real(kind: RuntimeKind) -> Self {
+        match RealRuntime::from_env(kind) {
+            Ok(real) => Self::on(real),
+            Err(unset) if real_runtimes_required() => panic!(
+                "the {} cell needs {unset}; `bash .ci/run` (as root) readies real podman and \
+                 dockerd and sets it (BOXFLEET_CONTAINER_TESTS=required is set)",
+                kind_name(kind)
+            ),
+            Err(unset) => {
+                eprintln!(
+                    "{unset} unset: the {} cell runs on the stand-in runtime",
+                    kind_name(kind)
+                );
+                Self::standin(&[])
+            }
+        }
+    }
+
+    fn on(real: RealRuntime) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
-        let kind = match std::env::var("BOXFLEET_CONTAINER_TEST_RUNTIME").as_deref() {
-            Ok("docker") => RuntimeKind::Docker,
-            _ => RuntimeKind::Podman,
-        };
-        let mut config = ContainerConfig::new(image, dir.path().join("state"));
-        config.runtime = match kind {
+        let mut config = ContainerConfig::new(real.image, dir.path().join("state"));
+        config.runtime = match real.kind {
             RuntimeKind::Docker => Runtime::Docker,
             RuntimeKind::Podman => Runtime::Podman,
         };
-        if let Ok(conf) = std::env::var("BOXFLEET_CONTAINER_TEST_CONF") {
-            config
-                .runtime_env
-                .insert("CONTAINERS_CONF".to_owned(), conf);
-        }
+        config.runtime_env = real.runtime_env;
+        config.network = real.network;
         let mut cli_env: BTreeMap<String, String> = std::env::vars().collect();
         cli_env.extend(config.runtime_env.clone());
-        let binary = PathBuf::from(match kind {
-            RuntimeKind::Docker => "docker",
-            RuntimeKind::Podman => "podman",
-        });
         ContainerHarness {
             provider: ContainerProvider::new(config),
-            binary,
+            binary: PathBuf::from(kind_name(real.kind)),
             cli_env,
             real: true,
             dir,
@@ -182,6 +198,54 @@ impl ContainerHarness {
                 (argv, env)
             })
             .collect()
+    }
+}
+
+/// A real runtime this machine was readied for: its image and the runtime CLI's environment.
+struct RealRuntime {
+    kind: RuntimeKind,
+    image: String,
+    runtime_env: BTreeMap<String, String>,
+    /// `--network` (`BOXFLEET_CONTAINER_TEST_NETWORK`), else the runtime's default
+    network: Option<String>,
+}
+
+impl RealRuntime {
+    /// From the environment `.ci/containers` sets; `Err` names the variable that is unset.
+    fn from_env(kind: RuntimeKind) -> Result<Self, &'static str> {
+        let image = std::env::var("BOXFLEET_CONTAINER_TEST_IMAGE")
+            .map_err(|_| "BOXFLEET_CONTAINER_TEST_IMAGE")?;
+        let mut runtime_env = BTreeMap::new();
+        match kind {
+            RuntimeKind::Podman => {
+                if let Ok(conf) = std::env::var("BOXFLEET_CONTAINER_TEST_CONF") {
+                    runtime_env.insert("CONTAINERS_CONF".to_owned(), conf);
+                }
+            }
+            RuntimeKind::Docker => {
+                let host = std::env::var("BOXFLEET_DOCKER_TEST_HOST")
+                    .map_err(|_| "BOXFLEET_DOCKER_TEST_HOST")?;
+                runtime_env.insert("DOCKER_HOST".to_owned(), host);
+            }
+        }
+        Ok(RealRuntime {
+            kind,
+            image,
+            runtime_env,
+            network: std::env::var("BOXFLEET_CONTAINER_TEST_NETWORK").ok(),
+        })
+    }
+}
+
+/// Whether a real cell that finds no runtime fails (`BOXFLEET_CONTAINER_TESTS=required`).
+fn real_runtimes_required() -> bool {
+    std::env::var("BOXFLEET_CONTAINER_TESTS").as_deref() == Ok("required")
+}
+
+fn kind_name(kind: RuntimeKind) -> &'static str {
+    match kind {
+        RuntimeKind::Docker => "docker",
+        RuntimeKind::Podman => "podman",
     }
 }
 
@@ -497,7 +561,7 @@ async fn a_failed_mount_proof_names_the_bind_mount_and_leaves_no_container() {
 
 #[tokio::test]
 async fn exec_is_bounded_and_kills_what_it_started() {
-    let h = ContainerHarness::runtime();
+    let h = ContainerHarness::real(RuntimeKind::Podman);
     let sandbox = h.provider.create(&spec()).await.expect("create");
     let started = std::time::Instant::now();
     let result = sandbox

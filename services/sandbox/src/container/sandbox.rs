@@ -515,11 +515,20 @@ impl Sandbox for ContainerSandbox {
                 let args = ["pause".to_owned(), self.container.clone()];
                 let out = self.cli(&args, CONTROL_BOUND).await?;
                 if !out.ok() {
+                    let said = out.err_text();
+                    // rootless podman on cgroup v1 (or hybrid) has no cgroup to freeze:
+                    // "can not pause containers on rootless containers with cgroup V1"
+                    let remedy = if record.user.is_none() && said.contains("cgroup") {
+                        "; a rootless runtime cannot freeze a container on a host without \
+                         cgroup v2, so this box keeps running while its run waits (bounded by \
+                         pause_ttl_seconds): run the runtime rootful, or boot the host with \
+                         cgroup v2 (systemd.unified_cgroup_hierarchy=1)"
+                    } else {
+                        ""
+                    };
                     return Err(BoxError::Failed(format!(
-                        "pause {} exited {}: {}",
-                        self.container,
-                        out.code,
-                        out.err_text()
+                        "pause {} exited {}: {said}{remedy}",
+                        self.container, out.code,
                     )));
                 }
             }
