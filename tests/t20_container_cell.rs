@@ -282,7 +282,7 @@ async fn a_container_seat_runs_parks_frozen_and_settles_clean(rt: Runtime) {
     )
     .await;
     assert_eq!(
-        rt.containers_of(&[sandbox_id.clone()]),
+        rt.containers_of(std::slice::from_ref(&sandbox_id)),
         Vec::<String>::new()
     );
     let left = std::fs::read_dir(&boxes).map(|d| d.count()).unwrap_or(0);
