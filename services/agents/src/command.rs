@@ -73,12 +73,25 @@ impl CommandRunner {
 /// The wrapper script for one job (POSIX sh: no bashisms; it runs under dash, `bash
 /// --posix` and busybox ash).
 pub fn wrapper_script(home: &str, dir: &str, timeout_seconds: Option<u64>) -> String {
-    let run = match timeout_seconds {
-        Some(seconds) => format!(
-            "timeout -k {KILL_AFTER_SECONDS} {seconds} sh \"$dir/{}\"",
-            layout::COMMAND
+    // busybox's `timeout` applet (what a busybox box, or a static busybox ash, runs) ends a
+    // command past its deadline with the signal's status, 143, not coreutils' 124: a 143 at
+    // or past the deadline is read as the deadline
+    let (started, run, deadline) = match timeout_seconds {
+        Some(seconds) => (
+            "started=$(date +%s)\n  ",
+            format!(
+                "timeout -k {KILL_AFTER_SECONDS} {seconds} sh \"$dir/{}\"",
+                layout::COMMAND
+            ),
+            format!(
+                "\n  if [ \"$status\" -eq 143 ] && [ $(( $(date +%s) - started )) -ge {seconds} ]; then status=124; fi"
+            ),
         ),
-        None => format!("sh \"$dir/{}\"", layout::COMMAND),
+        None => (
+            "",
+            format!("sh \"$dir/{}\"", layout::COMMAND),
+            String::new(),
+        ),
     };
     format!(
         r#"# boxfleet command wrapper: runs command.sh, then records its exit status in done.
@@ -92,8 +105,8 @@ PATH={bin}:"${{PATH:-/usr/bin:/bin}}"
 export PATH
 rm -f "$dir/{done}" "$dir/{done}.tmp"
 if cd "$home"; then
-  {run} </dev/null >"$dir/{stdout}" 2>"$dir/{stderr}"
-  status=$?
+  {started}{run} </dev/null >"$dir/{stdout}" 2>"$dir/{stderr}"
+  status=$?{deadline}
 else
   status=126
 fi
