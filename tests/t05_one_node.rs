@@ -11,13 +11,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 
 fn turn_of(launch_stdout: &str) -> (String, String) {
-    // "launched TURN job LAUNCH in box BOX on NODE"
-    let words: Vec<&str> = launch_stdout.split_whitespace().collect();
-    let at = words
-        .iter()
-        .position(|w| *w == "launched")
-        .unwrap_or_else(|| panic!("no launch line in {launch_stdout:?}"));
-    (words[at + 1].to_owned(), words[at + 3].to_owned())
+    boxfleet_tests::node::launched_turn_and_job(launch_stdout)
 }
 
 /// An external engine named `name` attached to the node at `addr`, serving every seat its

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use boxfleet_proto::v1 as pb;
-use boxfleet_tests::node::NodeProcess;
+use boxfleet_tests::node::{NodeProcess, launched_turn_and_job};
 
 /// A real runtime the machine was readied for: its CLI, the config's `local` entry for it,
 /// and the environment its CLI calls need.
@@ -130,15 +130,6 @@ fn ticks(home: &Path) -> usize {
         .unwrap_or(0)
 }
 
-fn turn_of(launch_stdout: &str) -> (String, String) {
-    let words: Vec<&str> = launch_stdout.split_whitespace().collect();
-    let at = words
-        .iter()
-        .position(|w| *w == "launched")
-        .unwrap_or_else(|| panic!("no launch line in {launch_stdout:?}"));
-    (words[at + 1].to_owned(), words[at + 3].to_owned())
-}
-
 async fn a_container_seat_runs_parks_frozen_and_settles_clean(rt: Runtime) {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("node.yaml");
@@ -176,7 +167,7 @@ async fn a_container_seat_runs_parks_frozen_and_settles_clean(rt: Runtime) {
         JOB,
     ]);
     assert_eq!(code, 0, "{out}{err}\n{}", node.log());
-    let (turn_id, launch_id) = turn_of(&out);
+    let (turn_id, launch_id) = launched_turn_and_job(&out);
     let mut runs = boxfleet_tests::grpc::runs(&addr).await.expect("connect");
     let sandbox_id = boxfleet_tests::wait_for(
         "the run to park on its question",

@@ -265,12 +265,18 @@ impl Drop for NodeProcess {
 
 /// The turn id in `boxfleet launch`'s line `launched TURN job LAUNCH in box BOX on NODE`.
 pub fn launched_turn(launch_stdout: &str) -> String {
+    launched_turn_and_job(launch_stdout).0
+}
+
+/// The turn and job ids in `boxfleet launch`'s line `launched TURN job LAUNCH in box BOX on
+/// NODE`.
+pub fn launched_turn_and_job(launch_stdout: &str) -> (String, String) {
     let words: Vec<&str> = launch_stdout.split_whitespace().collect();
     let at = words
         .iter()
         .position(|w| *w == "launched")
         .unwrap_or_else(|| panic!("no launch line in {launch_stdout:?}"));
-    words[at + 1].to_owned()
+    (words[at + 1].to_owned(), words[at + 3].to_owned())
 }
 
 impl NodeProcess {
