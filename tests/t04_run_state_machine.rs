@@ -449,6 +449,8 @@ impl Harness {
                     sandbox_id: format!("box-{turn}-{}", row.launch_id),
                     placement: "direct".into(),
                     job: None,
+                    host: None,
+                    boxes_dir: None,
                 };
                 let predicted = model::predict(self.model.get(&turn), &attach, fence.epoch, holds);
                 let actual = self.runs.apply_at(&fence, &turn, attach, at(30)).await;

@@ -280,6 +280,16 @@ impl Actor for Waiter {
         }
         let coordinator = state.args.coordinator.clone();
         state.claim_poll_duty().await;
+        // the boxes runs let go of on this host from a node on another are killed here
+        if let Err(error) = coordinator.kill_stranded_boxes().await {
+            let error = error.to_string();
+            duty_failed(
+                coordinator.store.as_ref(),
+                "sandbox_stranded_sweep_failed",
+                &error,
+            );
+            state.args.errors.record("waiter", &error);
+        }
         let held: HashSet<String> = coordinator
             .held_seats()
             .into_iter()

@@ -15,6 +15,7 @@
 //! | `spend/{scope}/{window}` | counters | seat and company scopes; day, week, month windows |
 //! | `events/{event_id}` | event | the outbox; written in the decision's txn |
 //! | `duty/waiter` | claimant | on the claimant's lease |
+//! | `stranded/{host}/{sandbox_id}` | stranded box | a local box for a node on `host` to kill; no TTL |
 //!
 //! Ids are checked where they enter ([`check_id`]): a `/` in a seat handle would otherwise let
 //! one seat's keys land under another's.
@@ -115,6 +116,14 @@ impl Keys {
 
     pub fn waiter_duty(&self) -> String {
         format!("{}/duty/waiter", self.prefix)
+    }
+
+    /// The local boxes of `host` that runs moved away from, for a node there to kill.
+    pub fn stranded_boxes(&self, host: &str) -> String {
+        format!("{}/stranded/{host}/", self.prefix)
+    }
+    pub fn stranded_box(&self, host: &str, sandbox_id: &str) -> String {
+        format!("{}/stranded/{host}/{sandbox_id}", self.prefix)
     }
 
     /// The last path segment of a key (the id it was built from).

@@ -11,6 +11,7 @@
 //!   the spend counters and the events outbox; [`retention`] the leases that bound them.
 //! - [`ops`]: the rebased-instant records of the 29/30-day rule; [`duty`]: the waiter's poll duty.
 //! - [`placement`]: rendezvous hashing of seats over live nodes.
+//! - [`stranded`]: local boxes a run left on another host, named for a node there to kill.
 //!
 //! Nothing here does sandbox I/O: the actors decide when to call these operations.
 
@@ -29,6 +30,7 @@ pub mod runs;
 pub mod seat;
 pub mod spend;
 pub mod store;
+pub mod stranded;
 pub mod transition;
 
 pub use error::{Class, Error};

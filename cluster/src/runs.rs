@@ -356,6 +356,9 @@ impl Runs {
                     failure.push(Op::get(self.keys.event(&event.id)));
                     event_ids.push(event.id.clone());
                 }
+                Effect::Strand(stranded) => {
+                    success.push(crate::stranded::strand_op(&self.keys, stranded));
+                }
                 Effect::Spend { delivery_id } => {
                     let lease = self.ledger.lease(self.store.as_ref(), now).await?;
                     success.push(ledger::spend_op(&self.keys, delivery_id, lease, now));

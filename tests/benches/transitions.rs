@@ -894,6 +894,8 @@ async fn open_running(runs: &Runs, fence: &Fence, turn: &str) {
             sandbox_id: format!("box-{turn}"),
             placement: "direct".into(),
             job: Some("job-1".into()),
+            host: None,
+            boxes_dir: None,
         },
         Transition::CommitSuspension {
             launch_id: launch.into(),

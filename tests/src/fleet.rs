@@ -35,6 +35,9 @@ pub struct Fleet {
     /// every node started from here on keeps its boxes in its own data dir (the default boxes
     /// dir), not the fleet's shared one
     pub own_boxes: bool,
+    /// every node started from here on runs on a host of its own (`--host host-NAME`): no node
+    /// reaches another's local boxes, as nodes on separate machines cannot
+    pub own_hosts: bool,
     /// every node started from here on keeps its store embedded in its data dir (no etcd: a
     /// fleet of one node, restarted on that store)
     pub embedded: bool,
@@ -108,6 +111,7 @@ impl Fleet {
             store_endpoints: EtcdServer::shared().endpoints(),
             boxes,
             own_boxes: false,
+            own_hosts: false,
             embedded: false,
             ttl_seconds,
             nodes: Vec::new(),
@@ -165,6 +169,7 @@ impl Fleet {
             self.boxes.clone()
         };
         let ttl = self.ttl_seconds.to_string();
+        let host = format!("host-{name}");
         let mut args: Vec<&str> = if self.embedded {
             Vec::new()
         } else {
@@ -181,6 +186,9 @@ impl Fleet {
             "--keyring",
             self.keyring.to_str().expect("utf-8"),
         ]);
+        if self.own_hosts {
+            args.extend(["--host", &host]);
+        }
         let log = std::env::var("FLEET_LOG").unwrap_or_else(|_| "info".into());
         let mut env = vec![
             ("BOXFLEET_CLAUDE_CLI", self.cli.to_str().expect("utf-8")),

@@ -171,6 +171,8 @@ pub async fn must_run(world: &World, turn: &str, launch: &str) {
             sandbox_id: format!("box-{turn}"),
             placement: "direct".into(),
             job: Some("job-1".into()),
+            host: None,
+            boxes_dir: None,
         },
     )
     .await;

@@ -101,26 +101,8 @@ impl Access {
     /// when that is not this node's own (another node's boxes on this host).
     pub fn provider_of(&self, run: &RunRecord) -> Result<Arc<dyn Provider>, Error> {
         let cell = run.placement.as_deref().unwrap_or(&self.default_cell);
-        let base = self.provider(cell)?;
-        let Some(dir) = run.boxes_dir.as_deref() else {
-            return Ok(base.clone());
-        };
-        if base.boxes_dir().as_deref() == Some(dir) {
-            return Ok(base.clone());
-        }
-        let mut elsewhere = self.elsewhere.lock().unwrap_or_else(|p| p.into_inner());
-        let key = (cell.to_owned(), dir.to_owned());
-        if let Some(provider) = elsewhere.get(&key) {
-            return Ok(provider.clone());
-        }
-        let provider = base.at_boxes_dir(dir).ok_or_else(|| {
-            Error::BadRequest(format!(
-                "run {} names boxes dir {dir:?}, which cell {cell} on node {} cannot use",
-                run.turn_id, self.node
-            ))
-        })?;
-        elsewhere.insert(key, provider.clone());
-        Ok(provider)
+        self.provider_at(cell, run.boxes_dir.as_deref())
+            .map_err(|error| Error::BadRequest(format!("run {}: {error}", run.turn_id)))
     }
 
     /// The runner `name`.
@@ -137,6 +119,41 @@ impl Access {
     /// Whether a run's box is remote (reachable from every node: polled by the duty holder).
     pub fn is_remote(&self, run: &RunRecord) -> bool {
         run.placement.as_deref() == Some("e2b")
+    }
+
+    /// The host a box of `provider` made here lives on: this node's, for a local cell; none for
+    /// a remote one, which every node reaches.
+    pub fn host_of(&self, provider: &dyn Provider) -> Option<String> {
+        (provider.cell() != "e2b").then(|| self.host.clone())
+    }
+
+    /// The provider of `cell` over the boxes dir `boxes_dir` names (another node's on this
+    /// host), or the cell's own.
+    pub fn provider_at(
+        &self,
+        cell: &str,
+        boxes_dir: Option<&str>,
+    ) -> Result<Arc<dyn Provider>, Error> {
+        let base = self.provider(cell)?;
+        let Some(dir) = boxes_dir else {
+            return Ok(base.clone());
+        };
+        if base.boxes_dir().as_deref() == Some(dir) {
+            return Ok(base.clone());
+        }
+        let mut elsewhere = self.elsewhere.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (cell.to_owned(), dir.to_owned());
+        if let Some(provider) = elsewhere.get(&key) {
+            return Ok(provider.clone());
+        }
+        let provider = base.at_boxes_dir(dir).ok_or_else(|| {
+            Error::BadRequest(format!(
+                "boxes dir {dir:?} is not one cell {cell} on node {} can use",
+                self.node
+            ))
+        })?;
+        elsewhere.insert(key, provider.clone());
+        Ok(provider)
     }
 
     /// A run's local box lives on one host: a node on another host cannot reach it, and

@@ -22,8 +22,8 @@ use super::Coordinator;
 use super::api::{Ended, EngineDown};
 use super::error::Error;
 use super::limits::MAX_ENDING_DETAIL_BYTES;
+use super::strand::Reclaimed;
 use super::text::cut;
-use crate::boxes::BoxOp;
 
 impl Coordinator {
     /// Decides an ending (announced once), then finishes it: copies owed handed back, the box
@@ -86,26 +86,20 @@ impl Coordinator {
         }
         self.publish_hand_backs(fence, &record).await?;
         crash::point(crash::ENDING_AFTER_HAND_BACK);
-        if let Some(sandbox_id) = &record.sandbox_id {
-            // a failed kill keeps the id on the record: the box is still ours to reclaim
-            if let Err(error) = self
-                .access
-                .run_box_op(&record, sandbox_id, BoxOp::Kill)
-                .await
-            {
-                warn!(turn_id, sandbox_id, %error, "sandbox_kill_failed");
-                return Err(error.into());
-            }
-            crash::point(crash::ENDING_AFTER_RECLAIM);
-            let release = Transition::ReleaseBox {
-                sandbox_id: sandbox_id.clone(),
-            };
-            match self.runs.apply(fence, turn_id, release).await {
-                Ok(_) | Err(RunError::Refused(Refusal::AlreadyDone)) => {}
-                Err(error) => return Err(error.into()),
+        if let Some(sandbox_id) = record.sandbox_id.clone() {
+            // a failed kill keeps the id on the record: the box is still ours to reclaim; a box
+            // on another host is named for that host's nodes instead, in the write that lets it go
+            if self.reclaim_box(fence, &record, &sandbox_id).await? == Reclaimed::Killed {
+                crash::point(crash::ENDING_AFTER_RECLAIM);
+                let release = Transition::ReleaseBox { sandbox_id };
+                match self.runs.apply(fence, turn_id, release).await {
+                    Ok(_) | Err(RunError::Refused(Refusal::AlreadyDone)) => {}
+                    Err(error) => return Err(error.into()),
+                }
             }
         }
-        // a box the pause reaper released and had not killed yet goes with the run
+        // a box the pause reaper released and had not killed yet goes with the run (the record
+        // as read still says which: neither step above changes what it owes)
         self.reclaim_owed(fence, &record).await?;
         crash::point(crash::ENDING_BEFORE_DELETE);
         match self.runs.apply(fence, turn_id, Transition::Finish).await {
@@ -193,9 +187,8 @@ impl Coordinator {
         let Some(sandbox_id) = &run.reclaim_owed else {
             return Ok(());
         };
-        if let Err(error) = self.access.run_box_op(run, sandbox_id, BoxOp::Kill).await {
-            warn!(turn_id = %run.turn_id, sandbox_id, %error, "sandbox_kill_failed");
-            return Err(error.into());
+        if self.reclaim_box(fence, run, sandbox_id).await? == Reclaimed::Stranded {
+            return Ok(());
         }
         let reclaimed = Transition::BoxReclaimed {
             sandbox_id: sandbox_id.clone(),

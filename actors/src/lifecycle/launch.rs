@@ -289,9 +289,7 @@ impl Coordinator {
         record.pause_ttl_seconds = request.pause_ttl_seconds;
         record.owner = Some(self.incarnation.clone());
         record.placement = Some(provider.cell().to_owned());
-        if provider.cell() != "e2b" {
-            record.host = Some(self.access.host.clone());
-        }
+        record.host = self.access.host_of(provider);
         record.boxes_dir = provider.boxes_dir();
         record
     }
@@ -336,6 +334,8 @@ impl Coordinator {
                         sandbox_id: chosen.clone(),
                         placement: provider.cell().to_owned(),
                         job: None,
+                        host: self.access.host_of(provider.as_ref()),
+                        boxes_dir: provider.boxes_dir(),
                     };
                     self.runs.apply(fence, turn_id, name).await?;
                 }
@@ -483,6 +483,8 @@ impl Coordinator {
             sandbox_id,
             placement: provider.cell().to_owned(),
             job: Some(job.to_json()),
+            host: self.access.host_of(provider),
+            boxes_dir: provider.boxes_dir(),
         };
         self.runs.apply(fence, turn_id, attach).await?;
         crash::point(if fresh {

@@ -22,6 +22,7 @@
 //! | `settle` | the engine's side of a resume: take, and how the resumed turn ended |
 //! | `ending` | deciding an ending and finishing it; the pause reaper |
 //! | `recovery` | the recovery pass on acquiring a seat |
+//! | `strand` | a box on a host this node cannot reach: named for that host's nodes to kill |
 //! | `inbox` | a seat's mail: offered to a parked run, else a turn for the engine |
 //! | [`follow_ups`] | what a step leaves to the node's actors (seat and run drivers, box actors) |
 //! | [`limits`] | the bounds more than one step applies |
@@ -58,6 +59,7 @@ mod retire;
 mod seats;
 mod settle;
 mod setup;
+mod strand;
 pub mod text;
 mod work;
 

@@ -15,7 +15,6 @@ use boxfleet_cluster::runs::RunError;
 use boxfleet_cluster::transition::{EndingGuard, Fence, Refusal, Transition};
 use tracing::{info, warn};
 
-use crate::boxes::BoxOp;
 use crate::crash;
 
 use super::Coordinator;
@@ -135,14 +134,8 @@ impl Coordinator {
         record: &boxfleet_cluster::record::RunRecord,
     ) -> Result<(), Error> {
         let turn_id = record.turn_id.as_str();
-        if let Some(sandbox_id) = &record.sandbox_id
-            && let Err(error) = self
-                .access
-                .run_box_op(record, sandbox_id, BoxOp::Kill)
-                .await
-        {
-            warn!(turn_id, sandbox_id, %error, "sandbox_kill_failed");
-            return Err(error.into());
+        if let Some(sandbox_id) = &record.sandbox_id {
+            self.reclaim_box(fence, record, sandbox_id).await?;
         }
         let revert = Transition::RevertRelaunch {
             launch_id: record.launch_id.clone(),

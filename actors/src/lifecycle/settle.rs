@@ -227,6 +227,15 @@ impl Coordinator {
         next: Relaunch,
     ) -> Result<Option<String>, Error> {
         let turn_id = run.turn_id.as_str();
+        // a box on a host this node cannot reach (the seat moved here after its node died) is
+        // let go of for that host's nodes to kill, and the job re-seeds in a box of its own
+        // here, from the branch its question named — never connected to through this node's
+        // backend, which would read a box it cannot see as gone
+        if let Some(sandbox_id) = &run.sandbox_id
+            && self.access.reachable(run).is_err()
+        {
+            self.strand(fence, run, sandbox_id).await?;
+        }
         let new_launch = new_id("launch");
         let relaunch = Transition::Relaunch {
             launch_id: launch_id.to_owned(),
@@ -243,8 +252,15 @@ impl Coordinator {
             .as_ref()
             .map_or("command".to_owned(), |j| j.runner.clone());
         let runner = self.access.runner(&runner_name)?.clone();
-        // the box it reuses is where the record says, whatever this node's own boxes dir
-        let provider = self.access.provider_of(&relaunched)?;
+        // the box it reuses is where the record says, whatever this node's own boxes dir; a
+        // re-seed's new box is this node's own
+        let provider = match &relaunched.sandbox_id {
+            Some(_) => self.access.provider_of(&relaunched)?,
+            None => self
+                .access
+                .provider(&self.access.cell_of(&relaunched))?
+                .clone(),
+        };
         let request = LaunchRequest {
             seat: relaunched.seat.clone(),
             turn_id: Some(turn_id.to_owned()),

@@ -5,6 +5,7 @@
 
 use crate::events::{self, Event};
 use crate::record::{Ending, EndingReason, RunRecord, Status};
+use crate::stranded::StrandedBox;
 
 use super::answer::{answered_event, let_answer_go};
 use super::step::{Decision, Effect, EndingGuard, Next, Refusal, Step};
@@ -161,6 +162,58 @@ pub(super) fn box_reclaimed(
         }),
         None => Err(Refusal::AlreadyDone),
     }
+}
+
+/// A local box on a host the writer cannot reach is let go of (the record stops naming it) and
+/// named, in the same write, for a node on that host to kill. The box the record names is let
+/// go of only where nothing runs in it for the run any more — an ending, a claim being worked
+/// (an answer re-seeds in a box of its own), a relaunch that died before it committed — and
+/// the box a released run owes a kill whatever the status.
+pub(super) fn strand_box(
+    step: &Step<'_>,
+    next: &mut RunRecord,
+    effects: &mut Vec<Effect>,
+    sandbox_id: &str,
+) -> Result<(), Refusal> {
+    let current = step.current;
+    let Some(host) = current.host.clone() else {
+        return Err(Refusal::Invalid(format!(
+            "box {sandbox_id} is not a local box: only a box on one host is stranded there"
+        )));
+    };
+    if current.sandbox_id.as_deref() == Some(sandbox_id) {
+        if !matches!(
+            current.status,
+            Status::Ending | Status::Resumed | Status::Launching
+        ) {
+            return Err(step.wrong_status("ending, resumed or launching"));
+        }
+        next.sandbox_id = None;
+        next.paused_at = None;
+        // an ended run's job goes with its box; a re-seed keeps the job's description (runner,
+        // command): it relaunches it
+        if current.status == Status::Ending {
+            next.job = None;
+        }
+    } else if current.reclaim_owed.as_deref() == Some(sandbox_id) {
+        next.reclaim_owed = None;
+    } else if current.sandbox_id.is_none() && current.reclaim_owed.is_none() {
+        return Err(Refusal::AlreadyDone);
+    } else {
+        return Err(Refusal::WrongBox {
+            asked: sandbox_id.to_owned(),
+            found: current.sandbox_id.clone(),
+        });
+    }
+    effects.push(Effect::Strand(Box::new(StrandedBox {
+        sandbox_id: sandbox_id.to_owned(),
+        host,
+        placement: current.placement.clone().unwrap_or_default(),
+        boxes_dir: current.boxes_dir.clone(),
+        turn_id: current.turn_id.clone(),
+        stranded_at: step.now,
+    })));
+    Ok(())
 }
 
 #[cfg(test)]
@@ -505,5 +558,100 @@ mod tests {
             decide_on(&ended, reclaimed(OTHER_BOX)),
             writes(expected, vec![])
         );
+    }
+
+    fn strand(sandbox_id: &str) -> Transition {
+        Transition::StrandBox {
+            sandbox_id: sandbox_id.into(),
+        }
+    }
+
+    fn on_host_a(mut record: RunRecord) -> RunRecord {
+        record.host = Some("host-a".into());
+        record.placement = Some("direct".into());
+        record.boxes_dir = Some("/srv/a/boxes".into());
+        record
+    }
+
+    fn stranded_on_a(sandbox_id: &str) -> Effect {
+        Effect::Strand(Box::new(StrandedBox {
+            sandbox_id: sandbox_id.into(),
+            host: "host-a".into(),
+            placement: "direct".into(),
+            boxes_dir: Some("/srv/a/boxes".into()),
+            turn_id: TURN.into(),
+            stranded_at: now(),
+        }))
+    }
+
+    #[test]
+    fn a_box_on_another_host_is_let_go_of_and_named_for_that_host_in_the_same_write() {
+        // an ending: the record stops naming the box and its job
+        let current = on_host_a(ending(EndingReason::Cancelled));
+        let mut expected = stamped(&current);
+        expected.sandbox_id = None;
+        expected.job = None;
+        assert_eq!(
+            decide_on(&current, strand(BOX)),
+            writes(expected, vec![stranded_on_a(BOX)])
+        );
+        // an answer's claim that re-seeds: the job's description stays for the relaunch
+        let current = on_host_a(claimed_for_answer());
+        let mut expected = stamped(&current);
+        expected.sandbox_id = None;
+        assert_eq!(
+            decide_on(&current, strand(BOX)),
+            writes(expected, vec![stranded_on_a(BOX)])
+        );
+        // the box a released run owes a kill, whatever the status
+        let mut current = on_host_a(awaiting());
+        current.sandbox_id = None;
+        current.status = Status::Reseed;
+        current.reclaim_owed = Some(OTHER_BOX.into());
+        let mut expected = stamped(&current);
+        expected.reclaim_owed = None;
+        assert_eq!(
+            decide_on(&current, strand(OTHER_BOX)),
+            writes(expected, vec![stranded_on_a(OTHER_BOX)])
+        );
+    }
+
+    #[test]
+    fn a_box_is_stranded_only_where_nothing_runs_in_it_for_the_run_and_only_a_local_one() {
+        assert_eq!(
+            decide_on(&on_host_a(running()), strand(BOX)),
+            Err(Refusal::WrongStatus {
+                transition: "strand_box",
+                expected: "ending, resumed or launching",
+                found: Status::Running,
+            })
+        );
+        assert_eq!(
+            decide_on(&on_host_a(awaiting()), strand(BOX)),
+            Err(Refusal::WrongStatus {
+                transition: "strand_box",
+                expected: "ending, resumed or launching",
+                found: Status::AwaitingClarification,
+            })
+        );
+        let mut remote = ending(EndingReason::Cancelled);
+        remote.host = None;
+        assert!(matches!(
+            decide_on(&remote, strand(BOX)),
+            Err(Refusal::Invalid(_))
+        ));
+        assert_eq!(
+            decide_on(
+                &on_host_a(ending(EndingReason::Cancelled)),
+                strand(OTHER_BOX)
+            ),
+            Err(Refusal::WrongBox {
+                asked: OTHER_BOX.into(),
+                found: Some(BOX.into()),
+            })
+        );
+        let mut let_go = on_host_a(ending(EndingReason::Cancelled));
+        let_go.sandbox_id = None;
+        assert_eq!(decide_on(&let_go, strand(BOX)), Err(Refusal::AlreadyDone));
     }
 }

@@ -43,15 +43,19 @@ pub(super) fn attach_box(
     step: &Step<'_>,
     next: &mut RunRecord,
     launch_id: &str,
-    sandbox_id: &str,
-    placement: &str,
+    (sandbox_id, placement): (&str, &str),
     job: &Option<String>,
+    (host, boxes_dir): (&Option<String>, &Option<String>),
 ) -> Result<(), Refusal> {
     step.require_status(Status::Launching)?;
     step.same_launch(launch_id)?;
     next.sandbox_id = Some(sandbox_id.to_owned());
     next.placement = Some(placement.to_owned());
     next.job = job.clone();
+    // where the box lives is the box's: a re-seed's new box may be on another host than the
+    // one the run's last box was on
+    next.host = host.clone();
+    next.boxes_dir = boxes_dir.clone();
     Ok(())
 }
 
@@ -241,6 +245,8 @@ mod tests {
             sandbox_id: BOX.into(),
             placement: "local".into(),
             job: Some("job-1".into()),
+            host: None,
+            boxes_dir: None,
         }
     }
 

@@ -20,7 +20,7 @@
 //! | `launch.rs`   | `open_launch`, `attach_box`, `commit_suspension`, `relaunch`          |
 //! | `collect.rs`  | `claim_completion`, `hand_back_claim`, `charge`, `publish_phase`, `park`, `mark_paused` |
 //! | `answer.rs`   | `record_answer`, `claim_answer`, `take`, `revive`, `let_go`, `clear_hand_back` |
-//! | `ending.rs`   | `decide_ending`, `release_box`, `finish`, `expire_pause`              |
+//! | `ending.rs`   | `decide_ending`, `release_box`, `finish`, `expire_pause`, `box_reclaimed`, `strand_box` |
 //! | `recovery.rs` | `fence_run`, and [`check_record`]: the invariants every stored row holds |
 //! | `bridge.rs`   | `append_bridge_call`                                                  |
 //! | `guards.rs`   | the checks rules share: the status, the job, the writer's own claim   |
@@ -83,6 +83,7 @@ pub fn decide(
             Transition::ClearHandBack { .. }
                 | Transition::ReleaseBox { .. }
                 | Transition::BoxReclaimed { .. }
+                | Transition::StrandBox { .. }
                 | Transition::Finish
         );
         if !finishes {
@@ -105,7 +106,16 @@ pub fn decide(
             sandbox_id,
             placement,
             job,
-        } => launch::attach_box(&step, &mut next, launch_id, sandbox_id, placement, job)?,
+            host,
+            boxes_dir,
+        } => launch::attach_box(
+            &step,
+            &mut next,
+            launch_id,
+            (sandbox_id, placement),
+            job,
+            (host, boxes_dir),
+        )?,
         Transition::CommitSuspension {
             launch_id,
             conversation,
@@ -163,6 +173,9 @@ pub fn decide(
         }
         Transition::BoxReclaimed { sandbox_id } => {
             ending::box_reclaimed(&step, &mut next, sandbox_id)?
+        }
+        Transition::StrandBox { sandbox_id } => {
+            ending::strand_box(&step, &mut next, &mut effects, sandbox_id)?
         }
         Transition::MarkPaused { sandbox_id } => {
             collect::mark_paused(&step, &mut next, sandbox_id)?

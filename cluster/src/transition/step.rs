@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 
 use crate::events::Event;
 use crate::record::{Answer, EndingReason, Question, RunRecord, Status, Usage};
+use crate::stranded::StrandedBox;
 
 /// Revivals of one answer before its next dead claim is reaped (sandbox.MaxAnswerRevivals).
 pub const MAX_ANSWER_REVIVALS: u32 = 3;
@@ -44,12 +45,16 @@ pub enum EndingGuard {
 pub enum Transition {
     /// Opens the row as `launching`; the seat is busy from this write.
     OpenLaunch { record: Box<RunRecord> },
-    /// Names the box and job the launch started.
+    /// Names the box and job the launch started, and where the box lives: the host and boxes
+    /// dir of a local box (both `None` for a remote one) — a re-seed's new box can be on
+    /// another host than the box the run had before.
     AttachBox {
         launch_id: String,
         sandbox_id: String,
         placement: String,
         job: Option<String>,
+        host: Option<String>,
+        boxes_dir: Option<String>,
     },
     /// The unwinding turn writes its conversation: `launching → running`.
     CommitSuspension {
@@ -109,6 +114,10 @@ pub enum Transition {
     ExpirePause { sandbox_id: String },
     /// The box a released run owed was killed: the record stops naming it.
     BoxReclaimed { sandbox_id: String },
+    /// A local box on a host the writer cannot reach is let go of: the record stops naming it
+    /// (as the box it names, or as the one it owes a kill) and, in the same write, names it
+    /// under `stranded/{host}/` for a node on that host to kill (I8).
+    StrandBox { sandbox_id: String },
     /// The box was paused after collection.
     MarkPaused { sandbox_id: String },
     /// A resumed turn starts another job in the same box: `resumed → launching`.
@@ -152,6 +161,7 @@ impl Transition {
             Transition::RevertRelaunch { .. } => "revert_relaunch",
             Transition::ExpirePause { .. } => "expire_pause",
             Transition::BoxReclaimed { .. } => "box_reclaimed",
+            Transition::StrandBox { .. } => "strand_box",
             Transition::MarkPaused { .. } => "mark_paused",
             Transition::Relaunch { .. } => "relaunch",
             Transition::FenceRun { .. } => "fence_run",
@@ -229,6 +239,8 @@ pub enum Effect {
     Spend { delivery_id: String },
     /// Add the job's usage to the share's spend counters.
     AddSpend { share: Share, usage: Usage },
+    /// Name a box the record lets go of for a node on its host to kill.
+    Strand(Box<StrandedBox>),
 }
 
 /// The next state of the row.

@@ -237,6 +237,8 @@ pub(super) fn one_of_each() -> Vec<Transition> {
             sandbox_id: BOX.into(),
             placement: "local".into(),
             job: None,
+            host: None,
+            boxes_dir: None,
         },
         Transition::CommitSuspension {
             launch_id: LAUNCH.into(),
