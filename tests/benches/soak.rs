@@ -20,7 +20,8 @@
 //!
 //! - the store's size (the embedded file; etcd's `db_size_in_use`, and its file `db_size`,
 //!   which etcd gives back to the disk only when defragmented),
-//! - the node's resident memory (`VmRSS`),
+//! - the node's resident memory (`VmRSS`), and the part of it that is its own (`RssAnon`: heap
+//!   and stacks, not the program's code pages mapped from its file),
 //! - the largest event in the outbox (read through `Runs.Events`),
 //! - the median of five `Runs.Get` of the first hostile turn (`boxfleet show`'s read),
 //!
@@ -78,6 +79,9 @@ struct Sample {
     store_bytes: u64,
     store_file_bytes: u64,
     rss_bytes: u64,
+    /// the resident memory that is the process's own (`RssAnon`): the heap, stacks; not the
+    /// program's pages mapped from its file, which grow as more of its code runs
+    anon_bytes: u64,
     largest_event: u64,
     show: Duration,
 }
@@ -88,6 +92,7 @@ impl Sample {
             store_bytes: self.store_bytes.max(other.store_bytes),
             store_file_bytes: self.store_file_bytes.max(other.store_file_bytes),
             rss_bytes: self.rss_bytes.max(other.rss_bytes),
+            anon_bytes: self.anon_bytes.max(other.anon_bytes),
             largest_event: self.largest_event.max(other.largest_event),
             show: self.show.max(other.show),
         }
@@ -207,7 +212,8 @@ impl Soak {
                     })
             }
         };
-        let rss_bytes = self.node.pid().map_or(0, rss_of);
+        let rss_bytes = self.node.pid().map_or(0, |pid| status_kib(pid, "VmRSS:"));
+        let anon_bytes = self.node.pid().map_or(0, |pid| status_kib(pid, "RssAnon:"));
         let mut runs = boxfleet_tests::grpc::runs(&self.node.addr())
             .await
             .expect("connect");
@@ -240,17 +246,19 @@ impl Soak {
             store_bytes,
             store_file_bytes,
             rss_bytes,
+            anon_bytes,
             largest_event,
             show: shows.get(shows.len() / 2).copied().unwrap_or_default(),
         }
     }
 }
 
-fn rss_of(pid: u32) -> u64 {
+/// A size line of `/proc/{pid}/status` (`VmRSS:`, `RssAnon:`), in bytes.
+fn status_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .find_map(|line| line.strip_prefix(field))
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|kib| kib.parse::<u64>().ok())
         .map_or(0, |kib| kib * 1024)
@@ -353,6 +361,11 @@ fn print(name: &str, [start, peak, end]: [Sample; 3]) {
     row(
         "node RSS",
         [start.rss_bytes, peak.rss_bytes, end.rss_bytes],
+        &mib,
+    );
+    row(
+        "node RSS, anonymous",
+        [start.anon_bytes, peak.anon_bytes, end.anon_bytes],
         &mib,
     );
     row(

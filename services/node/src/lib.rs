@@ -21,7 +21,7 @@ use clap::Parser as _;
 
 /// Parses the command line, runs the command and exits with its status.
 pub fn main() -> ! {
-    memory::limit_arenas();
+    memory::configure_allocator();
     let cli = cli::Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_env("BOXFLEET_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
@@ -32,7 +32,11 @@ pub fn main() -> ! {
         .with_writer(std::io::stderr)
         .with_ansi(ansi)
         .init();
-    let runtime = match tokio::runtime::Runtime::new() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_keep_alive(memory::BLOCKING_THREAD_KEEP_ALIVE)
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("boxfleet: cannot start the async runtime: {error}");

@@ -17,6 +17,8 @@ use crate::store::{Error, LeaseId};
 pub(super) const EXPIRY_INTERVAL: Duration = Duration::from_millis(200);
 /// How many expiry ticks apart the reaper tries a compaction a commit skipped (5 s).
 const COMPACT_EVERY_TICKS: u64 = 25;
+/// Every how many ticks (once a minute) the file's free space is counted.
+const SLACK_EVERY_TICKS: u64 = 300;
 
 impl Inner {
     pub(super) fn lease_clocks(&self) -> MutexGuard<'_, HashMap<LeaseId, LeaseClock>> {
@@ -178,6 +180,8 @@ pub(super) async fn reap_expired_leases(store: Weak<Inner>) {
                     }
                     if inner.may_compact() {
                         inner.compact_when_due();
+                    } else if ticks.is_multiple_of(SLACK_EVERY_TICKS) {
+                        inner.compact_if_slack();
                     }
                 })
                 .await;

@@ -32,6 +32,61 @@ impl Inner {
 /// The least dropped history a compaction waits for (a small file is not rewritten per commit).
 const MIN_COMPACT_BYTES: u64 = 1 << 20;
 
+impl Inner {
+    /// Compacts a file that holds more free space than data. The dropped history
+    /// [`compact_if_trimmed`](Self::compact_if_trimmed) counts is only part of what a file
+    /// frees: the pages a delete or an overwrite gave back (an event past its retention, a
+    /// settled run, a value rewritten) are seen here, from redb's own count of the pages in
+    /// use, on the background tick (a count walks the file's trees, so it is not made per
+    /// commit). Compacted when the free part is at least [`MIN_COMPACT_BYTES`] and at least
+    /// the part in use.
+    pub(super) fn compact_if_slack(&self) {
+        let _commits = self.lock_commits();
+        let Ok(len) = std::fs::metadata(&self.path).map(|m| m.len()) else {
+            return;
+        };
+        if len < 2 * MIN_COMPACT_BYTES {
+            return;
+        }
+        let in_use = {
+            let db = self.database();
+            let Ok(txn) = db.begin_write() else { return };
+            let stats = txn.stats();
+            let _ = txn.abort();
+            match stats {
+                Ok(stats) => stats.allocated_pages() * stats.page_size() as u64,
+                Err(_) => return,
+            }
+        };
+        if !slack_worth_compacting(len, in_use) {
+            return;
+        }
+        let free = len - in_use;
+        let Ok(mut db) = self.db.try_write() else {
+            return;
+        };
+        match compact(&mut db) {
+            Ok(_) => {
+                self.trimmed_bytes
+                    .store(0, std::sync::atomic::Ordering::Relaxed);
+                let size = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+                tracing::info!(path = %self.path.display(), free, size, "store_compacted");
+            }
+            Err(redb::CompactionError::TransactionInProgress) => {}
+            Err(error) => {
+                tracing::warn!(path = %self.path.display(), %error, "store_compaction_failed")
+            }
+        }
+    }
+}
+
+/// Whether a file of `len` bytes with `in_use` of them holding data is worth compacting: its
+/// free part is at least [`MIN_COMPACT_BYTES`] and at least the part in use.
+fn slack_worth_compacting(len: u64, in_use: u64) -> bool {
+    let free = len.saturating_sub(in_use);
+    free >= MIN_COMPACT_BYTES && free >= in_use
+}
+
 /// Opens the database on a backend of its own instead of the file (a test's faults).
 pub(super) type OnBackend =
     Box<dyn FnOnce(&redb::Builder) -> Result<Database, redb::DatabaseError> + Send>;
@@ -131,6 +186,7 @@ mod tests {
 
     use super::super::test_support::{open, reopen};
     use super::super::{EmbeddedOptions, EmbeddedStore, FILE_NAME};
+    use super::slack_worth_compacting;
     use crate::store::{Error, Store, StoreExt};
 
     /// A file's contents in memory, whose writes fail as a full disk's do while `full` is set.
@@ -272,6 +328,59 @@ mod tests {
             }
         }
         assert!(refused > 0, "200 flips in a 100-key file were never seen");
+    }
+
+    #[test]
+    fn a_file_is_compacted_for_its_free_space_once_it_holds_more_free_than_data() {
+        const MIB: u64 = 1 << 20;
+        // the soak's end: 2.9 MiB on disk, 1.2 MiB of it in use
+        assert!(slack_worth_compacting(29 * MIB / 10, 12 * MIB / 10));
+        // half free and a megabyte of it: due
+        assert!(slack_worth_compacting(2 * MIB, MIB));
+        // free, but under a megabyte: a small file is not rewritten
+        assert!(!slack_worth_compacting(MIB + MIB / 2, MIB / 2 + 1));
+        // a megabyte free of a large file in use: not yet
+        assert!(!slack_worth_compacting(9 * MIB, 8 * MIB));
+        assert!(!slack_worth_compacting(MIB, 2 * MIB));
+    }
+
+    #[tokio::test]
+    async fn a_file_holding_more_free_space_than_data_is_compacted_on_the_tick() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = EmbeddedOptions {
+            history_bytes: 64 << 10,
+            ..EmbeddedOptions::default()
+        };
+        let store = store_with(dir.path(), options).await;
+        store.put("small", b"x".to_vec()).await.unwrap();
+        for i in 0..24 {
+            store
+                .put(&format!("outbox/{i}"), vec![b'r'; 256 << 10])
+                .await
+                .unwrap();
+        }
+        for i in 0..24 {
+            let key = format!("outbox/{i}");
+            store
+                .txn(crate::store::Txn::new().and_then([crate::store::Op::delete(&key)]))
+                .await
+                .unwrap();
+        }
+        // whatever the history count saw, the file's own free space decides from here
+        store
+            .inner
+            .trimmed_bytes
+            .store(0, std::sync::atomic::Ordering::Relaxed);
+        let inner = store.inner.clone();
+        tokio::task::spawn_blocking(move || inner.compact_if_slack())
+            .await
+            .unwrap();
+        let after = file_size(&store);
+        assert!(
+            after < 2 << 20,
+            "6 MiB written and deleted: the file holds {after} bytes"
+        );
+        assert_eq!(store.get("small").await.unwrap().unwrap().value, b"x");
     }
 
     #[tokio::test]
