@@ -247,3 +247,87 @@ async fn past_their_bounds_a_report_and_a_question_are_condensed_by_the_auxiliar
         "{text}"
     );
 }
+
+/// The disk holding the store keeps its reserve between polls: a node polling every 60 s, its
+/// reserve set 150 MiB under the disk's free space, runs a job that writes 400 MiB. The
+/// reserve is looked at every second, so the job is ended (`disk_budget`, naming the reserve)
+/// seconds after it crosses the reserve, long before the next poll would have seen it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_filling_the_stores_disk_is_ended_between_polls_for_the_reserve() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let stat = rustix::fs::statvfs(dir.path()).expect("statvfs");
+    let free = stat.f_bavail * stat.f_frsize;
+    let reserve = free.saturating_sub(150 << 20);
+    let config = dir.path().join("node.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "node:\n  poll_interval_seconds: 60\ncompany:\n  providers:\n    sandbox:\n      local: {{ store_reserve_bytes: {reserve} }}\n"
+        ),
+    )
+    .expect("config");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let node = boxfleet_tests::node::UserNode::start(
+        dir.path(),
+        &[
+            "--config",
+            config.to_str().expect("utf-8"),
+            "--listen",
+            &listen,
+            "--data-dir",
+            "data",
+        ],
+        port,
+        &dir.path().join("node.log"),
+    )
+    .with_token_file(&dir.path().join("data/admin.token"));
+    let started = std::time::Instant::now();
+    let (code, out, err) = node.cli(&[
+        "launch",
+        "--seat",
+        "filler",
+        "--runner",
+        "command",
+        "--command",
+        "for i in $(seq 1 400); do head -c 1048576 /dev/zero >> big.bin; done; sleep 120",
+    ]);
+    assert_eq!(code, 0, "{out}{err}\n{}", node.log());
+    let turn = launched_turn(&out);
+    let addr = format!("http://127.0.0.1:{port}");
+    boxfleet_tests::grpc::register(&addr, &dir.path().join("data/admin.token"));
+    let mut runs = boxfleet_tests::grpc::runs(&addr).await.expect("connect");
+    let events = boxfleet_tests::wait_for(
+        "the job to be ended for the store's reserve",
+        Duration::from_secs(45),
+        async || {
+            let got = runs
+                .get(boxfleet_proto::v1::GetRequest {
+                    turn_id: turn.clone(),
+                })
+                .await
+                .ok()?
+                .into_inner();
+            got.record_json.is_empty().then_some(got.phase_records_json)
+        },
+    )
+    .await;
+    let ended_after = started.elapsed();
+    let phase: serde_json::Value = serde_json::from_str(&events[0]).expect("phase JSON");
+    let record = &phase["body"]["record"];
+    assert_eq!(record["failed"], true, "{record:#}");
+    let error = record["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("disk_budget") && error.contains("local.store_reserve_bytes"),
+        "{record:#}"
+    );
+    assert!(
+        ended_after < Duration::from_secs(45),
+        "ended after {ended_after:?}, inside the 60 s poll interval"
+    );
+    assert!(
+        node.log().contains("store_reserve_breached"),
+        "{}",
+        node.log()
+    );
+}

@@ -50,7 +50,7 @@ pub(crate) fn providers(
 
 /// What a local box may write, and what the disk holding the store keeps free
 /// (`providers.sandbox.local.max_box_bytes`, `.store_reserve_bytes`).
-fn disk_budget(config: &NodeConfig) -> boxfleet_sandbox::DiskBudget {
+pub(crate) fn disk_budget(config: &NodeConfig) -> boxfleet_sandbox::DiskBudget {
     let local = config.company.providers.sandbox.local.as_ref();
     let defaults = boxfleet_sandbox::DiskBudget::default();
     boxfleet_sandbox::DiskBudget {

@@ -13,6 +13,7 @@ mod grpc;
 mod keys;
 mod memory;
 mod node;
+mod reserve;
 mod routing;
 mod store_link;
 mod trust;

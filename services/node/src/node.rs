@@ -103,6 +103,8 @@ pub struct Node {
     outages: tokio::task::JoinHandle<()>,
     /// gives the allocator's free memory back every 30 s
     trimmer: tokio::task::JoinHandle<()>,
+    /// the store's disk reserve, looked at every second
+    reserve_watch: tokio::task::JoinHandle<()>,
 }
 
 /// How often the placement pass runs: a seat whose holder died is taken within the lease's
@@ -314,6 +316,8 @@ impl Node {
         if let Some(waiter) = ActorRef::<WaiterMsg>::where_is(refs.waiter()) {
             let _ = waiter.cast(WaiterMsg::Tick);
         }
+        let reserve_watch =
+            crate::reserve::watch_store_reserve(crate::cells::disk_budget(&config), refs.waiter());
         info!(node = %id, %addr, "node_started");
         Ok(Node {
             config,
@@ -325,6 +329,7 @@ impl Node {
             trust,
             outages,
             trimmer: crate::memory::trim_periodically(),
+            reserve_watch,
         })
     }
 
@@ -358,6 +363,7 @@ impl Node {
             .await;
         self.outages.abort();
         self.trimmer.abort();
+        self.reserve_watch.abort();
         info!(node = %self.config.id, "node_stopped");
     }
 

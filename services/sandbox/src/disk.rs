@@ -37,17 +37,13 @@ impl Default for DiskBudget {
 impl DiskBudget {
     /// Why the box at `root` must stop writing, or `None` while it is inside both bounds.
     pub fn check(&self, root: &Path) -> std::io::Result<Option<String>> {
-        if let Some(store_dir) = &self.store_dir {
-            let stat = rustix::fs::statvfs(store_dir.as_path())?;
-            let free = stat.f_bavail.saturating_mul(stat.f_frsize);
-            if free < self.store_reserve_bytes {
-                return Ok(Some(format!(
-                    "disk_budget: the disk holding the store ({}) has {} free, under its reserve of {} (local.store_reserve_bytes): the job was ended so the store can still write",
-                    store_dir.display(),
-                    mib(free),
-                    mib(self.store_reserve_bytes)
-                )));
-            }
+        if let (Some(store_dir), Some(free)) = (&self.store_dir, self.store_short()?) {
+            return Ok(Some(format!(
+                "disk_budget: the disk holding the store ({}) has {} free, under its reserve of {} (local.store_reserve_bytes): the job was ended so the store can still write",
+                store_dir.display(),
+                mib(free),
+                mib(self.store_reserve_bytes)
+            )));
         }
         let used = allocated_bytes(root, self.max_box_bytes)?;
         if used > self.max_box_bytes {
@@ -58,6 +54,19 @@ impl DiskBudget {
             )));
         }
         Ok(None)
+    }
+}
+
+impl DiskBudget {
+    /// What the disk holding the store has free, when that is under its reserve (`None`: the
+    /// reserve holds, or no store is watched). One `statvfs`: cheap enough to ask every second.
+    pub fn store_short(&self) -> std::io::Result<Option<u64>> {
+        let Some(store_dir) = &self.store_dir else {
+            return Ok(None);
+        };
+        let stat = rustix::fs::statvfs(store_dir.as_path())?;
+        let free = stat.f_bavail.saturating_mul(stat.f_frsize);
+        Ok((free < self.store_reserve_bytes).then_some(free))
     }
 }
 
