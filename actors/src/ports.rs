@@ -228,6 +228,37 @@ pub trait Condenser: Send + Sync + std::fmt::Debug {
     ) -> Result<Condensed, String>;
 }
 
+pub use boxfleet_config::mcp::{McpTransport, RenderedMcp};
+
+/// The job a box runs, as the ways back out of the box name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobIdentity {
+    pub seat: String,
+    pub turn_id: String,
+    pub launch_id: String,
+    /// the runner (`claude-code` alone gets Claude Code's telemetry switches)
+    pub runner: String,
+    /// the turn's W3C trace context (`traceparent`), when the launch carried one
+    pub trace: Option<String>,
+}
+
+/// What a job is given to call its node back on, beside its own environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobEndpoints {
+    /// variables for the run environment (the bridge's URL, the OTLP endpoint and its
+    /// resource attributes, `TRACEPARENT`, …)
+    pub env: BTreeMap<String, String>,
+    /// MCP servers to give the agent (the tool bridge)
+    pub mcp: Vec<RenderedMcp>,
+}
+
+/// The node's ways back out of a box — the tool bridge to the seat's engine and the per-run
+/// OTLP receiver — each behind a per-run signed token only the node can mint (DESIGN §13).
+pub trait RunEndpoints: Send + Sync + std::fmt::Debug {
+    /// What the job `job` is given; nothing when the node mounts neither.
+    fn for_job(&self, job: &JobIdentity) -> JobEndpoints;
+}
+
 /// What a launch asks the runner to start.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LaunchSpec {
@@ -243,6 +274,9 @@ pub struct LaunchSpec {
     /// the agentic-round cap for a coding agent (`--max-turns`); None or 0: uncapped
     pub max_turns: Option<u32>,
     pub env: BTreeMap<String, String>,
+    /// the MCP servers the coding agent is given, every value resolved (the role's, and the
+    /// tool bridge to its seat's engine when the node mounts one)
+    pub mcp: Vec<RenderedMcp>,
 }
 
 /// What a poll found.

@@ -62,6 +62,9 @@ pub struct Company {
     /// roles, with their sandbox gates
     #[serde(default)]
     pub roles: Vec<Role>,
+    /// the MCP servers a role's boxes may be given (`role.sandbox.mcp.servers`), by name
+    #[serde(default)]
+    pub mcp_servers: std::collections::BTreeMap<String, crate::mcp::McpServer>,
 }
 
 fn expand_one(
@@ -185,6 +188,26 @@ impl Company {
             "company.providers.sandbox.setup",
             &mut self.providers.sandbox.setup,
         );
+        // MCP servers are resolved by the same resolver, but a value that does not resolve
+        // withholds its server from the boxes (named at each launch) rather than the document
+        for server in self.mcp_servers.values_mut() {
+            crate::mcp::resolve_server(server, lookup);
+        }
+        for role in &mut self.roles {
+            role.mcp_env_resolved = role
+                .mcp_env
+                .iter()
+                .map(|(name, values)| {
+                    let optional = self
+                        .mcp_servers
+                        .get(name)
+                        .map(|s| s.optional_keys.as_slice())
+                        .unwrap_or_default();
+                    let resolved = crate::mcp::resolve_role_env(values, optional, lookup);
+                    (name.clone(), resolved)
+                })
+                .collect();
+        }
         for (i, role) in self.roles.iter_mut().enumerate() {
             let Some(gate) = &mut role.sandbox else {
                 continue;

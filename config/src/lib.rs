@@ -14,6 +14,7 @@ pub mod auth;
 pub mod company;
 pub mod engine;
 pub mod expand;
+pub mod mcp;
 pub mod paths;
 pub mod plan;
 pub mod providers;

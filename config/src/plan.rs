@@ -48,6 +48,8 @@ pub struct SandboxPlan {
     /// a cli-agent entry's shared login directory: seeded into the (local) box, a refreshed
     /// login written back
     pub login_dir: Option<std::path::PathBuf>,
+    /// the MCP servers the role's boxes get, resolved, and the ones left out with why
+    pub mcp: crate::mcp::McpPlan,
 }
 
 impl std::fmt::Debug for SandboxPlan {
@@ -62,6 +64,7 @@ impl std::fmt::Debug for SandboxPlan {
             .field("max_turns", &self.max_turns)
             .field("setup", &self.setup)
             .field("login_dir", &self.login_dir)
+            .field("mcp", &self.mcp)
             .finish()
     }
 }
@@ -82,7 +85,7 @@ impl SandboxPlan {
 pub struct ModelError(pub String);
 
 impl Company {
-    fn role_of(&self, seat: &str) -> Option<&Role> {
+    pub(crate) fn role_of(&self, seat: &str) -> Option<&Role> {
         let name = self
             .seats
             .iter()
@@ -205,6 +208,7 @@ impl Company {
             ..SandboxPlan::default()
         };
         merge_setup_env(&mut plan.env, &plan.setup);
+        plan.mcp = self.plan_mcp(seat);
         plan
     }
 }

@@ -102,6 +102,7 @@ impl std::fmt::Debug for RoleSandbox {
             .field("max_turns", &self.max_turns)
             .field("env", &self.env.keys().collect::<Vec<_>>())
             .field("optional_keys", &self.optional_keys)
+            .field("mcp", &self.mcp)
             .finish()
     }
 }
@@ -274,6 +275,9 @@ pub struct RoleSandbox {
     /// this role's setup steps, after `providers.sandbox.setup`
     #[serde(default)]
     pub setup: Vec<SetupStep>,
+    /// which of the company's MCP servers this role's boxes get
+    #[serde(default)]
+    pub mcp: Option<crate::mcp::RoleMcp>,
 }
 
 /// A role.
@@ -296,6 +300,13 @@ pub struct Role {
     /// the engine that serves this role's seats (a seat's own `engine` wins)
     #[serde(default)]
     pub engine: Option<crate::engine::EngineChoice>,
+    /// the seat's own credentials for the company's MCP servers, by server: an HTTP server
+    /// gets them as headers, a stdio one as environment (`${VAR}`-resolved at load)
+    #[serde(default)]
+    pub mcp_env: BTreeMap<String, BTreeMap<String, String>>,
+    /// `mcp_env` resolved at load, by server
+    #[serde(skip)]
+    pub mcp_env_resolved: BTreeMap<String, crate::mcp::ResolvedMcpEnv>,
 }
 
 /// The runners and cells a plan can name.

@@ -37,7 +37,112 @@ impl Company {
         self.setup_list_problems(&mut bad);
         llm_entry_problems(&self.providers.llm, &mut bad);
         self.role_problems(&mut bad);
+        self.mcp_problems(&mut bad);
         self.seat_role_problems(&mut bad);
+    }
+
+    /// The MCP servers: a transport boxfleet renders, with what it needs (a stdio server's
+    /// command, an HTTP server's URL); a role names only servers the company carries, in its
+    /// `sandbox.mcp.servers` and its `mcp_env`.
+    fn mcp_problems(&self, bad: &mut Bad<'_>) {
+        for (name, server) in &self.mcp_servers {
+            let field = format!("company.mcp_servers.{name}");
+            match server.transport.as_str() {
+                "stdio" if server.command.as_deref().is_none_or(str::is_empty) => bad(
+                    format!("{field}.command"),
+                    "a stdio server needs the command the box starts it with".into(),
+                    "set command (and args); the program must exist in the box",
+                ),
+                "http" if server.url.as_deref().is_none_or(str::is_empty) => bad(
+                    format!("{field}.url"),
+                    "an http server needs its url".into(),
+                    "set url to the endpoint the box reaches (Streamable HTTP)",
+                ),
+                "stdio" | "http" => {}
+                other => bad(
+                    format!("{field}.transport"),
+                    format!("{other:?} is not a transport boxfleet renders into a box"),
+                    "use stdio or http",
+                ),
+            }
+            if server.transport == "stdio" && !server.headers.is_empty() {
+                bad(
+                    format!("{field}.headers"),
+                    "a stdio server takes no headers".into(),
+                    "put its credentials under env",
+                );
+            }
+            if server.transport == "http" && (!server.env.is_empty() || !server.args.is_empty()) {
+                bad(
+                    format!("{field}.env"),
+                    "an http server takes no env or args: nothing is started in the box".into(),
+                    "put its credentials under headers",
+                );
+            }
+        }
+        for (i, role) in self.roles.iter().enumerate() {
+            for name in role.mcp_env.keys() {
+                if !self.mcp_servers.contains_key(name) {
+                    bad(
+                        format!("company.roles[{i}].mcp_env.{name}"),
+                        format!("{name:?} is not one of the company's mcp_servers"),
+                        "name a server under company.mcp_servers, or remove the entry",
+                    );
+                }
+            }
+            let named = role
+                .sandbox
+                .as_ref()
+                .and_then(|g| g.mcp.as_ref())
+                .map(|m| m.servers.as_slice())
+                .unwrap_or_default();
+            for (j, name) in named.iter().enumerate() {
+                if !self.mcp_servers.contains_key(name) {
+                    bad(
+                        format!("company.roles[{i}].sandbox.mcp.servers[{j}]"),
+                        format!(
+                            "{name:?} is not one of the company's mcp_servers: a box would be offered a server it cannot reach"
+                        ),
+                        "name a server under company.mcp_servers, or leave it out",
+                    );
+                }
+            }
+        }
+    }
+
+    /// What the node's environment leaves out of the boxes, for `validate` and the node's
+    /// start to say (the document is valid either way): each MCP server a role names whose
+    /// values do not all resolve, and is withheld from that role's boxes.
+    pub fn mcp_warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        for (i, role) in self.roles.iter().enumerate() {
+            let named = role
+                .sandbox
+                .as_ref()
+                .and_then(|g| g.mcp.as_ref())
+                .map(|m| m.servers.as_slice())
+                .unwrap_or_default();
+            for name in named {
+                let Some(server) = self.mcp_servers.get(name) else {
+                    continue;
+                };
+                let mut variables: Vec<&String> = server.unresolved.iter().collect();
+                if let Some(own) = role.mcp_env_resolved.get(name) {
+                    variables.extend(&own.unresolved);
+                }
+                variables.sort();
+                variables.dedup();
+                if !variables.is_empty() {
+                    let list: Vec<String> = variables.iter().map(|v| format!("${{{v}}}")).collect();
+                    warnings.push(format!(
+                        "company.roles[{i}] ({}): MCP server {name:?} is withheld from its boxes: {} not set in the node's environment (sandbox_mcp_server_withheld); export it, or list the key under the server's optional_keys",
+                        role.name,
+                        list.join(", ")
+                    ));
+                }
+            }
+        }
+        warnings
     }
 
     /// The engine-wide setup list (checked as local when any seat may run in a local cell),

@@ -15,8 +15,9 @@
 //! `--auto-compaction-retention=1m`), so the end shows what the store holds once what it
 //! retains for a time has gone. It samples at the start (the node idle after one warm-up job
 //! on each seat the soak uses, so every seat is held), after every batch (the peak is the
-//! largest sample) and at the end (every run settled or parked, then 150 s: the events'
-//! retention, the history's or etcd's compaction, the allocator's trim):
+//! largest sample) and at the end (every run settled or parked, then 300 s quiet: the events'
+//! retention, the history's or etcd's compaction, the allocator's trim, the runtime's idle
+//! threads; the quiet minutes from 150 s on are printed as they pass):
 //!
 //! - the store's size (the embedded file; etcd's `db_size_in_use`, and its file `db_size`,
 //!   which etcd gives back to the disk only when defragmented),
@@ -306,9 +307,24 @@ async fn soak(name: &str, backing: Backing, hostile: usize, small: usize) -> [Sa
         soak.until_quiet(&launched).await;
     }
     peak = peak.max(soak.sample().await);
-    println!("  {name}: {small} small jobs done; waiting 150 s for retention and the trim");
-    tokio::time::sleep(Duration::from_secs(150)).await;
-    let end = soak.sample().await;
+    println!(
+        "  {name}: {small} small jobs done; quiet for 300 s: retention, the trim, idle threads"
+    );
+    // the node's quiet end, sampled every 30 s from 150 s on: retention and the history's
+    // compaction are done by 150 s; the blocking pool's idle threads (each with its stack and
+    // its cache of freed blocks) and the allocator's trim settle over the minutes after
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    let mut end = Sample::default();
+    for at in [150, 180, 210, 240, 270, 300] {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        end = soak.sample().await;
+        println!(
+            "  {name}: quiet {at} s: store {}, RSS {}, anonymous {}",
+            mib(end.store_bytes),
+            mib(end.rss_bytes),
+            mib(end.anon_bytes)
+        );
+    }
     soak.node.terminate();
     [start, peak, end]
 }
@@ -407,6 +423,6 @@ async fn main() {
     }
     println!(
         "\nstart: idle after a warm-up job on each seat; peak: the largest sample after a batch; end: every \
-         run settled or parked, then 150 s. show: the first hostile turn, start column before it ran."
+         run settled or parked, then 300 s quiet. show: the first hostile turn, start column before it ran."
     );
 }

@@ -14,6 +14,7 @@ use boxfleet_cluster::keys::check_id;
 use boxfleet_cluster::record::{EndingReason, RunRecord};
 use boxfleet_cluster::runs::RunError;
 use boxfleet_cluster::transition::{EndingGuard, Fence, Transition};
+use boxfleet_config::mcp::McpLeftOut;
 use boxfleet_config::plan::SandboxPlan;
 use boxfleet_config::providers::Wire;
 use chrono::Utc;
@@ -25,10 +26,10 @@ use super::Coordinator;
 use super::api::{LaunchOutcome, LaunchRequest, RefusalClass};
 use super::error::Error;
 use super::job::StoredJob;
-use super::setup::{apply_setup, with_setup_briefs};
+use super::setup::{apply_setup, environment_brief};
 use super::text::new_id;
 use crate::boxes::BoxOp;
-use crate::ports::{BoxSpec, LaunchSpec, Provider, Runner, Sandbox};
+use crate::ports::{BoxSpec, JobIdentity, LaunchSpec, Provider, Runner, Sandbox};
 
 /// Where a job starts: a new box, or the box its run already names.
 enum JobBox {
@@ -453,16 +454,31 @@ impl Coordinator {
             )
             .await?;
         }
+        let mut mcp = plan.mcp.servers.clone();
+        log_mcp_left_out(turn_id, &plan.mcp.left_out);
+        if let Some(endpoints) = self.endpoints() {
+            let given = endpoints.for_job(&JobIdentity {
+                seat: request.seat.clone(),
+                turn_id: turn_id.to_owned(),
+                launch_id: launch_id.to_owned(),
+                runner: runner.name().to_owned(),
+                trace: request.trace.clone(),
+            });
+            env.extend(given.env);
+            mcp.extend(given.mcp);
+        }
+        let servers: Vec<&str> = mcp.iter().map(|s| s.name.as_str()).collect();
         let spec = LaunchSpec {
             turn_id: turn_id.to_owned(),
             launch_id: launch_id.to_owned(),
             seat: request.seat.clone(),
-            brief: with_setup_briefs(&request.brief, &plan.setup),
+            brief: environment_brief(&request.brief, &plan.setup, &servers),
             command: request.command.clone(),
             timeout_seconds: request.timeout_seconds,
             model: plan.model.clone(),
             max_turns: plan.max_turns,
             env,
+            mcp,
         };
         let handle = runner.start(sandbox, &spec).await?;
         crash::point(if fresh {
@@ -512,6 +528,23 @@ fn run_environment(plan: &SandboxPlan, seat: &str, turn_id: &str) -> BTreeMap<St
         env.insert("BOXFLEET_OPENCODE_WIRE".to_owned(), wire.to_owned());
     }
     env
+}
+
+/// Says which of the role's MCP servers a job is not given, and why: a server whose values do
+/// not all resolve is withheld (`sandbox_mcp_server_withheld`, naming the variables), one the
+/// company does not carry or of a transport boxfleet does not render is skipped
+/// (`sandbox_mcp_server_skipped`). The rest of the role's servers are given all the same.
+fn log_mcp_left_out(turn_id: &str, left_out: &[McpLeftOut]) {
+    for server in left_out {
+        match server {
+            McpLeftOut::Withheld { name, variables } => {
+                warn!(turn_id, server = %name, variables = %variables.join(","), "sandbox_mcp_server_withheld")
+            }
+            McpLeftOut::Skipped { name, why } => {
+                warn!(turn_id, server = %name, %why, "sandbox_mcp_server_skipped")
+            }
+        }
+    }
 }
 
 /// Refuses a wall-clock timeout on a coding run: runs are uncapped (a detached coding job is

@@ -137,6 +137,11 @@ pub struct Coordinator {
     /// the seats' auxiliary models, condensing what a box wrote past its bounds (the node sets
     /// it; none: every piece is cut)
     condenser: RwLock<Option<Arc<dyn crate::ports::Condenser>>>,
+    /// when the placement pass last looked for removed seats (`retire`)
+    retirement_checked: std::sync::Mutex<Option<std::time::Instant>>,
+    /// the ways back out of a box the node mounts (the tool bridge, the OTLP receiver); none:
+    /// a job is given neither
+    endpoints: RwLock<Option<Arc<dyn crate::ports::RunEndpoints>>>,
     /// what the steps leave to the node's actors
     follow_ups: Arc<dyn FollowUps>,
     engine: mpsc::UnboundedSender<EngineDown>,
@@ -186,6 +191,8 @@ impl Coordinator {
             offers: offers::Offers::default(),
             fleet: RwLock::new(None),
             condenser: RwLock::new(None),
+            endpoints: RwLock::new(None),
+            retirement_checked: std::sync::Mutex::new(None),
             follow_ups,
             engine,
             company,
@@ -196,6 +203,19 @@ impl Coordinator {
     /// Sets how this node reaches the rest of the fleet.
     pub fn set_fleet_link(&self, link: Arc<dyn FleetLink>) {
         *self.fleet.write().unwrap_or_else(|p| p.into_inner()) = Some(link);
+    }
+
+    /// Sets the ways back out of a box that the node mounts.
+    pub fn set_endpoints(&self, endpoints: Arc<dyn crate::ports::RunEndpoints>) {
+        *self.endpoints.write().unwrap_or_else(|p| p.into_inner()) = Some(endpoints);
+    }
+
+    /// The ways back out of a box, when the node mounts any.
+    fn endpoints(&self) -> Option<Arc<dyn crate::ports::RunEndpoints>> {
+        self.endpoints
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Sets the condenser of what a box wrote past its bounds.

@@ -237,7 +237,14 @@ impl Coordinator {
             }
         }
         // a held seat that left the company's agent seats: its retirement grace, then its end
-        for fence in self.held_seats() {
+        // (looked at every minute, not every pass: one store read per held seat a second kept
+        // the store and its blocking threads busy on an idle node)
+        let retirement = if self.retirement_check_due() {
+            self.held_seats()
+        } else {
+            Vec::new()
+        };
+        for fence in retirement {
             if let Err(error) = self.retire_if_removed(&fence).await {
                 warn!(seat = %fence.seat, %error, "seat_retirement_failed");
             }

@@ -32,7 +32,27 @@ fn grace() -> Duration {
         .map_or(RETIREMENT_GRACE, Duration::from_secs)
 }
 
+/// How often the placement pass looks for removed seats: every minute, or twice within a
+/// shorter grace.
+fn check_every() -> Duration {
+    (grace() / 2).min(Duration::from_secs(60))
+}
+
 impl Coordinator {
+    /// Whether the placement pass looks for removed seats now (and notes that it does).
+    pub(super) fn retirement_check_due(&self) -> bool {
+        let mut checked = self
+            .retirement_checked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let now = std::time::Instant::now();
+        if checked.is_some_and(|at| now.duration_since(at) < check_every()) {
+            return false;
+        }
+        *checked = Some(now);
+        true
+    }
+
     /// Whether `seat` takes work: one of the company's agent seats.
     pub(super) fn seat_is_agents(&self, seat: &str) -> bool {
         self.company.is_agent_seat(seat)

@@ -270,6 +270,7 @@ impl Coordinator {
                 .or_else(|| last.as_ref().and_then(|j| j.command.clone())),
             timeout_seconds: last.as_ref().and_then(|j| j.timeout_seconds),
             model: last.as_ref().and_then(|j| j.model.clone()),
+            trace: relaunched.trace.clone(),
             ..LaunchRequest::default()
         };
         let started = self

@@ -80,13 +80,21 @@ async fn run_setup_command(
     Err(text)
 }
 
-/// The brief with the setup steps' paragraphs folded into a "## Your environment" block.
-pub(super) fn with_setup_briefs(brief: &str, steps: &[SetupStep]) -> String {
-    let paragraphs: Vec<&str> = steps
+/// The brief with the setup steps' paragraphs, and the names of the MCP servers the agent is
+/// given, folded into a "## Your environment" block.
+pub(super) fn environment_brief(brief: &str, steps: &[SetupStep], mcp_servers: &[&str]) -> String {
+    let mut paragraphs: Vec<String> = steps
         .iter()
         .filter_map(|step| step.brief.as_deref())
         .filter(|b| !b.trim().is_empty())
+        .map(str::to_owned)
         .collect();
+    if !mcp_servers.is_empty() {
+        paragraphs.push(format!(
+            "MCP servers connected for you: {}. Every tool each one serves is yours to call.",
+            mcp_servers.join(", ")
+        ));
+    }
     if paragraphs.is_empty() {
         return brief.to_owned();
     }
@@ -107,13 +115,22 @@ mod tests {
             brief: brief.map(str::to_owned),
             ..SetupStep::default()
         };
-        assert_eq!(with_setup_briefs("Fix it.", &[step(None)]), "Fix it.");
+        assert_eq!(environment_brief("Fix it.", &[step(None)], &[]), "Fix it.");
         assert_eq!(
-            with_setup_briefs(
+            environment_brief(
                 "Fix it.",
-                &[step(Some("Node 22 is on PATH.")), step(Some(" "))]
+                &[step(Some("Node 22 is on PATH.")), step(Some(" "))],
+                &[]
             ),
             "Fix it.\n\n## Your environment\n\nNode 22 is on PATH.\n"
+        );
+    }
+
+    #[test]
+    fn the_connected_mcp_servers_are_named_in_the_environment_block() {
+        assert_eq!(
+            environment_brief("Fix it.", &[], &["github", "boxfleet"]),
+            "Fix it.\n\n## Your environment\n\nMCP servers connected for you: github, boxfleet. Every tool each one serves is yours to call.\n"
         );
     }
 }

@@ -12,7 +12,8 @@
 
 use async_trait::async_trait;
 use boxfleet_actors::ports::{
-    BoxError, Collected, Followed, JobHandle, JobState, LaunchSpec, Runner, Sandbox,
+    BoxError, Collected, Followed, JobHandle, JobState, LaunchSpec, McpTransport, RenderedMcp,
+    Runner, Sandbox,
 };
 
 use crate::claude_stream::{ClaudeResult, ClaudeStream};
@@ -27,6 +28,8 @@ pub const STREAM: &str = "stream.jsonl";
 pub const RESULT: &str = "result.json";
 /// The brief, fed to the CLI on stdin.
 pub const BRIEF: &str = "brief.md";
+/// The MCP servers the launch gives the agent (`--mcp-config`), in the job directory.
+pub const MCP_CONFIG: &str = "mcp.json";
 /// The most of the stream's end a collection decodes.
 pub const STREAM_READ_BYTES: u64 = 32 * 1024 * 1024;
 /// The most a `follow` reads.
@@ -88,8 +91,10 @@ impl ClaudeCodeRunner {
     }
 }
 
-/// The CLI's arguments after its name (each quoted for sh).
-pub fn cli_args(model: Option<&str>, max_turns: Option<u32>) -> String {
+/// The CLI's arguments after its name (each quoted for sh). `mcp_config` is the MCP servers'
+/// file, when the launch gives the agent any: only those servers, never one of the box's own
+/// (`--strict-mcp-config`).
+pub fn cli_args(model: Option<&str>, max_turns: Option<u32>, mcp_config: Option<&str>) -> String {
     let mut args = String::from(
         "-p --output-format stream-json --verbose --permission-mode bypassPermissions",
     );
@@ -100,7 +105,36 @@ pub fn cli_args(model: Option<&str>, max_turns: Option<u32>) -> String {
     if let Some(turns) = max_turns.filter(|&n| n > 0) {
         args.push_str(&format!(" --max-turns {turns}"));
     }
+    if let Some(file) = mcp_config {
+        args.push_str(" --mcp-config ");
+        args.push_str(&sh_quote(file));
+        args.push_str(" --strict-mcp-config");
+    }
     args
+}
+
+/// Claude Code's MCP configuration (`--mcp-config`'s file) for `servers`: a stdio server as
+/// the command the CLI spawns in the box with its environment, an HTTP one as its URL and
+/// headers (Streamable HTTP). Every value is already resolved: nothing here is a reference.
+pub fn mcp_config(servers: &[RenderedMcp]) -> serde_json::Value {
+    let mut entries = serde_json::Map::new();
+    for server in servers {
+        let entry = match &server.transport {
+            McpTransport::Stdio { command, args, env } => serde_json::json!({
+                "type": "stdio",
+                "command": command,
+                "args": args,
+                "env": env,
+            }),
+            McpTransport::Http { url, headers } => serde_json::json!({
+                "type": "http",
+                "url": url,
+                "headers": headers,
+            }),
+        };
+        entries.insert(server.name.clone(), entry);
+    }
+    serde_json::json!({ "mcpServers": entries })
 }
 
 /// The wrapper script for one job (POSIX sh: it runs under dash, `bash --posix` and busybox
@@ -111,7 +145,9 @@ pub fn wrapper_script(
     cli: &str,
     model: Option<&str>,
     max_turns: Option<u32>,
+    mcp: bool,
 ) -> String {
+    let mcp_config = mcp.then(|| layout::in_job(dir, MCP_CONFIG));
     format!(
         r#"# boxfleet claude-code wrapper: runs Claude Code headless on the brief, copies the
 # stream's last line to result.json, then records the CLI's exit status in done.
@@ -140,7 +176,7 @@ printf '%s\n' "$status" >"$dir/{done}.tmp" && mv -f "$dir/{done}.tmp" "$dir/{don
         report = sh_quote(&layout::report(home)),
         bin = sh_quote(&layout::bin_dir(home)),
         cli = sh_quote(cli),
-        args = cli_args(model, max_turns),
+        args = cli_args(model, max_turns, mcp_config.as_deref()),
         brief = BRIEF,
         stream = STREAM,
         stderr = layout::STDERR,
@@ -192,6 +228,13 @@ impl Runner for ClaudeCodeRunner {
                 common::full_brief(&launch.brief).as_bytes(),
             )
             .await?;
+        let mcp = !launch.mcp.is_empty();
+        if mcp {
+            let config = mcp_config(&launch.mcp).to_string();
+            sandbox
+                .write_file(&layout::in_job(&dir, MCP_CONFIG), config.as_bytes())
+                .await?;
+        }
         let wrapper = layout::in_job(&dir, layout::WRAPPER);
         sandbox
             .write_file(
@@ -202,6 +245,7 @@ impl Runner for ClaudeCodeRunner {
                     &self.cli,
                     launch.model.as_deref(),
                     launch.max_turns,
+                    mcp,
                 )
                 .as_bytes(),
             )
@@ -420,12 +464,47 @@ mod tests {
     #[test]
     fn the_invocation_is_pinned() {
         assert_eq!(
-            cli_args(Some("claude-sonnet-4-5"), Some(30)),
+            cli_args(Some("claude-sonnet-4-5"), Some(30), None),
             "-p --output-format stream-json --verbose --permission-mode bypassPermissions --model 'claude-sonnet-4-5' --max-turns 30"
         );
         assert_eq!(
-            cli_args(None, Some(0)),
+            cli_args(None, Some(0), None),
             "-p --output-format stream-json --verbose --permission-mode bypassPermissions"
+        );
+        assert_eq!(
+            cli_args(None, None, Some("/h/.boxfleet/jobs/L/mcp.json")),
+            "-p --output-format stream-json --verbose --permission-mode bypassPermissions --mcp-config '/h/.boxfleet/jobs/L/mcp.json' --strict-mcp-config"
+        );
+    }
+
+    #[test]
+    fn mcp_servers_render_as_claude_codes_config() {
+        let servers = [
+            RenderedMcp {
+                name: "everything".into(),
+                transport: McpTransport::Stdio {
+                    command: "npx".into(),
+                    args: vec![
+                        "-y".into(),
+                        "@modelcontextprotocol/server-everything".into(),
+                    ],
+                    env: [("TOKEN".to_owned(), "t0k".to_owned())].into(),
+                },
+            },
+            RenderedMcp {
+                name: "github".into(),
+                transport: McpTransport::Http {
+                    url: "https://mcp.example.com/mcp".into(),
+                    headers: [("Authorization".to_owned(), "Bearer ghp_x".to_owned())].into(),
+                },
+            },
+        ];
+        assert_eq!(
+            mcp_config(&servers),
+            serde_json::json!({"mcpServers": {
+                "everything": {"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"], "env": {"TOKEN": "t0k"}},
+                "github": {"type": "http", "url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ghp_x"}},
+            }})
         );
     }
 
@@ -437,7 +516,9 @@ mod tests {
             "/opt/my claude",
             Some("m'x"),
             None,
+            true,
         );
+        assert!(script.contains("--mcp-config '/h/.boxfleet/jobs/L/mcp.json' --strict-mcp-config"));
         assert!(script.contains(r"'/opt/my claude' -p --output-format stream-json"));
         assert!(script.contains(r"--model 'm'\''x'"));
         for bashism in [

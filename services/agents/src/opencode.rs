@@ -18,7 +18,8 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use boxfleet_actors::ports::{
-    BoxError, Collected, Followed, JobHandle, JobState, LaunchSpec, Runner, Sandbox,
+    BoxError, Collected, Followed, JobHandle, JobState, LaunchSpec, McpTransport, RenderedMcp,
+    Runner, Sandbox,
 };
 use serde_json::{Value, json};
 
@@ -128,17 +129,38 @@ impl OpenCodeRunner {
 }
 
 /// OpenCode's configuration for one run: every permission allowed but `question`, sharing,
-/// self-update and snapshots off, no MCP server (a launch declares none), and the custom
-/// provider when the entry sets a base URL — its key read from the run environment, never
-/// written here.
-pub fn config(provider: Option<&CustomProvider>, model: Option<&str>) -> Value {
+/// self-update and snapshots off, the MCP servers the launch gives the agent (OpenCode 2's
+/// `mcp.servers`: a stdio server `local`, its command and arguments one list, its variables
+/// `environment`; an HTTP one `remote` with its headers — every value resolved), and the
+/// custom provider when the entry sets a base URL — its key read from the run environment,
+/// never written here.
+pub fn config(
+    provider: Option<&CustomProvider>,
+    model: Option<&str>,
+    mcp: &[RenderedMcp],
+) -> Value {
+    let mut servers = serde_json::Map::new();
+    for server in mcp {
+        let entry = match &server.transport {
+            McpTransport::Stdio { command, args, env } => {
+                let argv: Vec<&str> = std::iter::once(command.as_str())
+                    .chain(args.iter().map(String::as_str))
+                    .collect();
+                json!({ "type": "local", "command": argv, "environment": env })
+            }
+            McpTransport::Http { url, headers } => {
+                json!({ "type": "remote", "url": url, "headers": headers })
+            }
+        };
+        servers.insert(server.name.clone(), entry);
+    }
     let mut config = json!({
         "$schema": "https://opencode.ai/config.json",
         "permission": { "*": "allow", "question": "deny" },
         "share": "disabled",
         "update": "disable",
         "snapshots": false,
-        "mcp": { "servers": {} },
+        "mcp": { "servers": servers },
     });
     if let Some(provider) = provider {
         let (package, key_env, base_url) = match provider.wire {
@@ -378,7 +400,7 @@ impl Runner for OpenCodeRunner {
         let provider = launch_provider(self.options.provider.as_ref(), &launch.env);
         let model = run_model(provider.as_ref(), launch.model.as_deref());
         // written on every run: a run that wrote none would inherit the last run's
-        let config = config(provider.as_ref(), launch.model.as_deref());
+        let config = config(provider.as_ref(), launch.model.as_deref(), &launch.mcp);
         let mut config_text = serde_json::to_string_pretty(&config)
             .map_err(|e| BoxError::Failed(format!("opencode.json: {e}")))?;
         config_text.push('\n');
@@ -566,8 +588,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn mcp_servers_render_as_opencode_2s_servers() {
+        let servers = [
+            RenderedMcp {
+                name: "everything".into(),
+                transport: McpTransport::Stdio {
+                    command: "npx".into(),
+                    args: vec![
+                        "-y".into(),
+                        "@modelcontextprotocol/server-everything".into(),
+                    ],
+                    env: [("TOKEN".to_owned(), "t0k".to_owned())].into(),
+                },
+            },
+            RenderedMcp {
+                name: "boxfleet".into(),
+                transport: McpTransport::Http {
+                    url: "http://127.0.0.1:7480/mcp/bfr1.k1.p.m".into(),
+                    headers: Default::default(),
+                },
+            },
+        ];
+        assert_eq!(
+            config(None, None, &servers)["mcp"],
+            json!({"servers": {
+                "everything": {"type": "local", "command": ["npx", "-y", "@modelcontextprotocol/server-everything"], "environment": {"TOKEN": "t0k"}},
+                "boxfleet": {"type": "remote", "url": "http://127.0.0.1:7480/mcp/bfr1.k1.p.m", "headers": {}},
+            }})
+        );
+        assert_eq!(config(None, None, &[])["mcp"], json!({"servers": {}}));
+    }
+
+    #[test]
     fn the_config_declares_a_custom_provider_only_for_a_base_url() {
-        let plain = config(None, Some("anthropic/claude-sonnet-4-5"));
+        let plain = config(None, Some("anthropic/claude-sonnet-4-5"), &[]);
         assert_eq!(
             plain["permission"],
             json!({"*": "allow", "question": "deny"})
@@ -580,7 +634,7 @@ mod tests {
             base_url: "https://gw.example.com/".into(),
             wire: Wire::Anthropic,
         };
-        let custom = config(Some(&anthropic), Some("claude-sonnet-4-5"));
+        let custom = config(Some(&anthropic), Some("claude-sonnet-4-5"), &[]);
         assert_eq!(
             custom["provider"]["boxfleet"],
             json!({
@@ -603,7 +657,7 @@ mod tests {
             wire: Wire::OpenAi,
         };
         assert_eq!(
-            config(Some(&openai), None)["provider"]["boxfleet"]["settings"]["baseURL"],
+            config(Some(&openai), None, &[])["provider"]["boxfleet"]["settings"]["baseURL"],
             "https://llm.internal/v1"
         );
     }

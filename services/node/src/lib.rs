@@ -175,6 +175,9 @@ async fn validate(file: &std::path::Path) -> anyhow::Result<i32> {
                 config.company.seats.len(),
                 config.company.units.len()
             );
+            for warning in config.company.mcp_warnings() {
+                eprintln!("warning: {}: {warning}", file.display());
+            }
             if config.store.kind == boxfleet_config::StoreKind::Etcd {
                 check_etcd(&config.store).await;
             }
