@@ -25,6 +25,7 @@ async fn attach_engine(
     let hello = pb::Hello {
         engine: name.into(),
         seats: vec![],
+        ..pb::Hello::default()
     };
     up_tx
         .send(pb::EngineUp {
@@ -84,6 +85,7 @@ async fn launch_complete_resume_take_settle_over_grpc() {
             msg: Some(pb::engine_up::Msg::Hello(pb::Hello {
                 engine: "test-engine".into(),
                 seats: vec![],
+                ..pb::Hello::default()
             })),
         })
         .await

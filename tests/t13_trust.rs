@@ -262,6 +262,7 @@ async fn call(
                 msg: Some(pb::engine_up::Msg::Hello(pb::Hello {
                     engine: format!("m-{name}"),
                     seats: vec!["sink".into()],
+                    ..pb::Hello::default()
                 })),
             };
             let up = futures::stream::iter(vec![hello]);
@@ -770,6 +771,7 @@ async fn a_turn_an_engine_took_and_never_acked_goes_to_the_next_engine() {
                 msg: Some(pb::engine_up::Msg::Hello(pb::Hello {
                     engine: "test".into(),
                     seats,
+                    ..pb::Hello::default()
                 })),
             })
             .await

@@ -59,6 +59,7 @@ impl ScriptedEngine {
         let hello = pb::Hello {
             engine: "scripted".into(),
             seats: seats.iter().map(|s| (*s).to_owned()).collect(),
+            ..pb::Hello::default()
         };
         up.send(pb::EngineUp {
             msg: Some(pb::engine_up::Msg::Hello(hello)),
@@ -232,6 +233,7 @@ async fn a_scripted_engine_works_a_turn_and_is_told_of_every_message_the_node_re
     let hello = pb::engine_up::Msg::Hello(pb::Hello {
         engine: "scripted".into(),
         seats: vec![],
+        ..pb::Hello::default()
     });
     assert_eq!(engine.refused(hello).await.reason, "hello_again");
     engine

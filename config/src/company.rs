@@ -258,7 +258,7 @@ impl Company {
                 .is_some_and(|seat| seat.kind == Kind::Agent)
     }
 
-    fn seat(&self, handle: &str) -> Option<&Seat> {
+    pub fn seat(&self, handle: &str) -> Option<&Seat> {
         self.seats
             .iter()
             .find(|seat| seat.handle.eq_ignore_ascii_case(handle))

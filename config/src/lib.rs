@@ -14,6 +14,7 @@ pub mod auth;
 pub mod company;
 pub mod engine;
 pub mod expand;
+pub mod http;
 pub mod mcp;
 pub mod paths;
 pub mod plan;
@@ -85,6 +86,9 @@ pub struct NodeSection {
     /// how long a stopping node waits for its seats' resumes in flight to settle (an engine's
     /// take and settle) before it lets them go; default 60
     pub settle_window_seconds: Option<u64>,
+    /// the HTTP listener: the tool bridge, the OTLP receiver
+    #[serde(default)]
+    pub http: http::HttpSection,
 }
 
 /// A config file: `node:` and `store:` (the company section arrives with the fleet work).
@@ -129,6 +133,8 @@ pub struct NodeConfig {
     pub default_engine: engine::EngineChoice,
     /// how long a stopping node waits for resumes in flight to settle
     pub settle_window_seconds: u64,
+    /// the HTTP listener and what it serves a box
+    pub http: http::HttpConfig,
 }
 
 /// How long a stopping node waits for resumes in flight when nothing is configured.
@@ -186,6 +192,7 @@ impl File {
             insecure_listen,
             default_engine,
             settle_window_seconds,
+            http,
         } = node;
         let id = id.unwrap_or_else(default_node_id);
         if id.is_empty() || id.contains('/') || id.chars().any(char::is_whitespace) {
@@ -248,6 +255,7 @@ impl File {
                 });
             }
         }
+        let http = http.validate(listen, &|name| std::env::var(name).ok())?;
         let keys = auth::key_source(auth, &data_dir, base, &|name| std::env::var(name).ok())?;
         let tls = auth::tls(tls, base)?;
         Ok(NodeConfig {
@@ -256,6 +264,7 @@ impl File {
             insecure_listen: insecure_listen.unwrap_or(false),
             default_engine: default_engine.unwrap_or_default(),
             settle_window_seconds,
+            http,
             id,
             listen,
             boxes_dir,

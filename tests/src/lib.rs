@@ -34,7 +34,11 @@ pub mod etcd;
 pub mod fleet;
 pub mod grpc;
 pub mod launcher;
+pub mod mcp_client;
+pub mod mcp_server;
 pub mod node;
+pub mod npm;
+pub mod otlp_collector;
 pub mod proxy;
 pub mod tls;
 

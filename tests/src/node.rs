@@ -34,6 +34,17 @@ pub fn boxfleet_bin() -> &'static Path {
     })
 }
 
+/// `--http-listen 127.0.0.1:0` unless `args` name the HTTP listener themselves: a test node's
+/// HTTP listener takes an ephemeral port (the default, the gRPC port + 80, may be another test
+/// node's), and a test that needs it names it.
+fn http_listen<S: AsRef<str>>(args: &[S]) -> Vec<&'static str> {
+    if args.iter().any(|a| a.as_ref() == "--http-listen") {
+        Vec::new()
+    } else {
+        vec!["--http-listen", "127.0.0.1:0"]
+    }
+}
+
 /// The ports [`free_port`] has handed out in this process. The tests of one binary run side by
 /// side: a port bound and released for one test's node, or freed when a test kills its node,
 /// is otherwise handed to another test's node too, which then fails to bind while its test
@@ -129,6 +140,7 @@ impl NodeProcess {
             .arg("--data-dir")
             .arg(&self.data_dir)
             .args(["--poll-interval", "1"])
+            .args(http_listen(&self.extra_args))
             .args(&self.extra_args)
             .env("BOXFLEET_LOG", "info")
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -162,6 +174,31 @@ impl NodeProcess {
             return Err(status);
         }
         Ok(())
+    }
+
+    /// The node's HTTP listener (`http://127.0.0.1:PORT`), as its log names it once bound.
+    pub fn http_url(&self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let log = self.log();
+            let bound = log
+                .lines()
+                .rev()
+                .filter(|line| line.contains("node_http_listening"))
+                .find_map(|line| {
+                    let at = line.find("addr=")? + "addr=".len();
+                    line[at..].split_whitespace().next().map(str::to_owned)
+                });
+            if let Some(addr) = bound {
+                return format!("http://{addr}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node {} named no HTTP listener; log:\n{log}",
+                self.id
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// The node's log so far.
@@ -331,9 +368,17 @@ impl UserNode {
     /// they name none) serves.
     pub fn start(cwd: &Path, args: &[&str], port: u16, log: &Path) -> UserNode {
         let stderr = std::fs::File::create(log).expect("create node log");
+        // a node on a port of its own gets an HTTP port of its own too (the default, its port
+        // + 80, may be another test's)
+        let http = if args.contains(&"--listen") {
+            http_listen(args)
+        } else {
+            Vec::new()
+        };
         let child = Command::new(boxfleet_bin())
             .arg("node")
             .args(args)
+            .args(http)
             .current_dir(cwd)
             .env("BOXFLEET_LOG", "info")
             .stdin(Stdio::null())

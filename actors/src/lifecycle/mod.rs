@@ -19,6 +19,7 @@
 //! | `collect` | a finished job: claim, read the evidence, charge, publish the phase record, park or resume |
 //! | `assess` | the collection's pure part: failed, reason, error text, model receipt |
 //! | `answer` | recording an answer, claiming it for its resume, the answer-resume retry rule |
+//! | [`bridge`] | a bridged tool call written down on its run's record |
 //! | `settle` | the engine's side of a resume: take, and how the resumed turn ended |
 //! | `ending` | deciding an ending and finishing it; the pause reaper |
 //! | `recovery` | the recovery pass on acquiring a seat |
@@ -41,6 +42,7 @@ mod answer_given;
 pub mod api;
 mod assess;
 pub mod bounds;
+pub mod bridge;
 mod collect;
 mod condense;
 mod ending;

@@ -2,7 +2,7 @@
 //! whole line, and quoting a word for a POSIX shell.
 
 /// A new id, `{prefix}-{32 hex}`.
-pub(crate) fn new_id(prefix: &str) -> String {
+pub fn new_id(prefix: &str) -> String {
     format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
 }
 
@@ -24,7 +24,7 @@ pub fn turn_id_for_delivery(seat: &str, delivery_id: &str) -> String {
 
 /// `text` cut to at most `max` bytes on a whole line, with a line saying how much was left
 /// out; unchanged when it fits.
-pub(crate) fn cut(text: &str, max: usize) -> String {
+pub fn cut(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }

@@ -231,6 +231,7 @@ async fn main() -> anyhow::Result<()> {
     let hello = pb::Hello {
         engine: args.name.clone(),
         seats: args.seats.clone(),
+        ..pb::Hello::default()
     };
     up.send(pb::EngineUp {
         msg: Some(pb::engine_up::Msg::Hello(hello)),

@@ -400,6 +400,10 @@ pub struct NodeArgs {
     /// The address the gRPC services listen on (node.listen) [default: 127.0.0.1:7400].
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
+    /// The address the HTTP listener binds (node.http.listen): the tool bridge and the OTLP
+    /// receiver a box calls back on; `off` for none [default: the gRPC host, its port + 80].
+    #[arg(long, value_name = "ADDR")]
+    pub http_listen: Option<String>,
     /// Where the embedded store and local boxes live (node.data_dir) [default: ./.boxfleet].
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,

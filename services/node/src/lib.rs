@@ -10,6 +10,7 @@ mod demo;
 mod engines;
 mod fleet_link;
 mod grpc;
+mod http;
 mod keys;
 mod memory;
 mod node;
@@ -76,6 +77,9 @@ fn node_config(args: &cli::NodeArgs) -> anyhow::Result<boxfleet_config::NodeConf
     }
     if let Some(listen) = &args.listen {
         file.node.listen = Some(listen.clone());
+    }
+    if let Some(listen) = &args.http_listen {
+        file.node.http.listen = Some(listen.clone());
     }
     if let Some(dir) = &args.data_dir {
         file.node.data_dir = Some(dir.clone());
@@ -148,6 +152,12 @@ async fn run_node(args: cli::NodeArgs) -> anyhow::Result<i32> {
         node.config.data_dir.display(),
         node.config.boxes_dir.display()
     );
+    if let Some(http) = &node.http {
+        eprintln!(
+            "HTTP on {} (the tool bridge and the OTLP receiver boxes call back on; node.http)",
+            http.base_url()
+        );
+    }
     if let Some(keyring) = &node.trust.made_keyring {
         eprintln!(
             "made a keyring for this node at {} (share it, or auth.keys, with every node of a fleet)",

@@ -105,6 +105,8 @@ pub struct Node {
     trimmer: tokio::task::JoinHandle<()>,
     /// the store's disk reserve, looked at every second
     reserve_watch: tokio::task::JoinHandle<()>,
+    /// the HTTP listener (the tool bridge, the OTLP receiver), when on
+    pub http: Option<crate::http::HttpListener>,
 }
 
 /// How often the placement pass runs: a seat whose holder died is taken within the lease's
@@ -289,6 +291,18 @@ impl Node {
             config.company.clone(),
             config.default_engine,
         ));
+        // the HTTP listener: the tool bridge and the OTLP receiver a box calls back on
+        let http = crate::http::start(&config, engines.clone(), trust.clone())
+            .await?
+            .map(|(listener, endpoints)| {
+                if endpoints.bridge.is_some() || endpoints.receiver.is_some() {
+                    coordinator.set_endpoints(Arc::new(endpoints));
+                }
+                listener
+            });
+        for warning in config.company.mcp_warnings() {
+            warn!("{warning}");
+        }
         let workers = Workers {
             refs: refs.clone(),
             engines: engines.clone(),
@@ -330,6 +344,7 @@ impl Node {
             outages,
             trimmer: crate::memory::trim_periodically(),
             reserve_watch,
+            http,
         })
     }
 
@@ -364,6 +379,9 @@ impl Node {
         self.outages.abort();
         self.trimmer.abort();
         self.reserve_watch.abort();
+        if let Some(http) = &self.http {
+            http.stop();
+        }
         info!(node = %self.config.id, "node_stopped");
     }
 

@@ -115,6 +115,22 @@ impl Trust {
         self.server_tls.is_some()
     }
 
+    /// Mints a per-run token for `grant` (the tool bridge's or the OTLP receiver's audience),
+    /// signed with the fleet's signing key and naming it.
+    pub fn mint_run_token(&self, grant: &boxfleet_auth::run_token::RunGrant) -> String {
+        boxfleet_auth::run_token::mint(&self.keyring, grant)
+    }
+
+    /// Verifies a per-run token for audience `aud`: signed by a key of the fleet's ring that is
+    /// not retired, for this audience, not expired.
+    pub fn verify_run_token(
+        &self,
+        token: &str,
+        aud: &str,
+    ) -> Result<boxfleet_auth::run_token::RunGrant, boxfleet_auth::KeyringError> {
+        boxfleet_auth::run_token::verify(&self.keyring, token, aud, chrono::Utc::now())
+    }
+
     /// Verifies a bearer credential.
     pub fn verify(&self, token: &str) -> Result<Principal, Denied> {
         self.keyring

@@ -18,6 +18,7 @@
 //! deferred (keeping its place at the head of the seat's inbox).
 
 mod builtin;
+pub mod tools;
 mod waiting;
 pub mod wire;
 
@@ -61,6 +62,8 @@ struct Attached {
     taken: HashMap<String, String>,
     /// turns sent and not acked: seat → delivery
     turns: HashMap<String, String>,
+    /// the tools it serves its seats' boxes through the tool bridge (its Hello's)
+    tools: Vec<pb::ToolSpec>,
 }
 
 impl Attached {
@@ -92,6 +95,8 @@ pub struct Engines {
     next_id: Mutex<u64>,
     /// work of external seats no attached engine can take now
     waiting: Waiting,
+    /// bridged tool calls sent to an engine and not answered: call id → where the answer goes
+    calls: tools::Calls,
 }
 
 impl Engines {
@@ -107,6 +112,7 @@ impl Engines {
             attached: Mutex::new(Vec::new()),
             next_id: Mutex::new(0),
             waiting: Waiting::default(),
+            calls: tools::Calls::default(),
         }
     }
 
@@ -131,7 +137,7 @@ impl Engines {
         self: &Arc<Self>,
         name: String,
         principal: Principal,
-        seats: Vec<String>,
+        (seats, tools): (Vec<String>, Vec<pb::ToolSpec>),
         down: mpsc::Sender<pb::EngineDown>,
     ) -> Result<u64, String> {
         if let Some(seat) = seats
@@ -156,6 +162,7 @@ impl Engines {
             untaken: HashMap::new(),
             taken: HashMap::new(),
             turns: HashMap::new(),
+            tools,
         };
         let replaced = {
             let mut attached = self.attached();
@@ -227,6 +234,8 @@ impl Engines {
                 warn!(turn_id, %error, "sandbox_abandoned_resume_not_ended");
             }
         }
+        // a bridged call it was asked and did not answer is answered with an error now
+        self.calls.drop_engine(engine.id);
         for (seat, delivery_id) in engine.turns {
             if let Err(error) = self.coordinator.turn_done(&seat, &delivery_id, false).await {
                 warn!(seat, delivery_id, %error, "engine_turn_handback_failed");

@@ -88,6 +88,7 @@ pub enum Reason {
     RefusedByRun,
     Unavailable,
     BadInput,
+    UnknownCall,
 }
 
 impl Reason {
@@ -105,6 +106,7 @@ impl Reason {
             Reason::RefusedByRun => "refused_by_run",
             Reason::Unavailable => "unavailable",
             Reason::BadInput => "bad_input",
+            Reason::UnknownCall => "unknown_call",
         }
     }
 }
@@ -153,6 +155,10 @@ pub fn refused(up: &pb::EngineUp, refusal: Refusal) -> pb::EngineDown {
             refused.up = "settle".into();
             refused.turn_id.clone_from(&settle.turn_id);
             refused.launch_id.clone_from(&settle.launch_id);
+        }
+        Some(pb::engine_up::Msg::ToolResult(result)) => {
+            refused.up = "tool_result".into();
+            refused.delivery_id.clone_from(&result.call_id);
         }
         None => {}
     }

@@ -162,6 +162,7 @@ async fn handle_up(engines: &Arc<Engines>, id: u64, message: pb::EngineUp) -> Re
             }
             kept_unless_final(engines, id, &take.turn_id, taken)
         }
+        Some(pb::engine_up::Msg::ToolResult(result)) => engines.tool_result(id, result),
         Some(pb::engine_up::Msg::Settle(settle)) => {
             inputs::settle(&settle)
                 .map_err(|status| Refusal::new(Reason::BadInput, status.message()))?;
@@ -225,7 +226,12 @@ impl pb::engine_server::Engine for EngineService {
         let (down_tx, down_rx) = mpsc::channel::<pb::EngineDown>(STREAM_BUFFER);
         let engines = self.engines.clone();
         let id = engines
-            .attach(hello.engine.clone(), caller, hello.seats.clone(), down_tx)
+            .attach(
+                hello.engine.clone(),
+                caller,
+                (hello.seats.clone(), hello.tools.clone()),
+                down_tx,
+            )
             .map_err(GrpcStatus::failed_precondition)?;
         engines.send_waiting().await;
         // anything waiting on the seats it serves is offered to the new engine
