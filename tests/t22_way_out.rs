@@ -455,3 +455,188 @@ async fn forged_expired_foreign_and_misrouted_tokens_are_refused_and_a_down_upst
     )
     .expect("go");
 }
+
+/// The real Claude Code CLI in a `direct` box: the company's MCP server from npm (stdio) and
+/// the tool bridge rendered into `--mcp-config`, the scripted model calling a tool on each and
+/// then parking on a question; its OTLP export through the receiver to the collector.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_claude_code_calls_a_real_mcp_server_and_its_seats_bridge_and_exports_through_the_receiver()
+ {
+    use boxfleet_tests::anthropic_standin::{AnthropicStandin, Script, StandinOptions, Turn};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cli = boxfleet_tests::claude_cli::claude_cli();
+    let everything = boxfleet_tests::mcp_server::server_everything();
+    let collector = OtlpCollector::start().await;
+    let standin = AnthropicStandin::start(StandinOptions {
+        script: Script::new(vec![
+            // the CLI defers MCP tools behind its ToolSearch: a model loads their schemas first
+            Turn::ToolUse {
+                text: Some("Let me load the tools I need.".into()),
+                name: "ToolSearch".into(),
+                input: json!({"query": "select:mcp__everything__echo,mcp__boxfleet__boxfleet_run_task"}),
+            },
+            Turn::ToolUse {
+                text: Some("First the everything server.".into()),
+                name: "mcp__everything__echo".into(),
+                input: json!({"message": "hello from the box"}),
+            },
+            Turn::ToolUse {
+                text: Some("Now my seat's own tool.".into()),
+                name: "mcp__boxfleet__boxfleet_run_task".into(),
+                input: json!({}),
+            },
+            Turn::ToolUse {
+                text: None,
+                name: "Bash".into(),
+                input: json!({"command": "boxfleet-ask 'Ship it?' --to requester", "description": "Ask whether to ship"}),
+            },
+            Turn::Text("Asked; waiting for the answer.".into()),
+        ]),
+        ..StandinOptions::default()
+    });
+    let config = dir.path().join("node.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+node:
+  http:
+    mcp_bridge_url: listener
+    otel_receiver_url: listener
+    otlp_upstream:
+      endpoint: "{collector}"
+      headers: {{ Authorization: "Bearer ${{T22_INGEST_TOKEN}}" }}
+company:
+  mcp_servers:
+    everything:
+      transport: stdio
+      command: "{everything}"
+      args: [stdio]
+  providers:
+    llm:
+      default: {{ provider: anthropic, model: claude-sonnet-4-5, api_key: "${{T22_GATEWAY_KEY}}", base_url: "{url}" }}
+    sandbox:
+      default_coding_agent: claude-code
+  roles:
+    - name: engineer
+      sandbox:
+        enabled: true
+        mcp: {{ servers: [everything, not-in-the-company] }}
+        env:
+          IS_SANDBOX: "1"
+          DISABLE_ERROR_REPORTING: "1"
+          DISABLE_AUTOUPDATER: "1"
+          OTEL_METRIC_EXPORT_INTERVAL: "1000"
+          OTEL_LOGS_EXPORT_INTERVAL: "500"
+  seats:
+    - {{ handle: eng, role: engineer }}
+"#,
+            collector = collector.url(),
+            everything = everything.display(),
+            url = standin.url()
+        ),
+    )
+    .expect("config");
+    let node = NodeProcess::start_with_env(
+        "claude-mcp",
+        dir.path(),
+        &["--config", config.to_str().expect("utf-8")],
+        &[
+            ("BOXFLEET_CLAUDE_CLI", cli.to_str().expect("utf-8")),
+            ("T22_GATEWAY_KEY", "gw-key-not-a-real-one"),
+            ("T22_INGEST_TOKEN", "ingest-secret"),
+        ],
+    );
+
+    println!("--- phase: the agent calls the npm server's echo, its seat's tool, then asks");
+    let (code, out, err) = node.cli(&["launch", "--seat", "eng", "--brief", "Try your tools."]);
+    assert_eq!(code, 0, "{out}{err}\n{}", node.log());
+    let (turn, _) = launched_turn_and_job(&out);
+    let parked = boxfleet_tests::wait_for(
+        "the run to park on its question",
+        Duration::from_secs(120),
+        async || {
+            record(&node, &turn)
+                .await
+                .filter(|r| r["status"] == "awaiting_clarification")
+        },
+    )
+    .await;
+    assert!(
+        node.log().contains("sandbox_mcp_server_skipped"),
+        "a server the company does not carry is skipped with a warning: {}",
+        node.log()
+    );
+
+    println!("--- phase: the CLI connected both servers and offered their tools to the model");
+    let requests = standin.main_requests();
+    let deferred = requests[0].body["messages"].to_string();
+    for tool in ["mcp__everything__echo", "mcp__boxfleet__boxfleet_run_task"] {
+        assert!(deferred.contains(tool), "{tool} offered: {deferred}");
+    }
+    let loaded: Vec<String> = requests[1].body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    for tool in ["mcp__everything__echo", "mcp__boxfleet__boxfleet_run_task"] {
+        assert!(
+            loaded.iter().any(|t| t == tool),
+            "{tool} loaded: {loaded:?}"
+        );
+    }
+
+    println!("--- phase: each tool's result reached the conversation");
+    let results = |index: usize| requests[index].body["messages"].to_string();
+    assert!(
+        results(2).contains("Echo: hello from the box"),
+        "the npm server answered: {}",
+        results(2)
+    );
+    assert!(
+        results(3).contains(&turn) && results(3).contains("Try your tools."),
+        "the bridge answered with the run's task: {}",
+        results(3)
+    );
+
+    println!("--- phase: the bridged call is on the run's record, and in the transcript");
+    let log = parked["bridge_calls"].to_string();
+    assert!(
+        log.contains("boxfleet_run_task") && log.contains("-> ok"),
+        "{log}"
+    );
+    let phase = node.phase_record(&turn, Duration::from_secs(10)).await;
+    let transcript = phase["activity_transcript"].to_string();
+    for line in [
+        "[tool] mcp__everything__echo",
+        "[tool] mcp__boxfleet__boxfleet_run_task",
+    ] {
+        assert!(transcript.contains(line), "{line} in {transcript}");
+    }
+
+    println!("--- phase: the CLI's telemetry reached the collector through the receiver");
+    let export = boxfleet_tests::wait_for(
+        "an export naming the run",
+        Duration::from_secs(30),
+        async || {
+            collector.exports().into_iter().find(|e| {
+                e.resource_attributes()
+                    .iter()
+                    .any(|a| a == &format!("boxfleet.turn_id={turn}"))
+            })
+        },
+    )
+    .await;
+    assert_eq!(export.headers["authorization"], "Bearer ingest-secret");
+    assert!(
+        export
+            .resource_attributes()
+            .contains(&"boxfleet.agent_handle=eng".to_owned()),
+        "{:?}",
+        export.resource_attributes()
+    );
+}

@@ -41,9 +41,10 @@ impl Company {
         self.seat_role_problems(&mut bad);
     }
 
-    /// The MCP servers: a transport boxfleet renders, with what it needs (a stdio server's
-    /// command, an HTTP server's URL); a role names only servers the company carries, in its
-    /// `sandbox.mcp.servers` and its `mcp_env`.
+    /// The MCP servers: what each transport needs (a stdio server's command, an HTTP server's
+    /// URL, and none of the other's fields); a role's `mcp_env` names only servers the company
+    /// carries. A server a role names that the company does not carry, or of another
+    /// transport, is skipped at launch, and said by [`Company::mcp_warnings`].
     fn mcp_problems(&self, bad: &mut Bad<'_>) {
         for (name, server) in &self.mcp_servers {
             let field = format!("company.mcp_servers.{name}");
@@ -58,12 +59,8 @@ impl Company {
                     "an http server needs its url".into(),
                     "set url to the endpoint the box reaches (Streamable HTTP)",
                 ),
-                "stdio" | "http" => {}
-                other => bad(
-                    format!("{field}.transport"),
-                    format!("{other:?} is not a transport boxfleet renders into a box"),
-                    "use stdio or http",
-                ),
+                // any other transport is skipped at each launch, with a warning (mcp_warnings)
+                _ => {}
             }
             if server.transport == "stdio" && !server.headers.is_empty() {
                 bad(
@@ -90,29 +87,13 @@ impl Company {
                     );
                 }
             }
-            let named = role
-                .sandbox
-                .as_ref()
-                .and_then(|g| g.mcp.as_ref())
-                .map(|m| m.servers.as_slice())
-                .unwrap_or_default();
-            for (j, name) in named.iter().enumerate() {
-                if !self.mcp_servers.contains_key(name) {
-                    bad(
-                        format!("company.roles[{i}].sandbox.mcp.servers[{j}]"),
-                        format!(
-                            "{name:?} is not one of the company's mcp_servers: a box would be offered a server it cannot reach"
-                        ),
-                        "name a server under company.mcp_servers, or leave it out",
-                    );
-                }
-            }
         }
     }
 
-    /// What the node's environment leaves out of the boxes, for `validate` and the node's
-    /// start to say (the document is valid either way): each MCP server a role names whose
-    /// values do not all resolve, and is withheld from that role's boxes.
+    /// What the boxes will not be given, for `validate` and the node's start to say (the
+    /// document is valid either way): each MCP server a role names that the company does not
+    /// carry, or of a transport boxfleet does not render (skipped), and each whose values do
+    /// not all resolve in the node's environment (withheld).
     pub fn mcp_warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
         for (i, role) in self.roles.iter().enumerate() {
@@ -122,10 +103,20 @@ impl Company {
                 .and_then(|g| g.mcp.as_ref())
                 .map(|m| m.servers.as_slice())
                 .unwrap_or_default();
-            for name in named {
+            for (j, name) in named.iter().enumerate() {
                 let Some(server) = self.mcp_servers.get(name) else {
+                    warnings.push(format!(
+                        "company.roles[{i}].sandbox.mcp.servers[{j}]: {name:?} is not one of the company's mcp_servers: it is skipped at each launch (sandbox_mcp_server_skipped), the rest of the role's servers given; name a server under company.mcp_servers, or leave it out"
+                    ));
                     continue;
                 };
+                if !crate::mcp::TRANSPORTS.contains(&server.transport.as_str()) {
+                    warnings.push(format!(
+                        "company.mcp_servers.{name}.transport: {:?} is neither stdio nor http: the server is skipped at each launch (sandbox_mcp_server_skipped); use stdio or http",
+                        server.transport
+                    ));
+                    continue;
+                }
                 let mut variables: Vec<&String> = server.unresolved.iter().collect();
                 if let Some(own) = role.mcp_env_resolved.get(name) {
                     variables.extend(&own.unresolved);
