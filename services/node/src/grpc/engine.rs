@@ -216,6 +216,7 @@ impl pb::engine_server::Engine for EngineService {
         for seat in &hello.seats {
             inputs::id("hello.seats", seat)?;
         }
+        inputs::tools(&hello.tools)?;
         authorize(
             &caller,
             &Call::Attach {

@@ -175,6 +175,58 @@ pub fn settle(r: &pb::Settle) -> Result<(), Status> {
     }
 }
 
+/// The most tools an engine may declare in its `Hello`.
+pub const MAX_TOOLS: usize = 256;
+
+/// An engine's declared tools: each named as MCP tools are (1-64 ASCII letters, digits, `_`
+/// and `-`), once; a description under its bound; a schema that is a JSON object, or empty.
+pub fn tools(tools: &[pb::ToolSpec]) -> Result<(), Status> {
+    if tools.len() > MAX_TOOLS {
+        return Err(refuse(
+            "hello.tools",
+            format!("{} tools is over its bound of {MAX_TOOLS}", tools.len()),
+        ));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for tool in tools {
+        let name = tool.name.as_str();
+        let well_formed = (1..=64).contains(&name.len())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !well_formed {
+            return Err(refuse(
+                "hello.tools.name",
+                format!("{name:?} is not a tool name: 1-64 letters, digits, '_' or '-'"),
+            ));
+        }
+        if !seen.insert(name) {
+            return Err(refuse(
+                "hello.tools.name",
+                format!("{name:?} is declared twice: a seat's surface names a tool once"),
+            ));
+        }
+        text(
+            "hello.tools.description",
+            &tool.description,
+            MAX_MESSAGE_BYTES,
+            false,
+        )?;
+        let schema = tool.input_schema_json.trim();
+        if !schema.is_empty()
+            && !serde_json::from_str::<serde_json::Value>(schema).is_ok_and(|v| v.is_object())
+        {
+            return Err(refuse(
+                "hello.tools.input_schema_json",
+                format!(
+                    "tool {name}'s schema is not a JSON object (a JSON Schema for its arguments)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn relaunch(r: &pb::Relaunched) -> Result<(), Status> {
     text("relaunched.brief", &r.brief, MAX_BRIEF_BYTES, false)?;
     text("relaunched.command", &r.command, MAX_COMMAND_BYTES, false)?;
@@ -255,5 +307,29 @@ mod tests {
             ..pb::DeliverRequest::default()
         };
         assert!(super::deliver(&nul).is_err());
+    }
+
+    #[test]
+    fn an_engines_tools_are_named_once_with_an_object_schema() {
+        let tool = |name: &str, schema: &str| pb::ToolSpec {
+            name: name.into(),
+            description: "d".into(),
+            input_schema_json: schema.into(),
+        };
+        assert!(
+            super::tools(&[tool("lookup_ticket", r#"{"type":"object"}"#), tool("b", "")]).is_ok()
+        );
+        for (bad, field) in [
+            (vec![tool("look up", "")], "hello.tools.name"),
+            (vec![tool("a", ""), tool("a", "")], "hello.tools.name"),
+            (vec![tool("a", "[1]")], "hello.tools.input_schema_json"),
+        ] {
+            let refused = super::tools(&bad).expect_err("refused");
+            assert!(
+                refused.message().starts_with(field),
+                "{}",
+                refused.message()
+            );
+        }
     }
 }
