@@ -640,3 +640,41 @@ company:
         export.resource_attributes()
     );
 }
+
+/// The spec's example company document (`examples/company-mcp.yaml`: `mcp_servers`,
+/// `mcp_env`, `role.sandbox.mcp`) loads and validates; a server whose credential the node's
+/// environment lacks is said to be withheld, and the document is still valid.
+#[test]
+fn the_specs_example_company_document_validates_and_names_a_withheld_server() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/company-mcp.yaml");
+    let validate = |atlassian: Option<&str>| {
+        let mut command = std::process::Command::new(boxfleet_tests::node::boxfleet_bin());
+        command
+            .arg("validate")
+            .arg(&example)
+            .env("ANTHROPIC_API_KEY", "sk-ant-example")
+            .env("GITHUB_TOKEN_SENIOR", "ghp_example")
+            .env("NPM_TOKEN_SENIOR", "npm_example")
+            .env_remove("ATLASSIAN_TOKEN")
+            .env_remove("TEST_DB_HOST");
+        if let Some(token) = atlassian {
+            command.env("ATLASSIAN_TOKEN", token);
+        }
+        let output = command.output().expect("run validate");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = validate(Some("atl-example"));
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("valid"), "{out}");
+    assert!(!err.contains("withheld"), "{err}");
+    let (code, out, err) = validate(None);
+    assert_eq!(code, Some(0), "still valid: {out}{err}");
+    assert!(
+        err.contains("\"atlassian\" is withheld") && err.contains("${ATLASSIAN_TOKEN}"),
+        "{err}"
+    );
+}
