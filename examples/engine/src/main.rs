@@ -9,6 +9,9 @@
 //! - a **findings Resume** is taken, and settled finished with a reply quoting the job's report;
 //! - an **answer (or re-seed) Resume** is settled relaunched with an empty command: the node
 //!   reruns the job with `BOXFLEET_ANSWER` and `BOXFLEET_QUESTION` exported;
+//! - a **ToolCall** from a box, through the node's tool bridge, to the one tool this engine
+//!   declares in its `Hello` (`seat_clock`: the time where the seat works, acting as the seat)
+//!   is answered with a `ToolResult`;
 //! - a **FAILED Resume**, a **Parked** notice, a **Refused** and a **Closing** are printed.
 //!
 //! ```text
@@ -231,7 +234,12 @@ async fn main() -> anyhow::Result<()> {
     let hello = pb::Hello {
         engine: args.name.clone(),
         seats: args.seats.clone(),
-        ..pb::Hello::default()
+        // the seat's own tools, which the node's tool bridge lists to its boxes
+        tools: vec![pb::ToolSpec {
+            name: "seat_clock".into(),
+            description: "The time where this seat works, and which seat is asking.".into(),
+            input_schema_json: r#"{"type": "object", "properties": {}}"#.into(),
+        }],
     };
     up.send(pb::EngineUp {
         msg: Some(pb::engine_up::Msg::Hello(hello)),
@@ -261,6 +269,31 @@ async fn main() -> anyhow::Result<()> {
                 "refused {} ({}): {}",
                 refused.up, refused.reason, refused.message
             ),
+            Some(pb::engine_down::Msg::ToolCall(call)) => {
+                // a tool runs as the seat the call names: the node vouches for it
+                let result = match call.tool.as_str() {
+                    "seat_clock" => pb::ToolResult {
+                        call_id: call.call_id,
+                        text: format!(
+                            "it is {} for seat {}",
+                            chrono::Utc::now().to_rfc3339(),
+                            call.seat
+                        ),
+                        is_error: false,
+                    },
+                    other => pb::ToolResult {
+                        call_id: call.call_id,
+                        text: format!("this engine serves no tool {other:?}"),
+                        is_error: true,
+                    },
+                };
+                engine
+                    .up
+                    .send(pb::EngineUp {
+                        msg: Some(pb::engine_up::Msg::ToolResult(result)),
+                    })
+                    .await?;
+            }
             Some(pb::engine_down::Msg::Closing(closing)) => {
                 println!(
                     "the node closes the stream ({}): {}",
