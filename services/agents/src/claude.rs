@@ -479,31 +479,12 @@ mod tests {
 
     #[test]
     fn mcp_servers_render_as_claude_codes_config() {
-        let servers = [
-            RenderedMcp {
-                name: "everything".into(),
-                transport: McpTransport::Stdio {
-                    command: "npx".into(),
-                    args: vec![
-                        "-y".into(),
-                        "@modelcontextprotocol/server-everything".into(),
-                    ],
-                    env: [("TOKEN".to_owned(), "t0k".to_owned())].into(),
-                },
-            },
-            RenderedMcp {
-                name: "github".into(),
-                transport: McpTransport::Http {
-                    url: "https://mcp.example.com/mcp".into(),
-                    headers: [("Authorization".to_owned(), "Bearer ghp_x".to_owned())].into(),
-                },
-            },
-        ];
+        let servers = crate::test_mcp::servers();
         assert_eq!(
             mcp_config(&servers),
             serde_json::json!({"mcpServers": {
                 "everything": {"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"], "env": {"TOKEN": "t0k"}},
-                "github": {"type": "http", "url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ghp_x"}},
+                "boxfleet": {"type": "http", "url": "http://127.0.0.1:7480/mcp/bfr1.k1.p.m", "headers": {"X-Seat": "eng"}},
             }})
         );
     }

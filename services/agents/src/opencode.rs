@@ -589,31 +589,12 @@ mod tests {
 
     #[test]
     fn mcp_servers_render_as_opencode_2s_servers() {
-        let servers = [
-            RenderedMcp {
-                name: "everything".into(),
-                transport: McpTransport::Stdio {
-                    command: "npx".into(),
-                    args: vec![
-                        "-y".into(),
-                        "@modelcontextprotocol/server-everything".into(),
-                    ],
-                    env: [("TOKEN".to_owned(), "t0k".to_owned())].into(),
-                },
-            },
-            RenderedMcp {
-                name: "boxfleet".into(),
-                transport: McpTransport::Http {
-                    url: "http://127.0.0.1:7480/mcp/bfr1.k1.p.m".into(),
-                    headers: Default::default(),
-                },
-            },
-        ];
+        let servers = crate::test_mcp::servers();
         assert_eq!(
             config(None, None, &servers)["mcp"],
             json!({"servers": {
                 "everything": {"type": "local", "command": ["npx", "-y", "@modelcontextprotocol/server-everything"], "environment": {"TOKEN": "t0k"}},
-                "boxfleet": {"type": "remote", "url": "http://127.0.0.1:7480/mcp/bfr1.k1.p.m", "headers": {}},
+                "boxfleet": {"type": "remote", "url": "http://127.0.0.1:7480/mcp/bfr1.k1.p.m", "headers": {"X-Seat": "eng"}},
             }})
         );
         assert_eq!(config(None, None, &[])["mcp"], json!({"servers": {}}));
