@@ -243,3 +243,96 @@ async fn a_pause_that_expires_on_another_host_strands_the_box_for_its_host() {
 
     n1_comes_back_and_kills(&mut fleet, &sandbox_id, &dir, ticker).await;
 }
+
+/// A seat whose job runs in a box on its holder's host stays with that holder while the box
+/// lives, even once the placement would put it on a node of another host: that node could
+/// neither poll, collect nor resume into the box (the compose fleet's n1, back, took its seats
+/// back from n2 and n3 and stranded their re-seeded jobs). Once the run settles, the seat is let
+/// go, and its next job runs where it is placed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seat_stays_with_the_host_of_its_running_box_until_the_run_settles() {
+    let mut fleet = Fleet::start(&[], 3);
+    fleet.own_boxes = true;
+    fleet.own_hosts = true;
+    fleet.add("n2");
+    let seat = seats_placed_on("n1", &NODES, 1, "pinned").remove(0);
+    println!("--- phase: with n2 alone, n2 takes the seat and runs its job");
+    let job = r#"while [ ! -e "$HOME/go" ]; do sleep 0.2; done; echo "Delivered: fix/pinned" > "$BOXFLEET_REPORT""#;
+    let (code, out, err) = fleet.node("n2").cli(&[
+        "launch",
+        "--seat",
+        &seat,
+        "--runner",
+        "command",
+        "--command",
+        job,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let turn = launched_turn(&out);
+    let record = eventually(
+        &fleet,
+        "the run to run",
+        Duration::from_secs(20),
+        async || {
+            fleet
+                .record("n2", &turn)
+                .await
+                .filter(|r| r["status"] == "running")
+        },
+    )
+    .await;
+    let sandbox_id = record["sandbox_id"].as_str().expect("a box").to_owned();
+
+    println!("--- phase: n1 joins on its own host; the seat stays with n2 while the box runs");
+    fleet.add("n1");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        fleet.holders("n1").await.get(&seat).map(String::as_str),
+        Some("n2"),
+        "{}",
+        fleet.logs()
+    );
+
+    println!("--- phase: the job ends; n2 collects it, then the seat moves to n1");
+    std::fs::write(box_dir(&fleet, "n2", &sandbox_id).join("home/go"), b"go").expect("go");
+    fleet
+        .until_settled("n1", &turn, "the run to settle", Duration::from_secs(40))
+        .await;
+    let events = fleet.events_of("n1", &turn).await;
+    assert!(
+        !events.iter().any(|e| e["type"] == "sandbox_run_failed"),
+        "{events:#?}"
+    );
+    eventually(
+        &fleet,
+        "n2 to let the seat go",
+        Duration::from_secs(30),
+        async || {
+            (fleet.holders("n1").await.get(&seat).map(String::as_str) != Some("n2")).then_some(())
+        },
+    )
+    .await;
+    let (code, out, err) = fleet.node("n1").cli(&[
+        "launch",
+        "--seat",
+        &seat,
+        "--runner",
+        "command",
+        "--command",
+        "true",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let next = launched_turn(&out);
+    let owner = fleet
+        .record("n1", &next)
+        .await
+        .map(|r| r["owner"].as_str().unwrap_or_default().to_owned());
+    assert!(
+        owner.as_deref().is_none_or(|o| o.starts_with("n1-")),
+        "the seat's next job runs where it is placed: {owner:?}"
+    );
+    assert_eq!(
+        fleet.holders("n1").await.get(&seat).map(String::as_str),
+        Some("n1")
+    );
+}

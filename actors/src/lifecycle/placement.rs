@@ -189,13 +189,18 @@ impl Coordinator {
         let names: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
         let held = seat::holders(self.store.as_ref(), &self.keys).await?;
         let mut seats: BTreeSet<String> = held.keys().cloned().collect();
-        seats.extend(
-            self.runs
-                .list()
-                .await?
-                .into_iter()
-                .map(|run| run.record.seat),
-        );
+        let runs = self.runs.list().await?;
+        // a seat whose run has a box on this host stays with a node on this host while the
+        // box lives: a node elsewhere could neither poll, collect nor resume into it
+        let boxed_here: BTreeSet<String> = runs
+            .iter()
+            .filter(|run| {
+                run.record.sandbox_id.is_some()
+                    && run.record.host.as_deref() == Some(self.access.host.as_str())
+            })
+            .map(|run| run.record.seat.clone())
+            .collect();
+        seats.extend(runs.into_iter().map(|run| run.record.seat));
         seats.extend(seat::seats_with_mail(self.store.as_ref(), &self.keys).await?);
         let me = self.holder();
         // what the store no longer says is ours is not ours
@@ -212,7 +217,15 @@ impl Coordinator {
             let placed = boxfleet_cluster::placement::owner(&seat, names.iter().copied());
             match held.get(&seat) {
                 Some(h) if h.holder == me => {
-                    if placed.is_some_and(|p| p != self.node) {
+                    let elsewhere = |p: &str| {
+                        nodes
+                            .iter()
+                            .find(|n| n.node == p)
+                            .is_some_and(|n| n.host != self.access.host)
+                    };
+                    let kept_for_its_box =
+                        boxed_here.contains(&seat) && placed.is_some_and(elsewhere);
+                    if placed.is_some_and(|p| p != self.node) && !kept_for_its_box {
                         let (me, seat) = (self.clone(), seat.clone());
                         tokio::spawn(async move {
                             if let Err(error) = me.release_seat(&seat, RELEASE_SETTLE).await {
