@@ -164,6 +164,35 @@ async fn a_box_killed_under_a_command_reads_as_gone() {
     );
 }
 
+/// A box paused under a command (an auto-pause, another client's pause): the VM's snapshot
+/// severs envd's stream with no end event, as a kill does; asked of the control plane, the box
+/// is paused, not gone and not failed, and the handle never wakes it.
+#[tokio::test]
+async fn a_box_paused_under_a_command_reads_as_paused_not_gone() {
+    let h = E2bHarness::new().await;
+    let sandbox = h.provider.create(&spec()).await.expect("create");
+    let id = sandbox.id().to_owned();
+    let running = {
+        let sandbox = sandbox.clone();
+        tokio::spawn(async move {
+            sandbox
+                .exec("echo begun; sleep 30", NO_ENV, Duration::from_secs(60))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    h.standin.pause_behind(&id);
+    let ended = tokio::time::timeout(Duration::from_secs(20), running)
+        .await
+        .expect("the command's call ends with the stream")
+        .expect("the task");
+    assert!(
+        matches!(&ended, Err(error) if error.is_paused_refusal()),
+        "{ended:?}"
+    );
+    assert_eq!(h.standin.is_paused(&id), Some(true), "and it is not woken");
+}
+
 /// envd before 0.3.0 (the stand-in's 0.2.4) ignores `stdin: false` and leaves the process a
 /// pipe nobody closes: a command that reads its input still ends, on `/dev/null`.
 #[tokio::test]

@@ -22,6 +22,10 @@
 //! - (`envd.rs`) a box killed under a running command: envd runs inside the VM and dies with
 //!   it, so the process stream stops with no end event and no end of stream (infra's
 //!   orchestrator tears the VM down; nothing is left to send one);
+//! - (`envd.rs`) a box paused under a running command (`POST /pause`, or an auto-pause): the
+//!   stream stops the same way, with no end event (infra's orchestrator snapshots the VM,
+//!   suspending envd with the connections it was serving), and the process is frozen, not
+//!   ended;
 //! - (`envd.rs`) envd before 0.3.0 (the stand-in's default 0.2.4) ignores `stdin: false` and
 //!   gives the process a pipe that stays open while it runs.
 
@@ -139,6 +143,7 @@ pub(super) async fn create(State(inner): Shared, headers: HeaderMap, body: Bytes
         metadata: metadata.unwrap_or_default(),
         started: std::time::Instant::now(),
         lifetime,
+        streams_cut: std::sync::Arc::new(tokio::sync::Notify::new()),
     };
     let version = inner
         .envd_version
@@ -327,6 +332,7 @@ pub(super) async fn pause(
     }
     signal_box(&id, "-STOP");
     state.paused = true;
+    state.streams_cut.notify_waiters();
     StatusCode::NO_CONTENT.into_response()
 }
 

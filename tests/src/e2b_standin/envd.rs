@@ -151,6 +151,7 @@ pub(super) async fn start_process(
         }
         Ok(mut child) => {
             let pid = child.id().unwrap_or(0);
+            let cut = state.streams_cut.clone();
             // held open until the process ends, as such an envd holds it
             let stdin = child.stdin.take();
             let (inner, id) = (inner.clone(), id.clone());
@@ -189,7 +190,15 @@ pub(super) async fn start_process(
                         .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
                     "stderr",
                 );
-                let status = child.wait().await;
+                // a pause severs the stream: it just stops, as a suspended VM's envd's does
+                let status = tokio::select! {
+                    status = child.wait() => status,
+                    () = cut.notified() => {
+                        out.abort();
+                        err.abort();
+                        return;
+                    }
+                };
                 drop(stdin);
                 let _ = out.await;
                 let _ = err.await;

@@ -217,6 +217,7 @@ impl E2bStandIn {
         if let Some(state) = boxes.get_mut(sandbox_id) {
             state.paused = true;
             signal_box(sandbox_id, "-STOP");
+            state.streams_cut.notify_waiters();
         }
     }
 

@@ -38,6 +38,9 @@ pub(super) struct BoxState {
     /// when the box was made, and how long the plan lets it live from then
     pub(super) started: std::time::Instant,
     pub(super) lifetime: Duration,
+    /// cuts the box's open command streams: pausing a VM severs envd's connections, which end
+    /// with no end event (E2B: the snapshot suspends envd with the VM)
+    pub(super) streams_cut: std::sync::Arc<tokio::sync::Notify>,
 }
 
 impl BoxState {
