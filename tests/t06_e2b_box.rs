@@ -642,6 +642,43 @@ async fn a_box_is_found_by_the_launch_it_was_made_for() {
     }
 }
 
+/// With no template configured each box is made from the prebuilt template of its coding
+/// agent (E2B's `claude` and `opencode` carry the CLI; a plain command gets `base`); a
+/// configured template is used for every box.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_template_picks_the_coding_agents_prebuilt_one() {
+    let unset = E2bHarness::with(|config| config.template = String::new()).await;
+    for (agent, template) in [
+        ("claude-code", "claude"),
+        ("opencode", "opencode"),
+        ("command", "base"),
+    ] {
+        let spec = boxfleet_actors::ports::BoxSpec {
+            coding_agent: agent.into(),
+            ..spec()
+        };
+        let sandbox = unset.provider.create(&spec).await.expect("create");
+        assert_eq!(
+            unset.standin.template(sandbox.id()).as_deref(),
+            Some(template),
+            "{agent}"
+        );
+        unset.provider.kill(sandbox.id()).await.expect("kill");
+    }
+    let set = E2bHarness::new().await;
+    let spec = boxfleet_actors::ports::BoxSpec {
+        coding_agent: "claude-code".into(),
+        ..spec()
+    };
+    let sandbox = set.provider.create(&spec).await.expect("create");
+    assert_eq!(
+        set.standin.template(sandbox.id()).as_deref(),
+        Some("boxfleet-standin"),
+        "a configured template is every box's"
+    );
+    set.provider.kill(sandbox.id()).await.expect("kill");
+}
+
 /// The E2B behaviours the stand-in answers as E2B does (issue 14), each against its source.
 #[path = "t06_e2b_box/behaves.rs"]
 mod behaves;

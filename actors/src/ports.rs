@@ -63,6 +63,10 @@ pub struct BoxSpec {
     /// with it, so [`Provider::find_by_launch`] finds a box whose id never reached the row
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub launch_id: String,
+    /// the runner the box is made for (`claude-code`, `opencode`, `command`): a backend that
+    /// builds boxes from prebuilt images picks the one with that CLI when it is told none
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub coding_agent: String,
 }
 
 /// A job started in a box: enough to find it again from another process.

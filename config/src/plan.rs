@@ -43,6 +43,11 @@ pub struct SandboxPlan {
     /// the run environment: the role's env plus the entry's credentials
     pub env: BTreeMap<String, String>,
     pub max_turns: Option<u32>,
+    /// how long a parked run keeps its paused box (the role's, else the company default);
+    /// `None`: the default (1800 s); `Some(0)`: never pause
+    pub pause_ttl_seconds: Option<u64>,
+    /// the box's TTL, refreshed by every poll (`default_timeout_seconds`; not a run cap)
+    pub box_timeout_seconds: Option<u64>,
     /// the setup steps a new box gets: engine-wide, then the role's
     pub setup: Vec<SetupStep>,
     /// a cli-agent entry's shared login directory: seeded into the (local) box, a refreshed
@@ -62,6 +67,7 @@ impl std::fmt::Debug for SandboxPlan {
             .field("base_url", &self.base_url)
             .field("env", &self.env.keys().collect::<Vec<_>>())
             .field("max_turns", &self.max_turns)
+            .field("pause_ttl_seconds", &self.pause_ttl_seconds)
             .field("setup", &self.setup)
             .field("login_dir", &self.login_dir)
             .field("mcp", &self.mcp)
@@ -199,6 +205,12 @@ impl Company {
                 .and_then(|g| g.max_turns)
                 .or(defaults.default_max_turns)
                 .filter(|&n| n > 0),
+            // validation refuses a negative one; absent is not 0
+            pause_ttl_seconds: gate
+                .and_then(|g| g.pause_ttl_seconds)
+                .or(defaults.default_pause_ttl_seconds)
+                .and_then(|n| u64::try_from(n).ok()),
+            box_timeout_seconds: defaults.default_timeout_seconds,
             setup: defaults
                 .setup
                 .iter()

@@ -100,6 +100,7 @@ impl std::fmt::Debug for RoleSandbox {
             .field("run_in", &self.run_in)
             .field("coding_agent", &self.coding_agent)
             .field("max_turns", &self.max_turns)
+            .field("pause_ttl_seconds", &self.pause_ttl_seconds)
             .field("env", &self.env.keys().collect::<Vec<_>>())
             .field("optional_keys", &self.optional_keys)
             .field("mcp", &self.mcp)
@@ -184,7 +185,7 @@ pub struct SetupStep {
     /// run after the files land, in order; a non-zero exit fails the box
     #[serde(default)]
     pub commands: Vec<String>,
-    /// each command's bound (exit 124 when it runs out); default 300
+    /// each command's bound (exit 124 when it runs out); default 600
     #[serde(default)]
     pub timeout_seconds: Option<u64>,
     /// variables merged into the run environment (`${VAR}`-expanded at load)
@@ -211,7 +212,7 @@ impl std::fmt::Debug for SetupStep {
 }
 
 /// A setup command's bound when its step names none.
-pub const DEFAULT_SETUP_TIMEOUT_SECONDS: u64 = 300;
+pub const DEFAULT_SETUP_TIMEOUT_SECONDS: u64 = 600;
 
 /// `providers.sandbox`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
@@ -233,6 +234,10 @@ pub struct SandboxSection {
     /// agentic-round cap for coding runs; 0 = uncapped
     #[serde(default)]
     pub default_max_turns: Option<u32>,
+    /// how long a run parked on a question keeps its paused box, in seconds; absent: 1800,
+    /// 0: never pause (the box goes the moment the run parks); negative is refused
+    #[serde(default)]
+    pub default_pause_ttl_seconds: Option<i64>,
     /// fail | record; default fail
     #[serde(default)]
     pub model_mismatch: MismatchPolicy,
@@ -266,6 +271,9 @@ pub struct RoleSandbox {
     pub coding_agent: Option<String>,
     #[serde(default)]
     pub max_turns: Option<u32>,
+    /// this role's pause TTL, in seconds; absent: `default_pause_ttl_seconds`; 0: never pause
+    #[serde(default)]
+    pub pause_ttl_seconds: Option<i64>,
     /// the run environment this role's seats get (`${VAR}`-expanded at load)
     #[serde(default)]
     pub env: BTreeMap<String, String>,

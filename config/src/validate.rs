@@ -193,6 +193,15 @@ impl Company {
                 }
             }
             if let Some(gate) = &role.sandbox {
+                if let Some(ttl) = gate.pause_ttl_seconds.filter(|&n| n < 0) {
+                    bad(
+                        format!("company.roles[{i}].sandbox.pause_ttl_seconds"),
+                        format!(
+                            "{ttl} is negative: an unbounded pause is the leak the knob exists to prevent"
+                        ),
+                        "give seconds (0 never pauses), or leave it out for the company default",
+                    );
+                }
                 if let Some(cell) = gate.run_in.as_deref().filter(|c| !c.is_empty())
                     && !CELLS.contains(&cell)
                 {
@@ -250,6 +259,25 @@ fn sandbox_default_problems(sandbox: &SandboxSection, bad: &mut Bad<'_>) {
             "company.providers.sandbox.default_coding_agent".into(),
             format!("{runner:?} is not a runner"),
             "use claude-code, opencode or command",
+        );
+    }
+    if let Some(ttl) = sandbox.default_pause_ttl_seconds.filter(|&n| n < 0) {
+        bad(
+            "company.providers.sandbox.default_pause_ttl_seconds".into(),
+            format!("{ttl} is negative: an unbounded pause is the leak the knob exists to prevent"),
+            "give seconds (1800 is the default; 0 never pauses), or leave it out for the default",
+        );
+    }
+    if let Some(timeout) = sandbox
+        .default_timeout_seconds
+        .filter(|n| !(60..=86_400).contains(n))
+    {
+        bad(
+            "company.providers.sandbox.default_timeout_seconds".into(),
+            format!(
+                "{timeout} is out of range: it is the box's keepalive window, refreshed by every poll"
+            ),
+            "use 60 to 86400 seconds (default 900); it never stops a run, it reclaims a box nothing keeps alive",
         );
     }
     if let Some(local) = &sandbox.local

@@ -317,6 +317,21 @@ pub fn launched_turn_and_job(launch_stdout: &str) -> (String, String) {
 }
 
 impl NodeProcess {
+    /// The run's record as the node reads it (`Runs.Get`), or `None` once it settled.
+    pub async fn record(&self, turn_id: &str) -> Option<serde_json::Value> {
+        use boxfleet_proto::v1 as pb;
+        let mut runs = crate::grpc::runs(&self.addr()).await.expect("connect");
+        let got = runs
+            .get(pb::GetRequest {
+                turn_id: turn_id.to_owned(),
+            })
+            .await
+            .expect("get")
+            .into_inner();
+        (!got.record_json.is_empty())
+            .then(|| serde_json::from_str(&got.record_json).expect("record JSON"))
+    }
+
     /// The run's phase record (`agent_phase_completed`'s `body.record`), once it is published;
     /// after `within` it panics with the node's log.
     pub async fn phase_record(&self, turn_id: &str, within: Duration) -> serde_json::Value {

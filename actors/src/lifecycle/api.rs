@@ -55,6 +55,9 @@ pub struct LaunchRequest {
     pub pause_ttl_seconds: Option<u64>,
     /// the check's in-box deadline (its own clock, distinct from the engine's backstop)
     pub timeout_seconds: Option<u64>,
+    /// the coding agent's agentic-round cap for this launch; `None`: the role's, then the
+    /// company default
+    pub max_turns: Option<u32>,
     /// whether the turn owes its conversation a reply (the reply goes back when it ends)
     pub owes_answer: bool,
     /// the trace context the turn carries

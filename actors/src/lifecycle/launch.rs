@@ -110,7 +110,8 @@ impl Coordinator {
         // the box's id is chosen first and named on the row that opens, so reaping a launch
         // that died before the box was named kills whatever it started (I13)
         let chosen_box = provider.new_box_id();
-        let mut record = self.launching_record(&request, &turn_id, &launch_id, provider.as_ref());
+        let mut record =
+            self.launching_record(&request, &plan, (&turn_id, &launch_id), provider.as_ref());
         record.sandbox_id = chosen_box.clone();
         crash::point(crash::LAUNCH_BEFORE_OPEN);
         self.runs
@@ -261,8 +262,8 @@ impl Coordinator {
     fn launching_record(
         &self,
         request: &LaunchRequest,
-        turn_id: &str,
-        launch_id: &str,
+        plan: &SandboxPlan,
+        (turn_id, launch_id): (&str, &str),
         provider: &dyn Provider,
     ) -> RunRecord {
         let mut record = RunRecord::launching(
@@ -287,7 +288,8 @@ impl Coordinator {
         record.partition = request.partition.clone();
         record.owes_answer = request.owes_answer;
         record.trace = request.trace.clone();
-        record.pause_ttl_seconds = request.pause_ttl_seconds;
+        // the launch's own, else the role's (or the company's) from the plan
+        record.pause_ttl_seconds = request.pause_ttl_seconds.or(plan.pause_ttl_seconds);
         record.owner = Some(self.incarnation.clone());
         record.placement = Some(provider.cell().to_owned());
         record.host = self.access.host_of(provider);
@@ -381,6 +383,7 @@ impl Coordinator {
                     timeout_seconds: self.access.box_timeout.as_secs(),
                     sandbox_id: chosen.clone(),
                     launch_id: launch_id.to_owned(),
+                    coding_agent: plan.runner.clone(),
                 };
                 let created = provider.create(&spec).await?;
                 crash::point(crash::LAUNCH_AFTER_BOX_CREATED);
@@ -476,7 +479,7 @@ impl Coordinator {
             command: request.command.clone(),
             timeout_seconds: request.timeout_seconds,
             model: plan.model.clone(),
-            max_turns: plan.max_turns,
+            max_turns: request.max_turns.filter(|&n| n > 0).or(plan.max_turns),
             env,
             mcp,
         };

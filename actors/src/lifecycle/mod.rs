@@ -171,7 +171,7 @@ impl Coordinator {
             company,
             events_keep_seconds,
         } = parts;
-        let access = Access::new(
+        let mut access = Access::new(
             node.clone(),
             session.info.host.clone(),
             providers,
@@ -179,6 +179,10 @@ impl Coordinator {
             default_cell,
             follow_ups.clone(),
         );
+        // the box's keepalive window (`default_timeout_seconds`): not a run cap
+        if let Some(seconds) = company.providers.sandbox.default_timeout_seconds {
+            access.box_timeout = std::time::Duration::from_secs(seconds);
+        }
         Self {
             runs: Runs::new(store.clone(), keys.clone())
                 .keeping_events(Retention::new(events_keep_seconds)),

@@ -359,6 +359,14 @@ fn decode(bytes: &[u8], clipped: bool) -> OpenCodeStream {
     stream
 }
 
+/// The agentic-round cap (`max_turns`): OpenCode counts an agent's rounds as its `steps`, so the
+/// agent a run uses (`build`) is capped there; none or 0 leaves it uncapped.
+pub fn cap_steps(config: &mut Value, max_turns: Option<u32>) {
+    if let Some(steps) = max_turns.filter(|&n| n > 0) {
+        config["agent"] = json!({ "build": { "steps": steps } });
+    }
+}
+
 fn launch_provider(
     default: Option<&CustomProvider>,
     env: &BTreeMap<String, String>,
@@ -400,7 +408,8 @@ impl Runner for OpenCodeRunner {
         let provider = launch_provider(self.options.provider.as_ref(), &launch.env);
         let model = run_model(provider.as_ref(), launch.model.as_deref());
         // written on every run: a run that wrote none would inherit the last run's
-        let config = config(provider.as_ref(), launch.model.as_deref(), &launch.mcp);
+        let mut config = config(provider.as_ref(), launch.model.as_deref(), &launch.mcp);
+        cap_steps(&mut config, launch.max_turns);
         let mut config_text = serde_json::to_string_pretty(&config)
             .map_err(|e| BoxError::Failed(format!("opencode.json: {e}")))?;
         config_text.push('\n');
@@ -598,6 +607,16 @@ mod tests {
             }})
         );
         assert_eq!(config(None, None, &[])["mcp"], json!({"servers": {}}));
+    }
+
+    #[test]
+    fn max_turns_caps_the_build_agents_steps() {
+        let mut capped = config(None, None, &[]);
+        cap_steps(&mut capped, Some(12));
+        assert_eq!(capped["agent"], json!({"build": {"steps": 12}}));
+        let mut uncapped = config(None, None, &[]);
+        cap_steps(&mut uncapped, Some(0));
+        assert!(uncapped.get("agent").is_none());
     }
 
     #[test]

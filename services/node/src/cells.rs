@@ -34,7 +34,8 @@ pub(crate) fn providers(
     if let Some(e2b) = &sandbox.e2b {
         let mut cell = boxfleet_sandbox::e2b::E2bConfig::new(
             e2b.api_key.clone(),
-            e2b.template.clone().unwrap_or_else(|| "base".to_owned()),
+            // empty: each box from the prebuilt template of its coding agent
+            e2b.template.clone().unwrap_or_default(),
         );
         if let Some(domain) = e2b.domain.as_deref().filter(|d| !d.is_empty()) {
             cell.domain = domain.to_owned();
@@ -106,11 +107,11 @@ fn container_config(
     data_dir: &std::path::Path,
 ) -> anyhow::Result<boxfleet_sandbox::ContainerConfig> {
     use boxfleet_sandbox::container::Runtime;
-    let state_dir = local
-        .state_dir
-        .as_deref()
-        .filter(|d| !d.is_empty())
-        .map_or_else(|| data_dir.join("containers"), std::path::PathBuf::from);
+    let state_dir = container_state_dir(
+        local.state_dir.as_deref(),
+        std::env::var_os("BOXFLEET_SANDBOX_LOCAL_HOME"),
+        data_dir,
+    );
     let mut cell =
         boxfleet_sandbox::ContainerConfig::new(local.image.clone().unwrap_or_default(), state_dir);
     cell.runtime = match local.runtime.as_deref().unwrap_or("auto") {
@@ -125,4 +126,59 @@ fn container_config(
     cell.network = local.network.clone().filter(|n| !n.is_empty());
     cell.runtime_env = local.runtime_env.clone();
     Ok(cell)
+}
+
+/// Where a container cell keeps its boxes' state: `local.state_dir`; empty, the environment's
+/// `$BOXFLEET_SANDBOX_LOCAL_HOME` (made absolute); empty too, the data dir's `containers`.
+fn container_state_dir(
+    configured: Option<&str>,
+    from_env: Option<std::ffi::OsString>,
+    data_dir: &std::path::Path,
+) -> std::path::PathBuf {
+    configured
+        .filter(|d| !d.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            from_env
+                .filter(|d| !d.is_empty())
+                .map(|d| std::path::absolute(&d).unwrap_or_else(|_| d.into()))
+        })
+        .unwrap_or_else(|| data_dir.join("containers"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::container_state_dir;
+    use std::path::Path;
+
+    #[test]
+    fn the_state_dir_is_the_configured_one_then_the_environments_then_the_data_dirs() {
+        let data = Path::new("/var/lib/boxfleet");
+        let env = || Some("/srv/boxes".into());
+        assert_eq!(
+            container_state_dir(Some("/opt/state"), env(), data),
+            Path::new("/opt/state")
+        );
+        assert_eq!(
+            container_state_dir(Some(""), env(), data),
+            Path::new("/srv/boxes")
+        );
+        assert_eq!(
+            container_state_dir(None, env(), data),
+            Path::new("/srv/boxes")
+        );
+        assert_eq!(
+            container_state_dir(None, Some("".into()), data),
+            Path::new("/var/lib/boxfleet/containers")
+        );
+        assert_eq!(
+            container_state_dir(None, None, data),
+            Path::new("/var/lib/boxfleet/containers")
+        );
+        let relative = container_state_dir(None, Some("boxes".into()), data);
+        assert!(
+            relative.is_absolute() && relative.ends_with("boxes"),
+            "{relative:?}"
+        );
+    }
 }

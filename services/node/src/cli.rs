@@ -187,6 +187,10 @@ pub struct LaunchArgs {
     /// seconds; 0 = never pause. Omit it for the seat's default.
     #[arg(long, value_name = "SECS")]
     pub pause_ttl: Option<u64>,
+    /// Cap the coding agent's agentic rounds for this job (Claude Code's `--max-turns`,
+    /// OpenCode's steps). Omit it for the role's cap, then the company default.
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
     /// Stay attached: show the job's live output and its phase record when it is collected;
     /// exit 0 when the run succeeded, 1 when it did not.
     #[arg(long)]

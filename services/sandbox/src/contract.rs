@@ -71,6 +71,7 @@ pub fn spec() -> BoxSpec {
         timeout_seconds: 900,
         sandbox_id: None,
         launch_id: "launch-contract".into(),
+        coding_agent: "command".into(),
     }
 }
 

@@ -169,6 +169,11 @@ impl E2bStandIn {
         self.inner.get(sandbox_id).map(|b| b.paused)
     }
 
+    /// The template the box was made from (the create call's `templateID`).
+    pub fn template(&self, sandbox_id: &str) -> Option<String> {
+        self.inner.get(sandbox_id).map(|b| b.template.clone())
+    }
+
     /// The box's recorded timeout and how many keepalives (creates, re-times, connects) it had.
     pub fn keepalive(&self, sandbox_id: &str) -> Option<(u64, u64)> {
         self.inner

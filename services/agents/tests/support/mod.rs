@@ -28,6 +28,7 @@ impl TestBox {
             timeout_seconds: 900,
             sandbox_id: None,
             launch_id: String::new(),
+            coding_agent: String::new(),
         };
         let sandbox = provider.create(&spec).await.expect("create");
         TestBox {

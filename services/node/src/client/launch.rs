@@ -46,6 +46,7 @@ fn launch_request(args: &LaunchArgs) -> LaunchRequest {
         model: args.model.clone().unwrap_or_default(),
         pause_ttl_seconds: args.pause_ttl,
         timeout_seconds: args.timeout.unwrap_or(0),
+        max_turns: args.max_turns.unwrap_or(0),
         ..LaunchRequest::default()
     }
 }

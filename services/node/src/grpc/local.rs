@@ -81,6 +81,7 @@ impl Local {
             model: none_if_empty(r.model),
             pause_ttl_seconds: r.pause_ttl_seconds,
             timeout_seconds: (r.timeout_seconds > 0).then_some(r.timeout_seconds),
+            max_turns: (r.max_turns > 0).then_some(r.max_turns),
             owes_answer: r.owes_answer,
             trace: none_if_empty(r.trace),
             env: Default::default(),

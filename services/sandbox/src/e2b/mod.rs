@@ -69,7 +69,7 @@ pub struct E2bConfig {
     /// envd's address, `{sandbox_id}` standing for the box (`https://49983-{sandbox_id}.{domain}`
     /// when unset; a stand-in server for tests sets it)
     pub envd_url: Option<String>,
-    /// the template boxes are made from
+    /// the template boxes are made from; empty: the prebuilt template of each box's coding agent ([`template_for`])
     pub template: String,
     /// how long a box lives after a connect resumes it (E2B requires one)
     pub connect_timeout: Duration,
@@ -153,6 +153,20 @@ fn envd_is_secure(version: &str) -> bool {
     let major = parts.next().unwrap_or(0);
     let minor = parts.next().unwrap_or(0);
     (major, minor) >= SECURE_ENVD
+}
+
+/// The template a box is made from: the configured one, or — empty — E2B's prebuilt template
+/// with the coding agent's CLI preinstalled (`claude` for claude-code, `opencode` for
+/// OpenCode), and `base` for a plain command.
+pub fn template_for<'a>(configured: &'a str, coding_agent: &str) -> &'a str {
+    if !configured.trim().is_empty() {
+        return configured;
+    }
+    match coding_agent {
+        "claude-code" => "claude",
+        "opencode" => "opencode",
+        _ => "base",
+    }
 }
 
 /// An E2B sandbox id: lower-case letters and digits (the control plane mints them so, and its
@@ -242,11 +256,12 @@ impl Provider for E2bProvider {
     async fn create(&self, spec: &BoxSpec) -> Result<Arc<dyn Sandbox>, BoxError> {
         check_env(&spec.env)?;
         let config = &self.shared.config;
+        let template = template_for(&config.template, &spec.coding_agent);
         let info = self
             .shared
             .api
             .create(
-                &config.template,
+                template,
                 spec.timeout_seconds,
                 // the launch labels the box: a node that dies before the id reaches the run's
                 // row leaves a box the reap finds by it (find_by_launch)
@@ -272,7 +287,7 @@ impl Provider for E2bProvider {
             return Err(BoxError::Failed(format!(
                 "template {:?} runs envd {version:?}, which predates secured access (0.2.0): \
                  rebuild the template with a current E2B CLI",
-                config.template
+                template
             )));
         }
         let sandbox = match self.handle(&sandbox_id, info) {
@@ -282,7 +297,7 @@ impl Provider for E2bProvider {
                 return Err(error);
             }
         };
-        debug!(sandbox_id = %sandbox_id, template = %config.template, "e2b_sandbox_created");
+        debug!(sandbox_id = %sandbox_id, template = %template, "e2b_sandbox_created");
         Ok(Arc::new(sandbox))
     }
 
