@@ -640,7 +640,7 @@ async fn a_question_to_the_team_is_put_to_the_units_lead_and_people() {
     let config = dir.path().join("node.yaml");
     std::fs::write(
         &config,
-        "company:\n  seats:\n    - { handle: eng, unit: platform, manager: alice }\n    - { handle: bot, unit: platform }\n    - { handle: alice, kind: person, unit: platform }\n    - { handle: bob, kind: person, unit: platform }\n  units:\n    - { name: platform, lead: alice, members: [eng, bot, alice, bob] }\n",
+        "company:\n  providers:\n    sandbox: { local: {}, default_run_in: direct }\n  roles:\n    - { name: worker, sandbox: { enabled: true } }\n  seats:\n    - { handle: eng, role: worker, unit: platform, manager: alice }\n    - { handle: bot, role: worker, unit: platform }\n    - { handle: alice, kind: person, unit: platform }\n    - { handle: bob, kind: person, unit: platform }\n  units:\n    - { name: platform, lead: alice, members: [eng, bot, alice, bob] }\n",
     )
     .expect("write config");
     let node = NodeProcess::start(

@@ -34,6 +34,8 @@ const SETUP: &str = r#"
 company:
   providers:
     sandbox:
+      local: {}
+      default_run_in: direct
       setup:
         - name: npm
           files:
@@ -43,6 +45,7 @@ company:
           commands: ["test -f ~/.npmrc", "echo provisioned > ~/provisioned"]
           brief: "npm is signed in through ~/.npmrc."
   roles:
+    - { name: worker, sandbox: { enabled: true } }
     - name: broken
       sandbox:
         enabled: true
@@ -50,7 +53,7 @@ company:
           - name: toolchain
             commands: ["echo 'no toolchain here' >&2; exit 3"]
   seats:
-    - { handle: eng }
+    - { handle: eng, role: worker }
     - { handle: ops, role: broken }
 "#;
 
@@ -123,12 +126,14 @@ company:
   providers:
     llm:
       oai: { provider: openai, model: gpt-5, api_key: k }
+    sandbox: { local: {}, default_run_in: direct }
   roles:
+    - { name: worker, sandbox: { enabled: true } }
     - name: oai-eng
       llm_sandbox: oai
       sandbox: { enabled: true, coding_agent: claude-code }
   seats:
-    - { handle: eng }
+    - { handle: eng, role: worker }
     - { handle: bob, role: oai-eng }
 "#,
     );
@@ -221,7 +226,7 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"done","tot
     let config = write_config(
         dir.path(),
         &format!(
-            "company:\n  providers:\n    llm:\n      default: {{ provider: claude-code, model: sonnet, login_dir: \"{}\" }}\n    sandbox: {{ default_coding_agent: claude-code }}\n",
+            "company:\n  providers:\n    llm:\n      default: {{ provider: claude-code, model: sonnet, login_dir: \"{}\" }}\n    sandbox: {{ default_coding_agent: claude-code, local: {{}}, default_run_in: direct }}\n",
             login.display()
         ),
     );

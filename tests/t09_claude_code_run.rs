@@ -45,6 +45,8 @@ company:
         api_key: "${{T09_GATEWAY_KEY}}"
         base_url: "{url}"
     sandbox:
+      local: {{}}
+      default_run_in: direct
       default_coding_agent: claude-code
       model_mismatch: {mismatch}
   roles:

@@ -28,7 +28,7 @@ const DAY: Duration = Duration::from_secs(86_400);
 
 /// The chart the matrix runs against: `eng` is led by `alice`; `sink`'s work goes to an
 /// external engine (none is attached for long, so what it is sent stays in its inbox).
-const CHART: &str = "company:\n  seats:\n    - { handle: eng, kind: agent, manager: alice }\n    - { handle: alice, kind: person }\n    - { handle: dave, kind: person }\n    - { handle: ops, kind: agent }\n    - { handle: sink, kind: agent, engine: external }\n";
+const CHART: &str = "company:\n  providers:\n    sandbox: { local: {}, default_run_in: direct }\n  roles:\n    - { name: worker, sandbox: { enabled: true } }\n  seats:\n    - { handle: eng, kind: agent, role: worker, manager: alice }\n    - { handle: alice, kind: person }\n    - { handle: dave, kind: person }\n    - { handle: ops, kind: agent, role: worker }\n    - { handle: sink, kind: agent, role: worker, engine: external }\n";
 
 /// How a call came out, as the caller reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

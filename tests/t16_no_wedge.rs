@@ -471,7 +471,7 @@ async fn a_seat_made_a_persons_has_its_runs_ended_seat_removed_after_its_grace()
     let config = dir.path().join("company.yaml");
     let chart = |kind: &str| {
         format!(
-            "company:\n  seats:\n    - {{ handle: eng, kind: {kind} }}\n    - {{ handle: lead, kind: person }}\n"
+            "company:\n  providers:\n    sandbox: {{ local: {{}}, default_run_in: direct }}\n  roles:\n    - {{ name: worker, sandbox: {{ enabled: true }} }}\n  seats:\n    - {{ handle: eng, kind: {kind}, role: worker }}\n    - {{ handle: lead, kind: person }}\n"
         )
     };
     std::fs::write(&config, chart("agent")).expect("config");

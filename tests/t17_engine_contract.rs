@@ -19,7 +19,7 @@ use tonic::transport::Endpoint;
 const DAY: Duration = Duration::from_secs(86_400);
 
 /// Two agent seats served by external engines, one by the built-in engine, and a person.
-const CHART: &str = "company:\n  seats:\n    - { handle: eng, kind: agent, engine: external, manager: alice }\n    - { handle: ops, kind: agent, engine: external, manager: alice }\n    - { handle: local, kind: agent }\n    - { handle: alice, kind: person }\n";
+const CHART: &str = "company:\n  providers:\n    sandbox: { local: {}, default_run_in: direct }\n  roles:\n    - { name: worker, sandbox: { enabled: true } }\n  seats:\n    - { handle: eng, kind: agent, role: worker, engine: external, manager: alice }\n    - { handle: ops, kind: agent, role: worker, engine: external, manager: alice }\n    - { handle: local, kind: agent, role: worker }\n    - { handle: alice, kind: person }\n";
 
 fn start(name: &str, dir: &std::path::Path, env: &[(&str, &str)]) -> NodeProcess {
     let chart = dir.join("chart.yaml");

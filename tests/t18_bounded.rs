@@ -262,7 +262,7 @@ async fn a_job_filling_the_stores_disk_is_ended_between_polls_for_the_reserve() 
     std::fs::write(
         &config,
         format!(
-            "node:\n  poll_interval_seconds: 60\ncompany:\n  providers:\n    sandbox:\n      local: {{ store_reserve_bytes: {reserve} }}\n"
+            "node:\n  poll_interval_seconds: 60\ncompany:\n  providers:\n    sandbox:\n      default_run_in: direct\n      local: {{ store_reserve_bytes: {reserve} }}\n"
         ),
     )
     .expect("config");

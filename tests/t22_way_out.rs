@@ -184,7 +184,7 @@ async fn engine_with_a_tool(
 }
 
 /// The two seats of the external-engine scenario.
-const CHART: &str = "company:\n  seats:\n    - { handle: ext, kind: agent, engine: external }\n    - { handle: local, kind: agent }\n";
+const CHART: &str = "company:\n  providers:\n    sandbox: { local: {}, default_run_in: direct }\n  roles:\n    - { name: worker, sandbox: { enabled: true } }\n  seats:\n    - { handle: ext, kind: agent, role: worker, engine: external }\n    - { handle: local, kind: agent, role: worker }\n";
 
 /// A node config with the bridge and the receiver on this listener, forwarding to `upstream`
 /// with an ingest credential from the node's environment, and `chart`.
@@ -516,6 +516,8 @@ company:
     llm:
       default: {{ provider: anthropic, model: claude-sonnet-4-5, api_key: "${{T22_GATEWAY_KEY}}", base_url: "{url}" }}
     sandbox:
+      local: {{}}
+      default_run_in: direct
       default_coding_agent: claude-code
   roles:
     - name: engineer

@@ -33,17 +33,20 @@ company:
     llm:
       default: { provider: anthropic, model: claude-sonnet-4-5, api_key: sk-ant-t23 }
     sandbox:
+      local: {}
+      default_run_in: direct
       default_coding_agent: claude-code
       setup:
         - name: bound
           commands: ["tr '\\0' ' ' < /proc/$PPID/cmdline > ~/bound"]
   roles:
+    - { name: plain, sandbox: { enabled: true } }
     - name: capped
       sandbox: { enabled: true, coding_agent: claude-code, max_turns: 3, pause_ttl_seconds: 0 }
     - name: patient
       sandbox: { enabled: true, pause_ttl_seconds: 45 }
   seats:
-    - { handle: eng }
+    - { handle: eng, role: plain }
     - { handle: cap, role: capped }
     - { handle: slow, role: patient }
 "#;
@@ -249,16 +252,8 @@ company:
       sandbox: { enabled: true, pause_ttl_seconds: -1 }
 "#,
     );
-    let out = std::process::Command::new(boxfleet_tests::node::boxfleet_bin())
-        .args(["validate", &config])
-        .output()
-        .expect("run validate");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(!out.status.success(), "{said}");
+    let (ok, said) = boxfleet_tests::node::validate(&config, &[]);
+    assert!(!ok, "{said}");
     for location in [
         "company.providers.sandbox.default_pause_ttl_seconds",
         "company.providers.sandbox.default_timeout_seconds",

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use crate::Error;
 use crate::expand::expand;
-use crate::providers::{Providers, Role, SetupStep};
+use crate::providers::{Providers, Role};
 
 /// Whether a seat is an agent or a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -83,50 +83,6 @@ fn expand_one(
     }
 }
 
-fn expand_steps(
-    problems: &mut Vec<Error>,
-    lookup: &dyn Fn(&str) -> Option<String>,
-    field: &str,
-    list: &mut [SetupStep],
-) {
-    for (i, step) in list.iter_mut().enumerate() {
-        for (key, value) in &mut step.env {
-            if step.optional_keys.contains(key) {
-                *value = expand(value, lookup).unwrap_or_default();
-            } else {
-                expand_one(problems, lookup, format!("{field}[{i}].env.{key}"), value);
-            }
-        }
-        // a body that is exactly one ${VAR} names the whole file; any other ${…} is left for
-        // whatever reads the file in the box
-        let mut dropped = Vec::new();
-        for (path, body) in &mut step.files {
-            let whole =
-                body.starts_with("${") && body.ends_with('}') && body.matches("${").count() == 1;
-            if !whole {
-                continue;
-            }
-            let value = expand(body, lookup).unwrap_or_default();
-            if !value.is_empty() {
-                *body = value;
-            } else if step.optional_keys.contains(path) {
-                dropped.push(path.clone());
-            } else {
-                problems.push(Error::Located {
-                    field: format!("{field}[{i}].files.{path}"),
-                    problem: format!(
-                        "{body} resolves to nothing, and an empty file is never written"
-                    ),
-                    remedy: "export the variable, or list the path under the step's optional_keys",
-                });
-            }
-        }
-        for path in dropped {
-            step.files.remove(&path);
-        }
-    }
-}
-
 /// Who a question is put to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Audience {
@@ -136,9 +92,10 @@ pub struct Audience {
 }
 
 impl Company {
-    /// Resolves every `${VAR}` reference (keys, endpoints, role environments) through
-    /// `lookup`; an unset variable is a problem at its location, except under a role's
-    /// `optional_keys`, where it leaves the key out of the run.
+    /// Resolves the engine's own `${VAR}` references (the LLM entries' keys and endpoints, the
+    /// E2B key, the container runtime's env, the MCP servers') through `lookup`; an unset
+    /// variable is a problem at its location. A run's environment is left as written, for
+    /// [`SandboxPlan::resolve_env`](crate::plan::SandboxPlan::resolve_env) at launch.
     pub fn expand_env(&mut self, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<Error> {
         let mut problems = Vec::new();
         let p = &mut problems;
@@ -182,12 +139,6 @@ impl Company {
                 expand_one(p, lookup, field, value);
             }
         }
-        expand_steps(
-            p,
-            lookup,
-            "company.providers.sandbox.setup",
-            &mut self.providers.sandbox.setup,
-        );
         // MCP servers are resolved by the same resolver, but a value that does not resolve
         // withholds its server from the boxes (named at each launch) rather than the document
         for server in self.mcp_servers.values_mut() {
@@ -208,30 +159,8 @@ impl Company {
                 })
                 .collect();
         }
-        for (i, role) in self.roles.iter_mut().enumerate() {
-            let Some(gate) = &mut role.sandbox else {
-                continue;
-            };
-            expand_steps(
-                p,
-                lookup,
-                &format!("company.roles[{i}].sandbox.setup"),
-                &mut gate.setup,
-            );
-            for (key, value) in &mut gate.env {
-                if gate.optional_keys.contains(key) {
-                    // unset: the key is left out of the run
-                    *value = expand(value, lookup).unwrap_or_default();
-                } else {
-                    expand_one(
-                        p,
-                        lookup,
-                        format!("company.roles[{i}].sandbox.env.{key}"),
-                        value,
-                    );
-                }
-            }
-        }
+        // a run's environment (the role's env, the setup steps' env and whole-body files) is
+        // resolved at launch, not here: a variable unset now refuses that run, not the node
         problems
     }
 

@@ -11,6 +11,7 @@
 //! relative paths.
 
 pub mod auth;
+pub mod catalogue;
 pub mod company;
 pub mod engine;
 pub mod expand;
@@ -19,6 +20,7 @@ pub mod mcp;
 pub mod paths;
 pub mod plan;
 pub mod providers;
+pub mod runenv;
 pub mod store;
 mod validate;
 
@@ -172,7 +174,8 @@ impl File {
             company,
             auth,
         } = self;
-        let mut company = company.unwrap_or_default();
+        // no company document: the quickstart company (implicit seats, `direct` boxes)
+        let mut company = company.unwrap_or_else(company::Company::quickstart);
         let mut problems = company.expand_env(&|name| std::env::var(name).ok());
         problems.extend(company.problems());
         problems.extend(paths::resolve_company_paths(&mut company, base));
@@ -329,7 +332,7 @@ mod file_tests {
             "node:\n  data_dir: reldata\n  boxes_dir: ./shared/boxes\n\
              company:\n  providers:\n    llm:\n      default: { provider: claude-code, model: sonnet, login_dir: logins/claude }\n      \
              home: { provider: claude-code, model: sonnet, login_dir: ~/.claude }\n    \
-             sandbox:\n      local: { state_dir: containers, image: busybox }\n",
+             sandbox:\n      local: { state_dir: containers, image: busybox }\n      default_run_in: container\n",
         )
         .expect("parses");
         let config = file.validate_in(&started_in("/srv/bf")).expect("valid");

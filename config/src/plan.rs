@@ -40,8 +40,12 @@ pub struct SandboxPlan {
     /// an entry's base_url, for a runner that takes its endpoint in its own config (OpenCode)
     pub base_url: Option<String>,
     pub wire: Option<Wire>,
-    /// the run environment: the role's env plus the entry's credentials
+    /// the run environment: the entry's credentials, the agent's identity, the setup steps'
+    /// env and the role's, later winning; `${VAR}` references unresolved until
+    /// [`SandboxPlan::resolve_env`] (at launch) resolves them
     pub env: BTreeMap<String, String>,
+    /// the keys the declaration beside their winning value lists under `optional_keys`
+    pub optional_env: std::collections::BTreeSet<String>,
     pub max_turns: Option<u32>,
     /// how long a parked run keeps its paused box (the role's, else the company default);
     /// `None`: the default (1800 s); `Some(0)`: never pause
@@ -183,24 +187,42 @@ impl Company {
             defaults.default_coding_agent.as_deref(),
             "command",
         );
+        // the role's cell, else the catalogue's default (resolved at launch, so a changed
+        // catalogue reaches every seat that wrote none)
         let cell = first_chosen(
             None,
             gate.and_then(|g| g.run_in.as_deref()),
-            defaults.default_run_in.as_deref(),
+            defaults.resolved_default(),
             "direct",
         );
+        // the config's layers, later winning: the agent's identity, the setup steps' env, the
+        // role's env (the entry's credentials go beneath them all, in the runner's rule)
+        let mut layers = crate::runenv::EnvLayers::default();
+        layers
+            .values
+            .insert("BOXFLEET_AGENT_HANDLE".into(), seat.to_owned());
+        if let Some(email) = self.seat(seat).and_then(|s| s.email.as_deref()) {
+            layers
+                .values
+                .insert("BOXFLEET_AGENT_EMAIL".into(), email.to_owned());
+        }
+        let setup: Vec<SetupStep> = defaults
+            .setup
+            .iter()
+            .chain(gate.map(|g| g.setup.as_slice()).unwrap_or_default())
+            .cloned()
+            .collect();
+        for step in &setup {
+            layers.lay(&step.env, &step.optional_keys);
+        }
+        if let Some(gate) = gate {
+            layers.lay(&gate.env, &gate.optional_keys);
+        }
         let mut plan = SandboxPlan {
             runner,
             cell,
-            env: gate
-                .map(|g| {
-                    g.env
-                        .iter()
-                        .filter(|(k, v)| !(v.is_empty() && g.optional_keys.contains(k)))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            env: layers.values,
+            optional_env: layers.optional,
             max_turns: gate
                 .and_then(|g| g.max_turns)
                 .or(defaults.default_max_turns)
@@ -211,15 +233,9 @@ impl Company {
                 .or(defaults.default_pause_ttl_seconds)
                 .and_then(|n| u64::try_from(n).ok()),
             box_timeout_seconds: defaults.default_timeout_seconds,
-            setup: defaults
-                .setup
-                .iter()
-                .chain(gate.map(|g| g.setup.as_slice()).unwrap_or_default())
-                .cloned()
-                .collect(),
+            setup,
             ..SandboxPlan::default()
         };
-        merge_setup_env(&mut plan.env, &plan.setup);
         plan.mcp = self.plan_mcp(seat);
         plan
     }
@@ -239,18 +255,6 @@ fn first_chosen(
         .find(|s| !s.is_empty())
         .unwrap_or(last)
         .to_owned()
-}
-
-/// Merges each setup step's variables into the run environment, in step order; an optional
-/// key that resolved to nothing is left out.
-fn merge_setup_env(env: &mut BTreeMap<String, String>, setup: &[SetupStep]) {
-    for step in setup {
-        for (key, value) in &step.env {
-            if !(value.is_empty() && step.optional_keys.contains(key)) {
-                env.insert(key.clone(), value.clone());
-            }
-        }
-    }
 }
 
 /// Claude Code's credential rule: the seat's own sign-in wins and takes none of the entry;
@@ -291,9 +295,14 @@ fn plan_claude_code(
             "providers.llm.{name} has no key, so a claude-code box on it could not call its model; set its api_key (a ${{VAR}} reference is resolved at load)"
         )));
     };
-    plan.env.insert("ANTHROPIC_API_KEY".into(), key.to_owned());
+    // the entry's credentials are the lowest layer: the config's own values win
+    plan.env
+        .entry("ANTHROPIC_API_KEY".into())
+        .or_insert_with(|| key.to_owned());
     if let Some(url) = entry.base_url.as_deref().filter(|u| !u.is_empty()) {
-        plan.env.insert("ANTHROPIC_BASE_URL".into(), url.to_owned());
+        plan.env
+            .entry("ANTHROPIC_BASE_URL".into())
+            .or_insert_with(|| url.to_owned());
     }
     let model = model.unwrap_or(&entry.model).to_owned();
     Ok(plan.running_on(name, entry, model))
@@ -548,27 +557,12 @@ seats:
     }
 
     #[test]
-    fn the_roles_env_and_the_setup_steps_env_make_the_run_environment() {
+    fn the_turn_cap_is_the_roles_then_the_companys() {
         let plan = company(
-            r#"
-providers:
-  sandbox:
-    default_max_turns: 0
-    setup:
-      - { name: a, env: { A: "1", SHARED: from-setup, GONE: "" }, optional_keys: [GONE] }
-roles:
-  - name: eng
-    sandbox: { enabled: true, max_turns: 7, env: { SHARED: from-role, R: "2", EMPTY: "" }, optional_keys: [EMPTY] }
-seats:
-  - { handle: ada, role: eng }
-"#,
+            "providers: { sandbox: { default_max_turns: 0 } }\nroles: [{ name: eng, sandbox: { enabled: true, max_turns: 7 } }]\nseats: [{ handle: ada, role: eng }]\n",
         )
         .plan_sandbox("ada", None, None)
         .expect("plans");
-        let keys: Vec<&str> = plan.env.keys().map(String::as_str).collect();
-        assert_eq!(keys, ["A", "R", "SHARED"]);
-        // a setup step's variable is merged after the role's
-        assert_eq!(plan.env["SHARED"], "from-setup");
         assert_eq!(plan.max_turns, Some(7));
         assert_eq!(
             Company::default()

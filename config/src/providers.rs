@@ -214,15 +214,23 @@ impl std::fmt::Debug for SetupStep {
 /// A setup command's bound when its step names none.
 pub const DEFAULT_SETUP_TIMEOUT_SECONDS: u64 = 600;
 
-/// `providers.sandbox`.
+/// `providers.sandbox`: the catalogue of cells (`e2b:`, `local:`, or `fake: true`) and the
+/// defaults; its rules are [`catalogue`](crate::catalogue)'s.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxSection {
+    /// whether the document carries the block: absent is no sandbox at all, `{}` is refused
+    #[serde(skip)]
+    pub declared: bool,
     #[serde(default)]
     pub e2b: Option<E2bSection>,
     #[serde(default)]
     pub local: Option<LocalSection>,
-    /// direct | container | e2b; default direct
+    /// deterministic in-process boxes for every cell; refused beside a real backend
+    #[serde(default)]
+    pub fake: bool,
+    /// direct | container | e2b, where a seat that names none runs; required unless the
+    /// catalogue names exactly one cell (`e2b:` alone, `fake: true`)
     #[serde(default)]
     pub default_run_in: Option<String>,
     /// claude-code | opencode | command; default command
@@ -253,8 +261,18 @@ pub struct Providers {
     /// named entries; the one named `default` is the company default
     #[serde(default)]
     pub llm: BTreeMap<String, LlmEntry>,
-    #[serde(default)]
+    /// absent: no sandbox at all (`declared` false)
+    #[serde(default, deserialize_with = "declared_sandbox")]
     pub sandbox: SandboxSection,
+}
+
+/// Reads `providers.sandbox` as present: an absent block is told from an empty one.
+fn declared_sandbox<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<SandboxSection, D::Error> {
+    let mut sandbox = SandboxSection::deserialize(deserializer)?;
+    sandbox.declared = true;
+    Ok(sandbox)
 }
 
 /// A role's `sandbox` gate. Its Debug form names the environment's keys, not their values.

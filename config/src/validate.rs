@@ -12,8 +12,7 @@ use crate::Error;
 use crate::company::Company;
 use crate::providers::{CELLS, LlmEntry, RUNNERS, SandboxSection, SetupStep, clean_setup_path};
 
-/// Records one problem: its location, what is wrong, and the remedy.
-type Bad<'a> = dyn FnMut(String, String, &'static str) + 'a;
+use crate::catalogue::Bad;
 
 impl Company {
     /// Every problem of the company document, each at its location with its remedy: the
@@ -33,6 +32,7 @@ impl Company {
                 remedy,
             });
         };
+        self.catalogue_problems(&mut bad);
         sandbox_default_problems(&self.providers.sandbox, &mut bad);
         self.setup_list_problems(&mut bad);
         llm_entry_problems(&self.providers.llm, &mut bad);
@@ -193,6 +193,13 @@ impl Company {
                 }
             }
             if let Some(gate) = &role.sandbox {
+                crate::runenv::optional_key_problems(
+                    &format!("company.roles[{i}].sandbox"),
+                    &gate.env,
+                    &BTreeMap::new(),
+                    &gate.optional_keys,
+                    bad,
+                );
                 if let Some(ttl) = gate.pause_ttl_seconds.filter(|&n| n < 0) {
                     bad(
                         format!("company.roles[{i}].sandbox.pause_ttl_seconds"),
@@ -202,8 +209,10 @@ impl Company {
                         "give seconds (0 never pauses), or leave it out for the company default",
                     );
                 }
+                // `self` is the catalogue's refusal (agent mode)
                 if let Some(cell) = gate.run_in.as_deref().filter(|c| !c.is_empty())
                     && !CELLS.contains(&cell)
+                    && cell != "self"
                 {
                     bad(
                         format!("company.roles[{i}].sandbox.run_in"),
@@ -241,17 +250,9 @@ impl Company {
     }
 }
 
-/// The sandbox defaults must name a cell and a runner.
+/// The sandbox defaults must name a runner and bounds the knobs can take (the default cell is
+/// the catalogue's rule).
 fn sandbox_default_problems(sandbox: &SandboxSection, bad: &mut Bad<'_>) {
-    if let Some(cell) = sandbox.default_run_in.as_deref()
-        && !CELLS.contains(&cell)
-    {
-        bad(
-            "company.providers.sandbox.default_run_in".into(),
-            format!("{cell:?} is not a cell"),
-            "use direct, container or e2b",
-        );
-    }
     if let Some(runner) = sandbox.default_coding_agent.as_deref()
         && !RUNNERS.contains(&runner)
     {
@@ -305,6 +306,13 @@ fn setup_step_problems(field: &str, list: &[SetupStep], local: bool, bad: &mut B
                 "name every step: a setup failure names it",
             );
         }
+        crate::runenv::optional_key_problems(
+            &format!("{field}[{i}]"),
+            &step.env,
+            &step.files,
+            &step.optional_keys,
+            bad,
+        );
         if list[..i].iter().any(|other| other.name == step.name) {
             bad(
                 format!("{field}[{i}].name"),
@@ -359,6 +367,8 @@ mod tests {
         let yaml = r#"
 providers:
   sandbox:
+    local: {}
+    default_run_in: direct
     setup:
       - { name: a, files: { "/etc/motd": "hi" } }
       - { name: a, commands: ["true"] }
@@ -388,11 +398,15 @@ providers:
             _ => None,
         };
         assert!(c.expand_env(&lookup).is_empty());
+        // a run's environment is left as written at load, and resolved at launch
         let step = &c.providers.sandbox.setup[0];
+        assert_eq!(step.files["whole"], "${WHOLE}");
+        let mut plan = c.plan_sandbox("x", None, None).expect("plans");
+        plan.resolve_env(&lookup).expect("resolves");
+        let step = &plan.setup[0];
         assert_eq!(step.files[".npmrc"], "//r/:_authToken=${NPM_TOKEN}");
         assert_eq!(step.files["whole"], "file body");
         assert!(!step.files.contains_key("opt"));
-        let plan = c.plan_sandbox("x", None, None).expect("plans");
         assert_eq!(plan.env["NPM_TOKEN"], "t0k");
         assert_eq!(plan.setup.len(), 1);
     }
@@ -412,7 +426,7 @@ providers:
 providers:
   llm:
     default: { provider: anthropic, model: " ", base_url: "gateway:9" }
-  sandbox: { default_run_in: vm, default_coding_agent: aider }
+  sandbox: { local: {}, default_run_in: vm, default_coding_agent: aider }
 roles:
   - name: eng
     llm: nope
@@ -448,6 +462,7 @@ seats:
     #[test]
     fn an_absolute_setup_path_is_allowed_only_for_a_remote_cell() {
         let remote = r#"
+providers: { sandbox: { local: {}, e2b: { api_key: k }, default_run_in: direct } }
 roles:
   - name: eng
     sandbox:

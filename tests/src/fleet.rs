@@ -98,7 +98,7 @@ impl Fleet {
                 "company:\n  providers:\n    llm:\n      default: {{ provider: anthropic, model: {MODEL}, api_key: sk-ant-fleet-test{} }}\n    sandbox: {{ default_coding_agent: claude-code{} }}\n",
                 llm_base_url.map_or(String::new(), |url| format!(", base_url: \"{url}\"")),
                 if sandbox.is_empty() {
-                    String::new()
+                    ", local: {}, default_run_in: direct".to_owned()
                 } else {
                     format!(", {sandbox}")
                 }

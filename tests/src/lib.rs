@@ -32,6 +32,7 @@ pub mod crash_matrix;
 pub mod e2b_standin;
 pub mod etcd;
 pub mod fleet;
+pub mod git_server;
 pub mod grpc;
 pub mod launcher;
 pub mod mcp_client;

@@ -316,7 +316,37 @@ pub fn launched_turn_and_job(launch_stdout: &str) -> (String, String) {
     (words[at + 1].to_owned(), words[at + 3].to_owned())
 }
 
+/// `boxfleet validate FILE` with `env` set: whether it passed, and what it said (stdout, then
+/// stderr).
+pub fn validate(config: &str, env: &[(&str, &str)]) -> (bool, String) {
+    let out = std::process::Command::new(boxfleet_bin())
+        .args(["validate", config])
+        .envs(env.iter().copied())
+        .output()
+        .expect("run validate");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), said)
+}
+
 impl NodeProcess {
+    /// `boxfleet launch ARGS` on this node, which must succeed, then the job's phase record
+    /// once published (within a minute), which must not be a failure.
+    pub async fn launch_settled(&self, args: &[&str]) -> serde_json::Value {
+        let mut launch = vec!["launch"];
+        launch.extend(args);
+        let (code, out, err) = self.cli(&launch);
+        assert_eq!(code, 0, "{out}{err}");
+        let phase = self
+            .phase_record(&launched_turn(&out), Duration::from_secs(60))
+            .await;
+        assert_eq!(phase["failed"], false, "{phase:#}");
+        phase
+    }
+
     /// The run's record as the node reads it (`Runs.Get`), or `None` once it settled.
     pub async fn record(&self, turn_id: &str) -> Option<serde_json::Value> {
         use boxfleet_proto::v1 as pb;

@@ -44,6 +44,10 @@ pub enum Error {
     /// A setup step did not complete; the box was torn down before any brief ran.
     #[error("sandbox_setup_failed: {0}")]
     Setup(String),
+    /// The run environment lacks a required value (the launch is refused before any box;
+    /// the same call goes through once the variable is set).
+    #[error("{0}")]
+    EnvUnresolved(#[from] boxfleet_config::runenv::EnvUnresolved),
 }
 
 impl Error {
@@ -53,7 +57,7 @@ impl Error {
             Error::NotFound(_) => ErrorKind::NotFound,
             Error::BadRequest(_) => ErrorKind::BadRequest,
             Error::Denied(_) => ErrorKind::PermissionDenied,
-            Error::SeatHeldElsewhere { .. } => ErrorKind::Unavailable,
+            Error::SeatHeldElsewhere { .. } | Error::EnvUnresolved(_) => ErrorKind::Unavailable,
             Error::Box(BoxError::Unreachable(_)) => ErrorKind::Unavailable,
             Error::Box(_) | Error::Setup(_) => ErrorKind::Internal,
             Error::Store(store) => store_kind(store),

@@ -65,6 +65,11 @@ impl Coordinator {
                 request.seat
             )));
         }
+        // the role's gate: no catalogue, or a role that does not enable the sandbox, launches
+        // nothing (refused, naming the role and what to change)
+        self.company
+            .sandbox_gate(&request.seat)
+            .map_err(Error::BadRequest)?;
         if !request.runner.is_empty() {
             uncapped(&request.runner, request.timeout_seconds)?;
         }
@@ -298,16 +303,37 @@ impl Coordinator {
     }
 
     /// What a launch for `seat` runs (runner, cell, model, credentials, setup), decided
-    /// before any box exists; a model the box could not route is refused here.
+    /// before any box exists; a model the box could not route is refused here, and a run
+    /// environment with a required value that resolves to nothing in the node's environment
+    /// (`sandbox_env_unresolved`, naming keys, files and variables, never a value).
     fn plan(
         &self,
         seat: &str,
         runner: Option<&str>,
         model: Option<&str>,
     ) -> Result<SandboxPlan, Error> {
-        self.company
+        let mut plan = self
+            .company
             .plan_sandbox(seat, runner, model)
-            .map_err(|error| Error::BadRequest(error.to_string()))
+            .map_err(|error| Error::BadRequest(error.to_string()))?;
+        match plan.resolve_env(&|name| std::env::var(name).ok()) {
+            Ok(notes) => {
+                for note in notes {
+                    info!(seat, %note, "sandbox_env_identity_left_out");
+                }
+                Ok(plan)
+            }
+            Err(missing) => {
+                warn!(
+                    seat,
+                    keys = %missing.keys.join(","),
+                    files = %missing.files.join(","),
+                    variables = %missing.variables.join(","),
+                    "sandbox_env_unresolved"
+                );
+                Err(missing.into())
+            }
+        }
     }
 
     /// A resumed turn's next job (`request`), in the box its run names (`sandbox_id`; none: a

@@ -1,6 +1,7 @@
-//! The node's sandbox cells and coding-agent runners, made from its configuration: `direct`
-//! always; `container` when `providers.sandbox.local` names an image; `e2b` when
-//! `providers.sandbox.e2b` is set; the `command`, `claude-code` and `opencode` runners.
+//! The node's sandbox cells and coding-agent runners, made from its configuration: a backend
+//! for each cell the company reaches (`direct` and `container` from `providers.sandbox.local`,
+//! `e2b` from `providers.sandbox.e2b`, every one from `fake: true`); the `command`,
+//! `claude-code` and `opencode` runners.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -8,22 +9,38 @@ use std::sync::Arc;
 use boxfleet_actors::ports::{Provider, Runner};
 use boxfleet_config::NodeConfig;
 
-/// The sandbox providers, by cell.
+/// The sandbox providers, by cell: one for each cell the company reaches and no other
+/// ([`Company::reached_cells`](boxfleet_config::company::Company::reached_cells)); with
+/// `fake: true`, one in-process fake answering every reached cell (and its own, `fake`).
 pub(crate) fn providers(
     config: &NodeConfig,
 ) -> anyhow::Result<BTreeMap<String, Arc<dyn Provider>>> {
     let mut providers: BTreeMap<String, Arc<dyn Provider>> = BTreeMap::new();
     let sandbox = &config.company.providers.sandbox;
+    let reached = config.company.reached_cells();
+    if sandbox.fake {
+        let fake: Arc<dyn Provider> = Arc::new(boxfleet_sandbox::fake::FakeProvider::new());
+        for cell in reached.iter().map(String::as_str).chain(["fake"]) {
+            providers.insert(cell.to_owned(), fake.clone());
+        }
+        return Ok(providers);
+    }
     let disk = disk_budget(config);
-    providers.insert(
-        "direct".into(),
+    if reached.contains("direct") {
         // boxes live under {boxes_dir}/{sandbox_id}, {data_dir}/boxes unless configured
-        Arc::new(
-            boxfleet_sandbox::direct::DirectProvider::in_boxes_dir(config.boxes_dir.clone())
-                .with_disk_budget(disk.clone()),
-        ),
-    );
-    if let Some(local) = sandbox.local.as_ref().filter(|l| l.image.is_some()) {
+        providers.insert(
+            "direct".into(),
+            Arc::new(
+                boxfleet_sandbox::direct::DirectProvider::in_boxes_dir(config.boxes_dir.clone())
+                    .with_disk_budget(disk.clone()),
+            ),
+        );
+    }
+    if let Some(local) = sandbox
+        .local
+        .as_ref()
+        .filter(|_| reached.contains("container"))
+    {
         let mut container = container_config(local, &config.data_dir)?;
         container.disk = disk;
         providers.insert(
@@ -31,7 +48,7 @@ pub(crate) fn providers(
             Arc::new(boxfleet_sandbox::ContainerProvider::new(container)),
         );
     }
-    if let Some(e2b) = &sandbox.e2b {
+    if let Some(e2b) = sandbox.e2b.as_ref().filter(|_| reached.contains("e2b")) {
         let mut cell = boxfleet_sandbox::e2b::E2bConfig::new(
             e2b.api_key.clone(),
             // empty: each box from the prebuilt template of its coding agent
@@ -47,6 +64,18 @@ pub(crate) fn providers(
         providers.insert("e2b".into(), Arc::new(provider));
     }
     Ok(providers)
+}
+
+/// The cell a run whose row names none lives in (rows written before placements were): the
+/// catalogue's default, else `direct`.
+pub(crate) fn default_cell(config: &NodeConfig) -> String {
+    config
+        .company
+        .providers
+        .sandbox
+        .resolved_default()
+        .unwrap_or("direct")
+        .to_owned()
 }
 
 /// What a local box may write, and what the disk holding the store keeps free
@@ -150,6 +179,30 @@ fn container_state_dir(
 mod tests {
     use super::container_state_dir;
     use std::path::Path;
+
+    fn built(company: &str) -> Vec<String> {
+        let file: boxfleet_config::File =
+            serde_yaml::from_str(&format!("company:\n{company}")).expect("parses");
+        let config = file.validate().expect("valid");
+        super::providers(&config)
+            .expect("built")
+            .into_keys()
+            .collect()
+    }
+
+    /// A backend is built for each cell the company reaches and no other: an E2B block beside
+    /// a direct-only company builds no E2B client, and a container is built only when reached.
+    #[test]
+    fn backends_are_built_only_for_the_cells_the_company_reaches() {
+        let both = "  providers:\n    sandbox: { local: {}, e2b: { api_key: k }, default_run_in: direct }\n";
+        assert_eq!(built(both), ["direct"]);
+        let container = "  providers:\n    sandbox: { local: { image: busybox }, e2b: { api_key: k }, default_run_in: e2b }\n  roles:\n    - { name: box, sandbox: { enabled: true, run_in: container } }\n";
+        assert_eq!(built(container), ["container", "e2b"]);
+        let fake = "  providers:\n    sandbox: { fake: true }\n";
+        assert_eq!(built(fake), ["direct", "fake"]);
+        let none = "  seats: [{ handle: eng }]\n";
+        assert!(built(none).is_empty());
+    }
 
     #[test]
     fn the_state_dir_is_the_configured_one_then_the_environments_then_the_data_dirs() {

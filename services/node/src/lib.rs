@@ -51,7 +51,7 @@ pub fn main() -> ! {
 
 async fn run(command: cli::Command) -> i32 {
     let result = match command {
-        cli::Command::Node(args) => run_node(args).await,
+        cli::Command::Node(args) => Box::pin(run_node(args)).await,
         cli::Command::Validate { file } => validate(&file).await,
         cli::Command::Demo(args) => Box::pin(demo(args)).await,
         cli::Command::Token(cli::TokenCommand::Issue(args)) => keys::issue(&args),
@@ -132,6 +132,23 @@ fn node_config(args: &cli::NodeArgs) -> anyhow::Result<boxfleet_config::NodeConf
     Ok(file.validate()?)
 }
 
+/// The banner's line on the cells the node built backends for, or why it has none.
+fn cells_line(company: &boxfleet_config::company::Company) -> String {
+    let sandbox = &company.providers.sandbox;
+    if !sandbox.declared {
+        return "no sandbox: company.providers.sandbox is absent, so every launch is refused (add local: or e2b:)".into();
+    }
+    let cells: Vec<String> = company.reached_cells().into_iter().collect();
+    format!(
+        "sandbox cells: {}{} (default {})",
+        cells.join(", "),
+        if sandbox.fake { ", all fake" } else { "" },
+        sandbox
+            .resolved_default()
+            .unwrap_or("none: each role names its own")
+    )
+}
+
 async fn run_node(args: cli::NodeArgs) -> anyhow::Result<i32> {
     let config = node_config(&args)?;
     let node = node::Node::start(config).await?;
@@ -152,6 +169,7 @@ async fn run_node(args: cli::NodeArgs) -> anyhow::Result<i32> {
         node.config.data_dir.display(),
         node.config.boxes_dir.display()
     );
+    eprintln!("{}", cells_line(&node.config.company));
     if let Some(http) = &node.http {
         eprintln!(
             "HTTP on {} (the tool bridge and the OTLP receiver boxes call back on; node.http)",
@@ -185,7 +203,9 @@ async fn validate(file: &std::path::Path) -> anyhow::Result<i32> {
                 config.company.seats.len(),
                 config.company.units.len()
             );
-            for warning in config.company.mcp_warnings() {
+            let env = |name: &str| std::env::var(name).ok();
+            let warnings = config.company.mcp_warnings().into_iter();
+            for warning in warnings.chain(config.company.env_warnings(&env)) {
                 eprintln!("warning: {}: {warning}", file.display());
             }
             if config.store.kind == boxfleet_config::StoreKind::Etcd {

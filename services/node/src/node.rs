@@ -274,7 +274,7 @@ impl Node {
             session,
             providers: cells::providers(&config)?,
             runners: cells::runners()?,
-            default_cell: "direct".into(),
+            default_cell: cells::default_cell(&config),
             engine: engine_tx,
             company: config.company.clone(),
             events_keep_seconds: config.store.events_keep.as_secs() as i64,
@@ -300,7 +300,9 @@ impl Node {
                 }
                 listener
             });
-        for warning in config.company.mcp_warnings() {
+        let env = |name: &str| std::env::var(name).ok();
+        let warnings = config.company.mcp_warnings().into_iter();
+        for warning in warnings.chain(config.company.env_warnings(&env)) {
             warn!("{warning}");
         }
         let workers = Workers {
