@@ -105,7 +105,7 @@ fn credentials(ring: &Keyring, retired: &Keyring) -> Vec<(&'static str, Option<S
 }
 
 /// The calls, in the matrix's order.
-const CALLS: [&str; 15] = [
+const CALLS: [&str; 16] = [
     "Runs.Launch",
     "Runs.Deliver",
     "Runs.Answer",
@@ -118,6 +118,7 @@ const CALLS: [&str; 15] = [
     "Ops.Nodes",
     "Ops.Seats",
     "Ops.Drain",
+    "Ops.Reload",
     "Fleet.Ping",
     "Fleet.SeatDeliver",
     "Fleet.SeatLaunch",
@@ -142,7 +143,7 @@ fn expected(credential: &str, call: &str) -> Got {
         "admin" => A,
         "node" if fleet => A,
         "node" => D,
-        _ if fleet || call == "Ops.Drain" => D,
+        _ if fleet || call == "Ops.Drain" || call == "Ops.Reload" => D,
         "viewer" if reads.contains(&call) || eng_reads.contains(&call) => A,
         "viewer" => D,
         // scoped to seat ops: every call about seat eng (or sink) is refused
@@ -282,6 +283,7 @@ async fn call(
                 None,
             ))
             .await),
+        "Ops.Reload" => got(ops.reload(request(pb::ReloadRequest {}, token, None)).await),
         "Fleet.Ping" => got(fleet.ping(request(pb::PingRequest {}, token, None)).await),
         "Fleet.SeatDeliver" => got(fleet
             .seat_deliver(request(
@@ -448,6 +450,11 @@ async fn every_call_by_every_credential_is_allowed_or_refused_as_the_table_says(
     assert!(
         nodes.iter().all(|n| !n.draining),
         "no refused drain drained anything"
+    );
+    assert_eq!(
+        log.matches("config_applied").count(),
+        1,
+        "the admin's reload alone read the file again"
     );
     assert!(
         log.contains("api_call_refused") && log.contains("rpc=\"Runs.Launch\""),

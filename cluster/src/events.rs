@@ -25,6 +25,10 @@ pub mod kind {
     pub const MESSAGE_DEAD_LETTERED: &str = "seat_message_dead_lettered";
     /// what a person's answer became (resumed, declined), once per answer and outcome
     pub const RUN_ANSWERED: &str = "sandbox_run_answered";
+    /// a node put a revision of its config file in force (live reload)
+    pub const CONFIG_APPLIED: &str = "config_applied";
+    /// a node refused a revision of its config file, changing nothing
+    pub const CONFIG_REFUSED: &str = "config_refused";
 }
 
 /// One announcement.

@@ -16,6 +16,7 @@ pub mod company;
 pub mod engine;
 pub mod expand;
 pub mod http;
+pub mod live;
 pub mod mcp;
 pub mod paths;
 pub mod plan;

@@ -219,6 +219,18 @@ impl NodeProcess {
         }
     }
 
+    /// SIGHUP: the node reads its config file again (live reload).
+    pub fn hangup(&self) {
+        let Some(pid) = self.pid() else {
+            return;
+        };
+        #[allow(unsafe_code)]
+        // SAFETY: signalling our own child by the pid we spawned it with
+        unsafe {
+            libc::kill(pid as libc::pid_t, libc::SIGHUP);
+        }
+    }
+
     /// SIGTERM: the node stops its tree and closes its session (its seats are free at once),
     /// then exits; waits at most 20 s for it, then SIGKILLs it.
     pub fn terminate(&mut self) {

@@ -20,8 +20,8 @@ use super::job::StoredJob;
 use crate::boxes::BoxOp;
 use crate::ports::{BoxError, Followed, JobState, Provider, Runner, Sandbox};
 
-/// How long a box lives without a keepalive (`default_timeout_seconds`).
-pub const DEFAULT_BOX_TIMEOUT: Duration = Duration::from_secs(900);
+pub use super::cells::DEFAULT_BOX_TIMEOUT;
+use super::cells::{CellChange, Cells, CellsInForce};
 
 /// How long past a check's in-box deadline (and its kill grace) the engine waits before its
 /// own backstop ends the job. The two clocks are distinct: neither is shortened to fit the
@@ -50,12 +50,9 @@ pub struct Access {
     node: String,
     /// the host this node runs on (nodes on one host share its local boxes)
     pub host: String,
-    providers: BTreeMap<String, Arc<dyn Provider>>,
+    /// the cells in force (a reload swaps them; a dropped cell is kept retired)
+    cells: std::sync::RwLock<CellsInForce>,
     runners: BTreeMap<String, Arc<dyn Runner>>,
-    /// the cell a record that names none ran in
-    default_cell: String,
-    /// how long a box lives between keepalives
-    pub box_timeout: Duration,
     /// box operations go through the box's actor, in order
     follow_ups: Arc<dyn FollowUps>,
     /// a cell's backend over another node's boxes dir on this host, by (cell, boxes dir)
@@ -66,27 +63,67 @@ impl Access {
     pub(crate) fn new(
         node: String,
         host: String,
-        providers: BTreeMap<String, Arc<dyn Provider>>,
+        cells: Cells,
         runners: BTreeMap<String, Arc<dyn Runner>>,
-        default_cell: String,
         follow_ups: Arc<dyn FollowUps>,
     ) -> Self {
         Access {
             node,
             host,
-            providers,
+            cells: std::sync::RwLock::new(CellsInForce::new(cells)),
             runners,
-            default_cell,
-            box_timeout: DEFAULT_BOX_TIMEOUT,
             follow_ups,
             elsewhere: std::sync::Mutex::new(BTreeMap::new()),
         }
     }
 
-    /// The provider of `cell`.
-    pub fn provider(&self, cell: &str) -> Result<&Arc<dyn Provider>, Error> {
-        self.providers.get(cell).ok_or_else(|| {
-            Error::BadRequest(format!("no sandbox cell {cell:?} on node {}", self.node))
+    fn in_force(&self) -> std::sync::RwLockReadGuard<'_, CellsInForce> {
+        self.cells.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Puts the cells a reload built in force (see [`CellsInForce::apply`]); the backends
+    /// over other nodes' boxes dirs are made again from the new ones as they are needed.
+    pub fn apply_cells(&self, next: Cells) -> CellChange {
+        let change = self
+            .cells
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .apply(next);
+        self.elsewhere
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        change
+    }
+
+    /// The cells new boxes can be made in, and the retired ones.
+    pub fn cell_names(&self) -> (Vec<String>, Vec<String>) {
+        let force = self.in_force();
+        (
+            force.cells.active.keys().cloned().collect(),
+            force.retired.keys().cloned().collect(),
+        )
+    }
+
+    /// How long a box lives between keepalives (`default_timeout_seconds`).
+    pub fn box_timeout(&self) -> Duration {
+        self.in_force().cells.box_timeout
+    }
+
+    /// The provider new boxes of `cell` are made with; a cell the catalogue does not reach (or
+    /// a reload retired) makes none.
+    pub fn provider(&self, cell: &str) -> Result<Arc<dyn Provider>, Error> {
+        let force = self.in_force();
+        force.for_new_box(cell).ok_or_else(|| {
+            let retired = if force.retired.contains_key(cell) {
+                " (a reload dropped it: its runs finish there, no new box is made)"
+            } else {
+                ""
+            };
+            Error::BadRequest(format!(
+                "no sandbox cell {cell:?} on node {}{retired}",
+                self.node
+            ))
         })
     }
 
@@ -94,14 +131,15 @@ impl Access {
     pub fn cell_of(&self, run: &RunRecord) -> String {
         run.placement
             .clone()
-            .unwrap_or_else(|| self.default_cell.clone())
+            .unwrap_or_else(|| self.in_force().cells.default_cell.clone())
     }
 
-    /// The provider of the box a run names: its cell's, over the boxes dir the record names
-    /// when that is not this node's own (another node's boxes on this host).
+    /// The provider of the box a run names: its cell's (a retired cell's too), over the boxes
+    /// dir the record names when that is not this node's own (another node's boxes on this
+    /// host).
     pub fn provider_of(&self, run: &RunRecord) -> Result<Arc<dyn Provider>, Error> {
-        let cell = run.placement.as_deref().unwrap_or(&self.default_cell);
-        self.provider_at(cell, run.boxes_dir.as_deref())
+        let cell = self.cell_of(run);
+        self.provider_at(&cell, run.boxes_dir.as_deref())
             .map_err(|error| Error::BadRequest(format!("run {}: {error}", run.turn_id)))
     }
 
@@ -134,7 +172,9 @@ impl Access {
         cell: &str,
         boxes_dir: Option<&str>,
     ) -> Result<Arc<dyn Provider>, Error> {
-        let base = self.provider(cell)?;
+        let base = self.in_force().for_existing_box(cell).ok_or_else(|| {
+            Error::BadRequest(format!("no sandbox cell {cell:?} on node {}", self.node))
+        })?;
         let Some(dir) = boxes_dir else {
             return Ok(base.clone());
         };
@@ -221,7 +261,7 @@ impl Access {
             Err(BoxError::Gone(_)) => return Ok(Some(JobState::Done { exit_code: None })),
             Err(error) => return Err(error.into()),
         };
-        if let Err(error) = sandbox.set_timeout(self.box_timeout).await {
+        if let Err(error) = sandbox.set_timeout(self.box_timeout()).await {
             warn!(turn_id = %run.turn_id, %error, "sandbox_keepalive_failed");
         }
         let runner = self.runner(&job.runner)?;

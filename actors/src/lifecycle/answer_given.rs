@@ -45,7 +45,7 @@ impl Coordinator {
         };
         let record = run.record;
         if !answerer.admin {
-            self.company
+            self.company()
                 .may_answer(&record.seat, record.requester.as_deref(), &answerer.from)
                 .map_err(Error::Denied)?;
         }
@@ -70,7 +70,7 @@ impl Coordinator {
                 launch_id: record.launch_id.clone(),
                 given_by: answerer.given_by.clone(),
                 operator: Some(Operator {
-                    answered_by_kind: self.company.kind_of(&answerer.from).to_owned(),
+                    answered_by_kind: self.company().kind_of(&answerer.from).to_owned(),
                     operator_id: answerer.operator_id.clone(),
                 }),
             })),

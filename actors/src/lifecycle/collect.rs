@@ -202,7 +202,7 @@ impl Coordinator {
             job,
             &evidence.notes,
             &evidence.elided,
-            self.company.providers.sandbox.model_mismatch,
+            self.company().providers.sandbox.model_mismatch,
         );
         let failure = &assessment.error_text;
         if let Some(condensed) = self
@@ -401,7 +401,7 @@ impl Coordinator {
         if let Some(asked) = &collected.question {
             // resolved once, against the org chart, in the same write as the question
             let audience =
-                self.company
+                self.company()
                     .resolve(&run.seat, run.requester.as_deref(), &asked.audience);
             let question = Question {
                 text: asked.question.clone(),

@@ -59,7 +59,7 @@ impl Coordinator {
     }
 
     async fn try_launch(&self, mut request: LaunchRequest) -> Result<LaunchOutcome, Error> {
-        if !self.company.has_seat(&request.seat) {
+        if !self.company().has_seat(&request.seat) {
             return Err(Error::BadRequest(format!(
                 "seat {:?} is not in the company document: add it under company.seats, or launch for a seat that is",
                 request.seat
@@ -67,7 +67,7 @@ impl Coordinator {
         }
         // the role's gate: no catalogue, or a role that does not enable the sandbox, launches
         // nothing (refused, naming the role and what to change)
-        self.company
+        self.company()
             .sandbox_gate(&request.seat)
             .map_err(Error::BadRequest)?;
         if !request.runner.is_empty() {
@@ -89,7 +89,7 @@ impl Coordinator {
             ));
         }
         uncapped(&runner_name, request.timeout_seconds)?;
-        let provider = self.access.provider(&plan.cell)?.clone();
+        let provider = self.access.provider(&plan.cell)?;
         // a launch is work in progress on its seat until it returns: a graceful release
         // waits for it past the seat lock, which it lets go once its row is open
         let _working = self.working_on(&request.seat);
@@ -313,7 +313,7 @@ impl Coordinator {
         model: Option<&str>,
     ) -> Result<SandboxPlan, Error> {
         let mut plan = self
-            .company
+            .company()
             .plan_sandbox(seat, runner, model)
             .map_err(|error| Error::BadRequest(error.to_string()))?;
         match plan.resolve_env(&|name| std::env::var(name).ok()) {
@@ -406,7 +406,7 @@ impl Coordinator {
                     turn_id: turn_id.to_owned(),
                     seat: request.seat.clone(),
                     env: BTreeMap::new(),
-                    timeout_seconds: self.access.box_timeout.as_secs(),
+                    timeout_seconds: self.access.box_timeout().as_secs(),
                     sandbox_id: chosen.clone(),
                     launch_id: launch_id.to_owned(),
                     coding_agent: plan.runner.clone(),

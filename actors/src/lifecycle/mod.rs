@@ -43,6 +43,7 @@ pub mod api;
 mod assess;
 pub mod bounds;
 pub mod bridge;
+pub mod cells;
 mod collect;
 mod condense;
 mod ending;
@@ -89,7 +90,7 @@ pub use limits::{
 };
 pub use work::WorkGuard;
 
-use crate::ports::{FleetLink, Provider, Runner};
+use crate::ports::{FleetLink, Runner};
 
 /// What a node's lifecycle is made of (see [`Coordinator::new`]).
 #[derive(Debug)]
@@ -102,16 +103,14 @@ pub struct Parts {
     pub keys: Keys,
     /// the session already opened on the store
     pub session: Session,
-    /// the sandbox providers, by cell
-    pub providers: BTreeMap<String, Arc<dyn Provider>>,
+    /// the sandbox cells the company reaches, their default and the box keepalive
+    pub cells: cells::Cells,
     /// the coding-agent runners, by name
     pub runners: BTreeMap<String, Arc<dyn Runner>>,
-    /// the cell of a record that names none
-    pub default_cell: String,
     /// where work for the engine goes (the node routes it to an attached or the built-in one)
     pub engine: mpsc::UnboundedSender<EngineDown>,
     /// the org chart and catalogue launches are planned and questions resolved against
-    pub company: boxfleet_config::company::Company,
+    pub company: boxfleet_config::live::LiveCompany,
     /// how long the events outbox keeps what this node announces (`store.events_keep_seconds`)
     pub events_keep_seconds: i64,
 }
@@ -147,8 +146,9 @@ pub struct Coordinator {
     /// what the steps leave to the node's actors
     follow_ups: Arc<dyn FollowUps>,
     engine: mpsc::UnboundedSender<EngineDown>,
-    /// the org chart questions resolve against (empty: seats are implicit)
-    company: boxfleet_config::company::Company,
+    /// the company document in force (a reload swaps it whole); its chart is what questions
+    /// resolve against (empty: seats are implicit)
+    company: boxfleet_config::live::LiveCompany,
     /// the lease the engine side's announcements ride (a turn's reply, a dead letter), kept as
     /// long as every event
     announcements: Retention,
@@ -164,25 +164,19 @@ impl Coordinator {
             store,
             keys,
             session,
-            providers,
+            cells,
             runners,
-            default_cell,
             engine,
             company,
             events_keep_seconds,
         } = parts;
-        let mut access = Access::new(
+        let access = Access::new(
             node.clone(),
             session.info.host.clone(),
-            providers,
+            cells,
             runners,
-            default_cell,
             follow_ups.clone(),
         );
-        // the box's keepalive window (`default_timeout_seconds`): not a run cap
-        if let Some(seconds) = company.providers.sandbox.default_timeout_seconds {
-            access.box_timeout = std::time::Duration::from_secs(seconds);
-        }
         Self {
             runs: Runs::new(store.clone(), keys.clone())
                 .keeping_events(Retention::new(events_keep_seconds)),
@@ -204,6 +198,16 @@ impl Coordinator {
             company,
             announcements: Retention::new(events_keep_seconds),
         }
+    }
+
+    /// The company document in force.
+    pub fn company(&self) -> Arc<boxfleet_config::company::Company> {
+        self.company.get()
+    }
+
+    /// The shared handle on the company in force (what a reload swaps).
+    pub fn live_company(&self) -> &boxfleet_config::live::LiveCompany {
+        &self.company
     }
 
     /// Sets how this node reaches the rest of the fleet.

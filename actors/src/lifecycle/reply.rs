@@ -68,6 +68,40 @@ impl Coordinator {
         self.publish_once(event).await;
     }
 
+    /// Announces a reload's outcome for the document whose digest begins `document`: once
+    /// per node incarnation, document and outcome, on the node's own turn id
+    /// (`config-{node}`), with no seat.
+    pub async fn announce_config(
+        &self,
+        applied: bool,
+        document: &str,
+        summary: &str,
+        problems: &[String],
+    ) {
+        let kind = if applied {
+            events::kind::CONFIG_APPLIED
+        } else {
+            events::kind::CONFIG_REFUSED
+        };
+        let turn_id = format!("config-{}", self.node);
+        let body = serde_json::json!({
+            "node": self.node,
+            "document": document,
+            "summary": summary,
+            "problems": problems,
+        });
+        let event = Event::new(
+            kind,
+            &[&self.incarnation, document],
+            &turn_id,
+            "",
+            "",
+            chrono::Utc::now(),
+            body,
+        );
+        self.publish_once(event).await;
+    }
+
     /// Writes `event` unless one with its id exists; a failure is logged, never fatal.
     async fn publish_once(&self, event: Event) {
         let lease = match self

@@ -55,7 +55,7 @@ impl Coordinator {
 
     /// Whether `seat` takes work: one of the company's agent seats.
     pub(super) fn seat_is_agents(&self, seat: &str) -> bool {
-        self.company.is_agent_seat(seat)
+        self.company().is_agent_seat(seat)
     }
 
     /// The placement pass's look at a seat this node holds: a removed seat's retirement grace

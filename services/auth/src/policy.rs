@@ -34,6 +34,7 @@ pub enum Call<'a> {
     Nodes,
     Seats,
     Drain,
+    Reload,
     Fleet,
 }
 
@@ -53,6 +54,7 @@ impl Call<'_> {
             Call::Nodes => "Ops.Nodes",
             Call::Seats => "Ops.Seats",
             Call::Drain => "Ops.Drain",
+            Call::Reload => "Ops.Reload",
             Call::Fleet => "Fleet",
         }
     }
@@ -68,7 +70,7 @@ impl Call<'_> {
             Call::Launch { .. } | Call::Deliver { .. } => &[Operator, Engine, Admin],
             Call::Answer { .. } => &[Operator, Admin],
             Call::Attach { .. } => &[Engine, Admin],
-            Call::Drain => &[Admin],
+            Call::Drain | Call::Reload => &[Admin],
             Call::Fleet => &[Node, Admin],
         }
     }
@@ -95,6 +97,7 @@ impl Call<'_> {
                 | Call::Answer { .. }
                 | Call::Attach { .. }
                 | Call::Drain
+                | Call::Reload
         )
     }
 }
@@ -166,6 +169,7 @@ mod tests {
             Call::Nodes,
             Call::Seats,
             Call::Drain,
+            Call::Reload,
             Call::Fleet,
         ];
         let table: Vec<String> = calls
@@ -194,6 +198,7 @@ mod tests {
                 "Ops.Nodes: viewer operator engine admin",
                 "Ops.Seats: viewer operator engine admin",
                 "Ops.Drain: admin",
+                "Ops.Reload: admin",
                 "Fleet: admin node",
             ]
         );

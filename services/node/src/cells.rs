@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use boxfleet_actors::lifecycle::cells::Cells;
 use boxfleet_actors::ports::{Provider, Runner};
 use boxfleet_config::NodeConfig;
 
@@ -66,16 +67,40 @@ pub(crate) fn providers(
     Ok(providers)
 }
 
-/// The cell a run whose row names none lives in (rows written before placements were): the
-/// catalogue's default, else `direct`.
-pub(crate) fn default_cell(config: &NodeConfig) -> String {
-    config
-        .company
-        .providers
-        .sandbox
-        .resolved_default()
-        .unwrap_or("direct")
-        .to_owned()
+/// The cells `config` reaches, as the lifecycle holds them: each backend with what it was built
+/// from (a reload keeps the running backend of a cell whose configuration is unchanged), the
+/// cell a row that names none ran in (the catalogue's default, else `direct`), and the box
+/// keepalive (`default_timeout_seconds`).
+pub(crate) fn build(config: &NodeConfig) -> anyhow::Result<Cells> {
+    let sandbox = &config.company.providers.sandbox;
+    let default_cell = sandbox.resolved_default().unwrap_or("direct");
+    let mut cells = Cells::of(providers(config)?, default_cell);
+    for (name, cell) in &mut cells.active {
+        cell.built_from = built_from(config, name);
+    }
+    if let Some(seconds) = sandbox.default_timeout_seconds {
+        cells.box_timeout = std::time::Duration::from_secs(seconds);
+    }
+    Ok(cells)
+}
+
+/// What a cell's backend is built from, to compare across a reload (held in memory, never
+/// shown: it holds the E2B key).
+fn built_from(config: &NodeConfig, cell: &str) -> String {
+    let sandbox = &config.company.providers.sandbox;
+    let disk = disk_budget(config);
+    match cell {
+        _ if sandbox.fake => "fake".to_owned(),
+        "direct" => format!("{:?} {:?}", config.boxes_dir, disk),
+        "container" => format!("{:?} {:?} {:?}", sandbox.local, config.data_dir, disk),
+        "e2b" => sandbox.e2b.as_ref().map_or_else(String::new, |e2b| {
+            format!(
+                "{} {:?} {:?} {:?} {:?}",
+                e2b.api_key, e2b.domain, e2b.template, e2b.api_url, e2b.envd_url
+            )
+        }),
+        other => other.to_owned(),
+    }
 }
 
 /// What a local box may write, and what the disk holding the store keeps free

@@ -84,6 +84,10 @@ pub enum Command {
     /// Release a node's seats gracefully (before shutting it down); other nodes take them.
     Drain(DrainArgs),
 
+    /// Read the node's config file again and put it in force if it builds (else nothing
+    /// changes); the node also reloads on a change to the file and on SIGHUP.
+    Reload(ReloadArgs),
+
     /// Mint a credential from the fleet's keyring (no node is asked).
     #[command(subcommand)]
     Token(TokenCommand),
@@ -344,6 +348,13 @@ pub struct DrainArgs {
     /// The node to drain (its id, as `boxfleet nodes` prints it).
     #[arg(value_name = "NODE")]
     pub node: String,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+/// `boxfleet reload`.
+#[derive(Debug, Clone, Args)]
+pub struct ReloadArgs {
     #[command(flatten)]
     pub conn: Conn,
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use boxfleet_actors::ports::{Condensed, Condenser, Overlong};
-use boxfleet_config::company::Company;
+use boxfleet_config::live::LiveCompany;
 use boxfleet_config::providers::{LlmEntry, Wire};
 use serde_json::{Value, json};
 
@@ -22,12 +22,13 @@ const MAX_OUTPUT_TOKENS: usize = 8192;
 /// Condenses through the company's `providers.llm` entries.
 #[derive(Debug)]
 pub struct LlmCondenser {
-    company: Company,
+    /// the company in force: a reload's entries are the next condensation's
+    company: LiveCompany,
     http: reqwest::Client,
 }
 
 impl LlmCondenser {
-    pub fn new(company: Company) -> anyhow::Result<Self> {
+    pub fn new(company: LiveCompany) -> anyhow::Result<Self> {
         let http = reqwest::Client::builder().timeout(CALL_BOUND).build()?;
         Ok(Self { company, http })
     }
@@ -66,7 +67,8 @@ impl Condenser for LlmCondenser {
         text: &str,
         max_bytes: usize,
     ) -> Result<Condensed, String> {
-        let (name, entry) = self.company.auxiliary_entry(seat).ok_or_else(|| {
+        let company = self.company.get();
+        let (name, entry) = company.auxiliary_entry(seat).ok_or_else(|| {
             format!("seat {seat:?} has no auxiliary model: no API entry with a key resolves (role.llm_auxiliary → llm → default)")
         })?;
         let system = instruction(piece, max_bytes);

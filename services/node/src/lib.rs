@@ -14,6 +14,7 @@ mod http;
 mod keys;
 mod memory;
 mod node;
+pub mod reload;
 mod reserve;
 mod routing;
 mod store_link;
@@ -26,7 +27,7 @@ pub fn main() -> ! {
     memory::configure_allocator();
     let cli = cli::Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_env("BOXFLEET_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,boxfleet_node::reload=info"));
     // colour only on a terminal: a log redirected to a file or a collector reads as plain text
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt()
@@ -151,7 +152,16 @@ fn cells_line(company: &boxfleet_config::company::Company) -> String {
 
 async fn run_node(args: cli::NodeArgs) -> anyhow::Result<i32> {
     let config = node_config(&args)?;
-    let node = node::Node::start(config).await?;
+    let mut node = node::Node::start(config).await?;
+    if let Some(file) = &args.config {
+        // a reload builds from the file exactly as this start did (the same overrides, the
+        // same validation `boxfleet validate` runs)
+        let again = args.clone();
+        node.reload_from(
+            std::path::absolute(file).unwrap_or_else(|_| file.clone()),
+            std::sync::Arc::new(move || node_config(&again)),
+        )?;
+    }
     // every path absolute, as the node uses it (a relative one was resolved at start)
     let config_file = match &args.config {
         Some(path) => format!(

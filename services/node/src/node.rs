@@ -107,6 +107,10 @@ pub struct Node {
     reserve_watch: tokio::task::JoinHandle<()>,
     /// the HTTP listener (the tool bridge, the OTLP receiver), when on
     pub http: Option<crate::http::HttpListener>,
+    /// reads the config file again and puts it in force (file change, SIGHUP, `Ops.Reload`)
+    pub reloader: Arc<crate::reload::Reloader>,
+    /// the file watcher and SIGHUP handler, once the node is given its file
+    watch: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// How often the placement pass runs: a seat whose holder died is taken within the lease's
@@ -116,6 +120,8 @@ const PLACEMENT_INTERVAL: Duration = Duration::from_secs(1);
 /// The workers the node's tree is made of, shared by their children's specs.
 struct Workers {
     refs: NodeRefs,
+    /// the node's reloads (`Ops.Reload`)
+    reloader: Arc<crate::reload::Reloader>,
     coordinator: Arc<Coordinator>,
     engines: Arc<Engines>,
     errors: Arc<Observed>,
@@ -179,6 +185,7 @@ impl Workers {
             errors: self.errors.clone(),
             root: refs.root(),
             trust: self.trust.clone(),
+            reloader: self.reloader.clone(),
         };
         let waiter = WaiterArgs {
             coordinator: self.coordinator.clone(),
@@ -272,11 +279,10 @@ impl Node {
             store,
             keys,
             session,
-            providers: cells::providers(&config)?,
+            cells: cells::build(&config)?,
             runners: cells::runners()?,
-            default_cell: cells::default_cell(&config),
             engine: engine_tx,
-            company: config.company.clone(),
+            company: boxfleet_config::live::LiveCompany::new(config.company.clone()),
             events_keep_seconds: config.store.events_keep.as_secs() as i64,
         };
         let refs = NodeRefs::new(id.clone());
@@ -284,12 +290,12 @@ impl Node {
             Coordinator::new(parts, Arc::new(NodeTree::new(me.clone(), refs.clone())))
         });
         coordinator.set_condenser(Arc::new(crate::condense::LlmCondenser::new(
-            config.company.clone(),
+            coordinator.live_company().clone(),
         )?));
-        let engines = Arc::new(Engines::new(
+        let engines = Arc::new(Engines::new(coordinator.clone(), config.default_engine));
+        let reloader = Arc::new(crate::reload::Reloader::new(
             coordinator.clone(),
-            config.company.clone(),
-            config.default_engine,
+            config.clone(),
         ));
         // the HTTP listener: the tool bridge and the OTLP receiver a box calls back on
         let http = crate::http::start(&config, engines.clone(), trust.clone())
@@ -307,6 +313,7 @@ impl Node {
         }
         let workers = Workers {
             refs: refs.clone(),
+            reloader: reloader.clone(),
             engines: engines.clone(),
             trust: trust.clone(),
             coordinator: coordinator.clone(),
@@ -347,7 +354,21 @@ impl Node {
             trimmer: crate::memory::trim_periodically(),
             reserve_watch,
             http,
+            reloader,
+            watch: None,
         })
+    }
+
+    /// Names the file the node was started from and how it was built (the start's overrides
+    /// and validation), and reloads on its change and on SIGHUP from now on.
+    pub fn reload_from(
+        &mut self,
+        file: std::path::PathBuf,
+        loader: crate::reload::Loader,
+    ) -> anyhow::Result<()> {
+        self.reloader.set_source(file, loader);
+        self.watch = Some(self.reloader.watch()?);
+        Ok(())
     }
 
     /// Stops the node: the tree in reverse order, then the session (its seats go with it, so
@@ -381,6 +402,9 @@ impl Node {
         self.outages.abort();
         self.trimmer.abort();
         self.reserve_watch.abort();
+        if let Some(watch) = &self.watch {
+            watch.abort();
+        }
         if let Some(http) = &self.http {
             http.stop();
         }

@@ -74,6 +74,7 @@ pub async fn run(command: Command) -> anyhow::Result<i32> {
         Command::Nodes(args) => ops::nodes(&args).await,
         Command::Seats(args) => ops::seats(&args).await,
         Command::Drain(args) => ops::drain(&args).await,
+        Command::Reload(args) => ops::reload(&args).await,
     };
     match result {
         Ok(code) => Ok(code),

@@ -7,14 +7,14 @@
 use std::time::Duration;
 
 use boxfleet_proto::v1::{
-    ActorInfo, DeadLetter, DeadLettersRequest, DrainRequest, NodeInfo, NodesRequest, SeatInfo,
-    SeatsRequest, TreeReply, TreeRequest,
+    ActorInfo, DeadLetter, DeadLettersRequest, DrainRequest, NodeInfo, NodesRequest, ReloadRequest,
+    SeatInfo, SeatsRequest, TreeReply, TreeRequest,
 };
 use serde_json::{Value, json};
 
 use super::conn::{CALL_TIMEOUT, connect};
 use super::render::{cell, count, one_line, out, pretty, table, truncate};
-use crate::cli::{DrainArgs, NodesArgs, SeatsArgs, TreeArgs};
+use crate::cli::{DrainArgs, NodesArgs, ReloadArgs, SeatsArgs, TreeArgs};
 
 /// Runs `boxfleet tree`.
 pub(super) async fn tree(args: &TreeArgs) -> anyhow::Result<i32> {
@@ -295,6 +295,29 @@ pub(super) async fn drain(args: &DrainArgs) -> anyhow::Result<i32> {
         return Ok(1);
     }
     Ok(0)
+}
+
+/// Runs `boxfleet reload`: exit 0 when the node put its file in force, 1 when it refused it
+/// (each problem printed at its location; nothing on the node changed).
+pub(super) async fn reload(args: &ReloadArgs) -> anyhow::Result<i32> {
+    let node = connect(&args.conn).await?;
+    let reply = node
+        .call(
+            "reload",
+            Duration::from_secs(60),
+            node.ops().reload(ReloadRequest {}),
+        )
+        .await?;
+    if reply.applied {
+        out(&format!("{}: {}\n", reply.node, reply.summary))?;
+        return Ok(0);
+    }
+    let mut said = format!("{}: refused: {}\n", reply.node, reply.summary);
+    for problem in &reply.problems {
+        said.push_str(&format!("  {problem}\n"));
+    }
+    eprint!("{said}");
+    Ok(1)
 }
 
 #[cfg(test)]

@@ -27,7 +27,6 @@ use std::sync::{Arc, Mutex};
 
 use boxfleet_actors::lifecycle::{Coordinator, EngineDown};
 use boxfleet_auth::Principal;
-use boxfleet_config::company::Company;
 use boxfleet_config::engine::EngineChoice;
 use boxfleet_proto::v1 as pb;
 use tokio::sync::mpsc;
@@ -88,8 +87,7 @@ pub enum Routed {
 #[derive(Debug)]
 pub struct Engines {
     coordinator: Arc<Coordinator>,
-    /// the chart a seat's engine is read from, and the node's default
-    company: Company,
+    /// the engine a seat whose seat and role name none is served by
     default_engine: EngineChoice,
     attached: Mutex<Vec<Attached>>,
     next_id: Mutex<u64>,
@@ -100,14 +98,9 @@ pub struct Engines {
 }
 
 impl Engines {
-    pub fn new(
-        coordinator: Arc<Coordinator>,
-        company: Company,
-        default_engine: EngineChoice,
-    ) -> Self {
+    pub fn new(coordinator: Arc<Coordinator>, default_engine: EngineChoice) -> Self {
         Self {
             coordinator,
-            company,
             default_engine,
             attached: Mutex::new(Vec::new()),
             next_id: Mutex::new(0),
@@ -122,7 +115,9 @@ impl Engines {
 
     /// The engine `seat` is served by.
     pub fn engine_for(&self, seat: &str) -> EngineChoice {
-        self.company.engine_for(seat, self.default_engine)
+        self.coordinator
+            .company()
+            .engine_for(seat, self.default_engine)
     }
 
     fn attached(&self) -> std::sync::MutexGuard<'_, Vec<Attached>> {

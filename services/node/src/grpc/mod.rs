@@ -57,6 +57,8 @@ pub struct ApiArgs {
     pub root: String,
     /// the keyring every call is checked against, and the node's TLS
     pub trust: Arc<Trust>,
+    /// the node's reloads (`Ops.Reload`)
+    pub reloader: Arc<crate::reload::Reloader>,
 }
 
 #[derive(Debug)]
@@ -174,6 +176,7 @@ async fn serve(
                 coordinator: args.coordinator.clone(),
                 errors: args.errors.clone(),
                 root: args.root.clone(),
+                reloader: args.reloader.clone(),
             },
             checked,
         ))

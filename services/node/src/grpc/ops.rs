@@ -1,5 +1,6 @@
 //! The Ops service (DESIGN §8.4): what an SRE asks of the fleet — the supervision tree (this
-//! node's, or every live node's), the live nodes, who holds which seat, and a drain.
+//! node's, or every live node's), the live nodes, who holds which seat, a drain, and a reload
+//! of the node's config file.
 
 use std::sync::Arc;
 
@@ -25,6 +26,8 @@ pub struct OpsService {
     pub errors: Arc<Observed>,
     /// the root supervisor's name
     pub root: String,
+    /// the node's reloads
+    pub reloader: Arc<crate::reload::Reloader>,
 }
 
 /// Converts a supervision tree into `Ops.Tree`'s shape; a worker's handled errors fill its
@@ -312,6 +315,21 @@ impl pb::ops_server::Ops for OpsService {
         Ok(Response::new(pb::DrainReply {
             released: before.saturating_sub(still_held),
             still_held,
+        }))
+    }
+
+    async fn reload(
+        &self,
+        request: Request<pb::ReloadRequest>,
+    ) -> Result<Response<pb::ReloadReply>, GrpcStatus> {
+        let caller = principal_of(&request)?;
+        authorize(&caller, &Call::Reload, "")?;
+        let outcome = self.reloader.reload(crate::reload::Trigger::Rpc).await;
+        Ok(Response::new(pb::ReloadReply {
+            applied: outcome.applied,
+            summary: outcome.summary,
+            problems: outcome.problems,
+            node: self.coordinator.node.clone(),
         }))
     }
 }

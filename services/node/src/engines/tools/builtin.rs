@@ -118,7 +118,7 @@ async fn post_note(engines: &Engines, call: &ToolCall) -> ToolOutput {
 }
 
 fn seat(engines: &Engines, call: &ToolCall) -> ToolOutput {
-    let company = &engines.company;
+    let company = engines.coordinator().company();
     let Some(seat) = company.seat(&call.seat) else {
         return ToolOutput::ok(
             json!({"handle": call.seat, "on_chart": false, "note": "the node runs without an org chart: the seat is implicit"})
