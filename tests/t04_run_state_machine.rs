@@ -922,6 +922,8 @@ mod model {
                 let landed = match share {
                     Share::Seat => &mut next.charged.0,
                     Share::Company => &mut next.charged.1,
+                    // the model's runs carry no work item, so it charges no task share
+                    Share::Task => return None,
                 };
                 if *landed {
                     return None;

@@ -105,7 +105,7 @@ fn credentials(ring: &Keyring, retired: &Keyring) -> Vec<(&'static str, Option<S
 }
 
 /// The calls, in the matrix's order.
-const CALLS: [&str; 16] = [
+const CALLS: [&str; 17] = [
     "Runs.Launch",
     "Runs.Deliver",
     "Runs.Answer",
@@ -119,6 +119,7 @@ const CALLS: [&str; 16] = [
     "Ops.Seats",
     "Ops.Drain",
     "Ops.Reload",
+    "Ops.Budget",
     "Fleet.Ping",
     "Fleet.SeatDeliver",
     "Fleet.SeatLaunch",
@@ -136,6 +137,7 @@ fn expected(credential: &str, call: &str) -> Got {
         "Ops.Tree",
         "Ops.Nodes",
         "Ops.Seats",
+        "Ops.Budget",
     ];
     let eng_reads = ["Runs.Get", "Runs.Tail"];
     let fleet = call.starts_with("Fleet.");
@@ -284,6 +286,9 @@ async fn call(
             ))
             .await),
         "Ops.Reload" => got(ops.reload(request(pb::ReloadRequest {}, token, None)).await),
+        "Ops.Budget" => got(ops
+            .budget(request(pb::BudgetRequest::default(), token, None))
+            .await),
         "Fleet.Ping" => got(fleet.ping(request(pb::PingRequest {}, token, None)).await),
         "Fleet.SeatDeliver" => got(fleet
             .seat_deliver(request(

@@ -335,6 +335,9 @@ pub struct Charged {
     pub launch_id: String,
     pub seat: bool,
     pub company: bool,
+    /// the task's share (a run launched for a work item)
+    #[serde(default)]
+    pub task: bool,
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cost_micros: u64,

@@ -81,6 +81,8 @@ pub struct Runs {
     keys: Keys,
     ledger: Arc<Retention>,
     events: Arc<Retention>,
+    /// the company's clock (seconds east of UTC) the spend windows turn on
+    clock: Arc<std::sync::atomic::AtomicI32>,
 }
 
 enum Attempt {
@@ -99,7 +101,23 @@ impl Runs {
             keys,
             ledger: Arc::new(Retention::ledger()),
             events: Arc::new(Retention::events()),
+            clock: Arc::new(std::sync::atomic::AtomicI32::new(0)),
         }
+    }
+
+    /// Sets the company's clock the spend windows turn on (a reload may move it).
+    pub fn set_clock(&self, clock: chrono::FixedOffset) {
+        self.clock.store(
+            clock.local_minus_utc(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
+    /// The company's clock the spend windows turn on.
+    pub fn clock(&self) -> chrono::FixedOffset {
+        let seconds = self.clock.load(std::sync::atomic::Ordering::Relaxed);
+        chrono::FixedOffset::east_opt(seconds)
+            .unwrap_or_else(|| chrono::FixedOffset::east_opt(0).expect("UTC"))
     }
 
     /// The same, keeping the events it announces for `events` rather than the default week.
@@ -364,9 +382,19 @@ impl Runs {
                     success.push(ledger::spend_op(&self.keys, delivery_id, lease, now));
                 }
                 Effect::AddSpend { share, usage } => {
-                    let seat = read.map_or("", |v| v.record.seat.as_str());
-                    let scope = spend::scope(*share, seat);
-                    for window in spend::windows(now) {
+                    let record = read.map(|v| &v.record);
+                    let owner = match share {
+                        crate::transition::Share::Task => record
+                            .and_then(|r| r.work_item.as_deref())
+                            .unwrap_or_default(),
+                        _ => record.map_or("", |r| r.seat.as_str()),
+                    };
+                    let scope = spend::scope(*share, owner);
+                    let windows: Vec<String> = match share {
+                        crate::transition::Share::Task => vec![spend::TASK_WINDOW.to_owned()],
+                        _ => spend::windows_on(now, self.clock()).to_vec(),
+                    };
+                    for window in windows {
                         let (counter, revision) =
                             spend::read(self.store.as_ref(), &self.keys, &scope, &window).await?;
                         let key = self.keys.spend(&scope, &window);

@@ -2,7 +2,7 @@
 //! and month windows. A job's charge lands once per share (I3): the run record says which
 //! shares landed, and each share's counters move in the same txn as that mark.
 
-use chrono::{DateTime, Datelike, Utc};
+use chrono::{DateTime, Datelike, FixedOffset, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::record::Usage;
@@ -30,16 +30,34 @@ impl Counter {
     }
 }
 
-/// The scope a share is counted under.
+/// The scope a share is counted under (`seat` names the seat, or for the task share the work
+/// item).
 pub fn scope(share: Share, seat: &str) -> String {
     match share {
         Share::Seat => format!("seat-{seat}"),
         Share::Company => "company".to_owned(),
+        // a work item is the engine's text: named in the key by its digest
+        Share::Task => {
+            use sha2::{Digest, Sha256};
+            let digest = Sha256::digest(seat.as_bytes());
+            let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+            format!("task-{hex}")
+        }
     }
 }
 
-/// The day, ISO week and month windows `at` falls in.
+/// The one window a task's spend is counted in: a task has no day, week or month.
+pub const TASK_WINDOW: &str = "total";
+
+/// The day, ISO week and month windows `at` falls in, on UTC's clock.
 pub fn windows(at: DateTime<Utc>) -> [String; 3] {
+    windows_on(at, FixedOffset::east_opt(0).expect("UTC"))
+}
+
+/// The day, ISO week and month windows `at` falls in on the company's clock (`clock`, its
+/// offset from UTC): a window turns at the company's midnight.
+pub fn windows_on(at: DateTime<Utc>, clock: FixedOffset) -> [String; 3] {
+    let at = at.with_timezone(&clock);
     let week = at.iso_week();
     [
         format!("day-{}", at.format("%Y-%m-%d")),

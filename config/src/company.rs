@@ -65,6 +65,9 @@ pub struct Company {
     /// the MCP servers a role's boxes may be given (`role.sandbox.mcp.servers`), by name
     #[serde(default)]
     pub mcp_servers: std::collections::BTreeMap<String, crate::mcp::McpServer>,
+    /// the seat and company token caps and the launch floor
+    #[serde(default)]
+    pub budgets: crate::budget::Budgets,
 }
 
 fn expand_one(

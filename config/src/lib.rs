@@ -11,6 +11,7 @@
 //! relative paths.
 
 pub mod auth;
+pub mod budget;
 pub mod catalogue;
 pub mod company;
 pub mod engine;

@@ -39,6 +39,8 @@ impl Company {
         self.role_problems(&mut bad);
         self.mcp_problems(&mut bad);
         self.seat_role_problems(&mut bad);
+        let seats: Vec<String> = self.seats.iter().map(|s| s.handle.clone()).collect();
+        self.budgets.problems(&seats, &mut bad);
     }
 
     /// The MCP servers: what each transport needs (a stdio server's command, an HTTP server's

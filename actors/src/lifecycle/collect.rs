@@ -332,7 +332,9 @@ impl Coordinator {
         collected: &Collected,
     ) -> Result<Usage, Error> {
         let usage = phase_record::usage_of(collected);
-        for share in [Share::Seat, Share::Company] {
+        // a run launched for a work item charges that task too (its own counter, once)
+        let task = run.work_item.as_ref().map(|_| Share::Task);
+        for share in [Share::Seat, Share::Company].into_iter().chain(task) {
             let charge = Transition::Charge {
                 launch_id: run.launch_id.clone(),
                 share,
@@ -340,12 +342,23 @@ impl Coordinator {
             };
             match self.runs.apply(fence, &run.turn_id, charge).await {
                 Ok(_) | Err(RunError::Refused(Refusal::AlreadyDone)) => {}
-                Err(error) => return Err(error.into()),
+                Err(error) => {
+                    // nothing a counter recorded is taken back; the row says which share
+                    // landed, so the retry records the other alone
+                    let tokens = usage.input_tokens + usage.output_tokens;
+                    if share == Share::Seat {
+                        warn!(turn_id = %run.turn_id, seat = %run.seat, tokens, %error, "sandbox_accounting_failed");
+                    } else {
+                        warn!(turn_id = %run.turn_id, seat = %run.seat, tokens, failed = ?share, %error, "sandbox_accounting_partial");
+                    }
+                    return Err(error.into());
+                }
             }
             if share == Share::Seat {
                 crash::point(crash::COLLECT_AFTER_SEAT_CHARGE);
             }
         }
+        self.note_over_budget(&run.seat, &run.turn_id).await;
         Ok(usage)
     }
 

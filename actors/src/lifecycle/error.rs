@@ -48,6 +48,10 @@ pub enum Error {
     /// the same call goes through once the variable is set).
     #[error("{0}")]
     EnvUnresolved(#[from] boxfleet_config::runenv::EnvUnresolved),
+    /// The seat's or the company's budget does not cover a launch, or could not be read (the
+    /// same call goes through once the window turns or the store answers).
+    #[error("{0}")]
+    Budget(String),
 }
 
 impl Error {
@@ -57,7 +61,9 @@ impl Error {
             Error::NotFound(_) => ErrorKind::NotFound,
             Error::BadRequest(_) => ErrorKind::BadRequest,
             Error::Denied(_) => ErrorKind::PermissionDenied,
-            Error::SeatHeldElsewhere { .. } | Error::EnvUnresolved(_) => ErrorKind::Unavailable,
+            Error::SeatHeldElsewhere { .. } | Error::EnvUnresolved(_) | Error::Budget(_) => {
+                ErrorKind::Unavailable
+            }
             Error::Box(BoxError::Unreachable(_)) => ErrorKind::Unavailable,
             Error::Box(_) | Error::Setup(_) => ErrorKind::Internal,
             Error::Store(store) => store_kind(store),

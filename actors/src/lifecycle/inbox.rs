@@ -61,12 +61,22 @@ impl Coordinator {
                 return Ok(());
             }
             let active = self.runs.list_active(seat).await?;
+            let all_answered = !active.is_empty()
+                && active
+                    .iter()
+                    .all(|run| run.record.status == boxfleet_cluster::record::Status::Answered);
+            // the budget park: a spent seat is not resumed into a refusal — an answer waiting
+            // for it and its mail wait, pumped again after each session renew, until the
+            // window turns (or a reload raises the cap)
+            let hands_out =
+                all_answered || (active.is_empty() && self.inbox.next_up(seat).await?.is_some());
+            if hands_out && self.budget_parked(seat).await {
+                self.offers.stall(seat);
+                return Ok(());
+            }
             if let Some(first) = active.first() {
                 // an answer that waited for the seat is the first thing offered once no other
                 // run of it has a job in flight; any other run holding the seat holds its mail
-                let all_answered = active
-                    .iter()
-                    .all(|run| run.record.status == boxfleet_cluster::record::Status::Answered);
                 if all_answered {
                     self.drive_answer(&fence, &first.record.turn_id).await?;
                 }

@@ -48,6 +48,7 @@ impl Coordinator {
                 let class = match &error {
                     Error::BadRequest(_) | Error::NotFound(_) => RefusalClass::Refused,
                     Error::Run(RunError::Refused(_)) => RefusalClass::Refused,
+                    Error::Budget(_) => RefusalClass::Budget,
                     _ => RefusalClass::Unavailable,
                 };
                 LaunchOutcome::Refused {
@@ -70,6 +71,9 @@ impl Coordinator {
         self.company()
             .sandbox_gate(&request.seat)
             .map_err(Error::BadRequest)?;
+        // the pre-flight floor: a run costs a box, a clone and an install before its first
+        // token, so a seat (or company) nearly spent is refused before any of it
+        self.budget_floor(&request.seat).await?;
         if !request.runner.is_empty() {
             uncapped(&request.runner, request.timeout_seconds)?;
         }

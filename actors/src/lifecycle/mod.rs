@@ -43,6 +43,7 @@ pub mod api;
 mod assess;
 pub mod bounds;
 pub mod bridge;
+pub mod budget;
 pub mod cells;
 mod collect;
 mod condense;
@@ -152,6 +153,8 @@ pub struct Coordinator {
     /// the lease the engine side's announcements ride (a turn's reply, a dead letter), kept as
     /// long as every event
     announcements: Retention,
+    /// the seats whose inbox the budget park holds (`budget`)
+    budget_held: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Coordinator {
@@ -177,9 +180,11 @@ impl Coordinator {
             runners,
             follow_ups.clone(),
         );
+        let runs = Runs::new(store.clone(), keys.clone())
+            .keeping_events(Retention::new(events_keep_seconds));
+        runs.set_clock(company.get().budgets.offset());
         Self {
-            runs: Runs::new(store.clone(), keys.clone())
-                .keeping_events(Retention::new(events_keep_seconds)),
+            runs,
             inbox: Inbox::new(store.clone(), keys.clone()),
             node,
             incarnation,
@@ -197,6 +202,7 @@ impl Coordinator {
             engine,
             company,
             announcements: Retention::new(events_keep_seconds),
+            budget_held: std::sync::Mutex::new(std::collections::BTreeSet::new()),
         }
     }
 

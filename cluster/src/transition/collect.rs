@@ -147,6 +147,7 @@ pub(super) fn charge(
     let landed = match share {
         Share::Seat => &mut charged.seat,
         Share::Company => &mut charged.company,
+        Share::Task => &mut charged.task,
     };
     if *landed {
         return Err(Refusal::AlreadyDone);
@@ -468,6 +469,7 @@ mod tests {
             input_tokens: 10,
             output_tokens: 20,
             cost_micros: 500,
+            task: false,
         });
         let seat = decide_on(&current, charge(Share::Seat, usage(10)));
         assert_eq!(
@@ -515,6 +517,7 @@ mod tests {
             input_tokens: 1,
             output_tokens: 1,
             cost_micros: 1,
+            task: false,
         });
         let mut expected = stamped(&current);
         expected.charged = Some(Charged {
@@ -524,6 +527,7 @@ mod tests {
             input_tokens: 10,
             output_tokens: 20,
             cost_micros: 500,
+            task: false,
         });
         assert_eq!(
             decide_on(&current, charge(Share::Seat, usage(10))),

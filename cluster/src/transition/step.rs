@@ -26,6 +26,8 @@ pub struct Fence {
 pub enum Share {
     Seat,
     Company,
+    /// the work item the run was launched for (spec: "Charged to the task too")
+    Task,
 }
 
 /// What must hold for an ending to be decided.

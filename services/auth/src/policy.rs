@@ -35,6 +35,7 @@ pub enum Call<'a> {
     Seats,
     Drain,
     Reload,
+    Budget,
     Fleet,
 }
 
@@ -55,6 +56,7 @@ impl Call<'_> {
             Call::Seats => "Ops.Seats",
             Call::Drain => "Ops.Drain",
             Call::Reload => "Ops.Reload",
+            Call::Budget => "Ops.Budget",
             Call::Fleet => "Fleet",
         }
     }
@@ -66,7 +68,9 @@ impl Call<'_> {
             Call::Get { .. } | Call::Board | Call::Tail { .. } | Call::Events => {
                 &[Viewer, Operator, Engine, Admin]
             }
-            Call::Tree | Call::Nodes | Call::Seats => &[Viewer, Operator, Engine, Admin],
+            Call::Tree | Call::Nodes | Call::Seats | Call::Budget => {
+                &[Viewer, Operator, Engine, Admin]
+            }
             Call::Launch { .. } | Call::Deliver { .. } => &[Operator, Engine, Admin],
             Call::Answer { .. } => &[Operator, Admin],
             Call::Attach { .. } => &[Engine, Admin],
@@ -170,6 +174,7 @@ mod tests {
             Call::Seats,
             Call::Drain,
             Call::Reload,
+            Call::Budget,
             Call::Fleet,
         ];
         let table: Vec<String> = calls
@@ -199,6 +204,7 @@ mod tests {
                 "Ops.Seats: viewer operator engine admin",
                 "Ops.Drain: admin",
                 "Ops.Reload: admin",
+                "Ops.Budget: viewer operator engine admin",
                 "Fleet: admin node",
             ]
         );

@@ -88,6 +88,10 @@ pub enum Command {
     /// changes); the node also reloads on a change to the file and on SIGHUP.
     Reload(ReloadArgs),
 
+    /// Show the spend counters this day, week and month, the company's and the seats', beside
+    /// their caps (`company.budgets`).
+    Budget(BudgetArgs),
+
     /// Mint a credential from the fleet's keyring (no node is asked).
     #[command(subcommand)]
     Token(TokenCommand),
@@ -179,6 +183,10 @@ pub struct LaunchArgs {
     /// The task the job is for, shown on the board (e.g. a ticket id).
     #[arg(long, value_name = "TASK")]
     pub task: Option<String>,
+    /// The work item (the engine's task) the job is for: its tokens are charged to it too
+    /// (`boxfleet budget --task ITEM`).
+    #[arg(long, value_name = "ITEM")]
+    pub work_item: Option<String>,
     /// The in-box deadline of a `command` job in seconds (the check's own clock; it exits 124
     /// when it runs out). Omit it for none; a coding run takes none (it is never stopped on a
     /// wall-clock timer).
@@ -355,6 +363,23 @@ pub struct DrainArgs {
 /// `boxfleet reload`.
 #[derive(Debug, Clone, Args)]
 pub struct ReloadArgs {
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+/// `boxfleet budget`.
+#[derive(Debug, Clone, Args)]
+pub struct BudgetArgs {
+    /// One seat's counters (beside the company's); omitted: every seat of the chart, else
+    /// every seat held
+    #[arg(long, value_name = "SEAT")]
+    pub seat: Option<String>,
+    /// A work item's total too (what the runs launched for it were charged)
+    #[arg(long, value_name = "ITEM")]
+    pub task: Option<String>,
+    /// One JSON object per window
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub conn: Conn,
 }

@@ -170,7 +170,17 @@ impl Reloader {
         let added: Vec<&String> = now.iter().filter(|s| !was.contains(s)).collect();
         let removed: Vec<&String> = was.iter().filter(|s| !now.contains(s)).collect();
         self.coordinator.live_company().set(config.company.clone());
+        self.coordinator
+            .runs
+            .set_clock(config.company.budgets.offset());
         let change = self.coordinator.access.apply_cells(cells);
+        // a seat the budget park held is asked again under the new caps
+        let coordinator = self.coordinator.clone();
+        tokio::spawn(async move {
+            for seat in coordinator.budget_parked_seats() {
+                coordinator.pump(&seat).await;
+            }
+        });
         in_force.company = config.company;
         let list = |v: &[String]| {
             if v.is_empty() {

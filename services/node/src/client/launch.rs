@@ -41,6 +41,7 @@ fn launch_request(args: &LaunchArgs) -> LaunchRequest {
         turn_id: args.turn.clone().unwrap_or_default(),
         brief: args.brief.clone().unwrap_or_default(),
         task: args.task.clone().unwrap_or_default(),
+        work_item: args.work_item.clone().unwrap_or_default(),
         runner: runner.as_str().to_owned(),
         command: args.command.clone().unwrap_or_default(),
         model: args.model.clone().unwrap_or_default(),

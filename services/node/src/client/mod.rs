@@ -75,6 +75,7 @@ pub async fn run(command: Command) -> anyhow::Result<i32> {
         Command::Seats(args) => ops::seats(&args).await,
         Command::Drain(args) => ops::drain(&args).await,
         Command::Reload(args) => ops::reload(&args).await,
+        Command::Budget(args) => ops::budget(&args).await,
     };
     match result {
         Ok(code) => Ok(code),

@@ -7,14 +7,14 @@
 use std::time::Duration;
 
 use boxfleet_proto::v1::{
-    ActorInfo, DeadLetter, DeadLettersRequest, DrainRequest, NodeInfo, NodesRequest, ReloadRequest,
-    SeatInfo, SeatsRequest, TreeReply, TreeRequest,
+    ActorInfo, BudgetRequest, DeadLetter, DeadLettersRequest, DrainRequest, NodeInfo, NodesRequest,
+    ReloadRequest, SeatInfo, SeatsRequest, TreeReply, TreeRequest,
 };
 use serde_json::{Value, json};
 
 use super::conn::{CALL_TIMEOUT, connect};
 use super::render::{cell, count, one_line, out, pretty, table, truncate};
-use crate::cli::{DrainArgs, NodesArgs, ReloadArgs, SeatsArgs, TreeArgs};
+use crate::cli::{BudgetArgs, DrainArgs, NodesArgs, ReloadArgs, SeatsArgs, TreeArgs};
 
 /// Runs `boxfleet tree`.
 pub(super) async fn tree(args: &TreeArgs) -> anyhow::Result<i32> {
@@ -318,6 +318,51 @@ pub(super) async fn reload(args: &ReloadArgs) -> anyhow::Result<i32> {
     }
     eprint!("{said}");
     Ok(1)
+}
+
+/// Runs `boxfleet budget`: each scope's window of each kind, its tokens beside its cap.
+pub(super) async fn budget(args: &BudgetArgs) -> anyhow::Result<i32> {
+    let node = connect(&args.conn).await?;
+    let reply = node
+        .call(
+            "budget",
+            Duration::from_secs(30),
+            node.ops().budget(BudgetRequest {
+                seat: args.seat.clone().unwrap_or_default(),
+                task: args.task.clone().unwrap_or_default(),
+            }),
+        )
+        .await?;
+    if args.json {
+        for w in &reply.windows {
+            let line = serde_json::json!({
+                "scope": w.scope, "kind": w.kind, "window": w.window,
+                "input_tokens": w.input_tokens, "output_tokens": w.output_tokens,
+                "cost_micros": w.cost_micros, "charges": w.charges,
+                "cap": w.capped.then_some(w.cap), "turns_at": w.turns_at,
+            });
+            out(&format!("{line}\n"))?;
+        }
+        return Ok(0);
+    }
+    let mut text = format!(
+        "clock UTC{}; a launch needs {} tokens left in every capped window\n{:<16} {:<22} {:>12} {:>12} {:>12} {:>7}  TURNS\n",
+        reply.clock, reply.min_tokens, "SCOPE", "WINDOW", "TOKENS", "CAP", "LEFT", "RUNS"
+    );
+    for w in &reply.windows {
+        let used = w.input_tokens + w.output_tokens;
+        let (cap, left) = if w.capped {
+            (w.cap.to_string(), w.cap.saturating_sub(used).to_string())
+        } else {
+            ("-".to_owned(), "-".to_owned())
+        };
+        text.push_str(&format!(
+            "{:<16} {:<22} {:>12} {:>12} {:>12} {:>7}  {}\n",
+            w.scope, w.window, used, cap, left, w.charges, w.turns_at
+        ));
+    }
+    out(&text)?;
+    Ok(0)
 }
 
 #[cfg(test)]

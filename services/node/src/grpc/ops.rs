@@ -332,4 +332,88 @@ impl pb::ops_server::Ops for OpsService {
             node: self.coordinator.node.clone(),
         }))
     }
+
+    async fn budget(
+        &self,
+        request: Request<pb::BudgetRequest>,
+    ) -> Result<Response<pb::BudgetReply>, GrpcStatus> {
+        authorize(&principal_of(&request)?, &Call::Budget, "")?;
+        let pb::BudgetRequest { seat: asked, task } = request.into_inner();
+        let coordinator = &self.coordinator;
+        let company = coordinator.company();
+        let seats: Vec<String> = if !asked.is_empty() {
+            vec![asked]
+        } else if !company.seats.is_empty() {
+            company.seats.iter().map(|s| s.handle.clone()).collect()
+        } else {
+            seat::holders(coordinator.store.as_ref(), &coordinator.keys)
+                .await
+                .map_err(status)?
+                .into_keys()
+                .collect()
+        };
+        let budgets = &company.budgets;
+        let mut scopes = vec![("company".to_owned(), "company".to_owned(), budgets.company)];
+        scopes.extend(seats.into_iter().map(|handle| {
+            let scope =
+                boxfleet_cluster::spend::scope(boxfleet_cluster::transition::Share::Seat, &handle);
+            (scope, format!("seat {handle}"), budgets.caps_for(&handle))
+        }));
+        let now = chrono::Utc::now();
+        let clock = budgets.offset();
+        let names = boxfleet_cluster::spend::windows_on(now, clock);
+        let mut windows = Vec::new();
+        for (scope, label, caps) in scopes {
+            for (kind, window) in ["day", "week", "month"].into_iter().zip(&names) {
+                let (counter, _) = boxfleet_cluster::spend::read(
+                    coordinator.store.as_ref(),
+                    &coordinator.keys,
+                    &scope,
+                    window,
+                )
+                .await
+                .map_err(status)?;
+                let cap = caps.written().into_iter().find(|(k, _)| *k == kind);
+                windows.push(pb::BudgetWindow {
+                    scope: label.clone(),
+                    kind: kind.to_owned(),
+                    window: window.clone(),
+                    input_tokens: counter.input_tokens,
+                    output_tokens: counter.output_tokens,
+                    cost_micros: counter.cost_micros,
+                    charges: counter.charges,
+                    cap: cap.map_or(0, |(_, cap)| cap),
+                    capped: cap.is_some(),
+                    turns_at: lifecycle::budget::turns_at(kind, now, clock).to_rfc3339(),
+                });
+            }
+        }
+        if !task.is_empty() {
+            let scope =
+                boxfleet_cluster::spend::scope(boxfleet_cluster::transition::Share::Task, &task);
+            let (counter, _) = boxfleet_cluster::spend::read(
+                coordinator.store.as_ref(),
+                &coordinator.keys,
+                &scope,
+                boxfleet_cluster::spend::TASK_WINDOW,
+            )
+            .await
+            .map_err(status)?;
+            windows.push(pb::BudgetWindow {
+                scope: format!("task {task}"),
+                kind: "total".to_owned(),
+                window: boxfleet_cluster::spend::TASK_WINDOW.to_owned(),
+                input_tokens: counter.input_tokens,
+                output_tokens: counter.output_tokens,
+                cost_micros: counter.cost_micros,
+                charges: counter.charges,
+                ..pb::BudgetWindow::default()
+            });
+        }
+        Ok(Response::new(pb::BudgetReply {
+            windows,
+            min_tokens: budgets.floor(),
+            clock: clock.to_string(),
+        }))
+    }
 }
