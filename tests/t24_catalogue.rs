@@ -179,3 +179,35 @@ fn validate_refuses_each_catalogue_rule_at_its_location() {
     let (ok, said) = validate(GATED);
     assert!(ok, "{said}");
 }
+
+/// The spec's two shipped example companies, adapted to boxfleet (`examples/nimbus*.yaml`),
+/// load and validate; a run variable the environment lacks is warned of, not refused.
+#[test]
+fn the_specs_two_example_companies_validate() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let path = |name: &str| examples.join(name).to_str().expect("utf-8").to_owned();
+    let (ok, said) = validate(
+        &path("nimbus.company.yaml"),
+        &[
+            ("ANTHROPIC_API_KEY", "sk-ant-example"),
+            ("SWE_GITLAB_TOKEN", "glpat-example"),
+        ],
+    );
+    assert!(
+        ok && said.contains("valid") && !said.contains("warning"),
+        "{said}"
+    );
+    let (ok, said) = validate(
+        &path("nimbus.company.yaml"),
+        &[
+            ("ANTHROPIC_API_KEY", "sk-ant-example"),
+            ("SWE_GITLAB_TOKEN", ""),
+        ],
+    );
+    assert!(
+        ok && said.contains("company.roles[0].sandbox.env.GITLAB_TOKEN: ${SWE_GITLAB_TOKEN}"),
+        "{said}"
+    );
+    let (ok, said) = validate(&path("nimbus-claude-cli.company.yaml"), &[]);
+    assert!(ok && said.contains("valid"), "{said}");
+}
