@@ -309,6 +309,12 @@ pub async fn give_back(sandbox: &dyn Sandbox) {
 pub const CLAUDE_CODE_FILES: [&str; 1] = [".credentials.json"];
 pub const CLAUDE_CODE_BOX_DIR: &str = "~/.claude";
 
+/// OpenCode's exported login (what `opencode auth export` printed) in an opencode entry's login
+/// directory, where a box keeps it, and the variable that hands its path to the run.
+pub const OPENCODE_FILES: [&str; 1] = ["exported-credentials"];
+pub const OPENCODE_BOX_DIR: &str = "~/.boxfleet";
+pub const OPENCODE_LOGIN_ENV: &str = "BOXFLEET_OPENCODE_LOGIN";
+
 /// The lock file beside a shared login directory, which every writer of it takes.
 pub fn lock_beside(login_dir: &Path) -> PathBuf {
     login_dir

@@ -119,7 +119,10 @@ impl Company {
         self.first_entry(
             seat,
             |r| r.llm_auxiliary.as_deref(),
-            |entry| entry.provider != Wire::ClaudeCode && entry.key().is_some(),
+            |entry| {
+                !matches!(entry.provider, Wire::ClaudeCode | Wire::Opencode)
+                    && entry.key().is_some()
+            },
         )
     }
 
@@ -154,7 +157,19 @@ impl Company {
         runner: Option<&str>,
         model: Option<&str>,
     ) -> Result<SandboxPlan, ModelError> {
-        let mut plan = self.shared_plan(seat, runner);
+        self.plan_sandbox_or(seat, runner, model, "command")
+    }
+
+    /// [`Company::plan_sandbox`], with `last` the runner when neither the launch, the role
+    /// nor the company names one (a launch with a brief and no command: `claude-code`).
+    pub fn plan_sandbox_or(
+        &self,
+        seat: &str,
+        runner: Option<&str>,
+        model: Option<&str>,
+        last: &str,
+    ) -> Result<SandboxPlan, ModelError> {
+        let mut plan = self.shared_plan(seat, runner, last);
         let model = model.filter(|m| !m.is_empty());
         let entry = self.sandbox_entry(seat);
         let runner = plan.runner.clone();
@@ -177,7 +192,7 @@ impl Company {
     /// the provider default, then `command` on `direct`), the role's environment with the
     /// setup steps' merged in, the turn cap and the setup steps (engine-wide, then the
     /// role's).
-    fn shared_plan(&self, seat: &str, runner: Option<&str>) -> SandboxPlan {
+    fn shared_plan(&self, seat: &str, runner: Option<&str>, last: &str) -> SandboxPlan {
         let role = self.role_of(seat);
         let gate = role.and_then(|r| r.sandbox.as_ref());
         let defaults = &self.providers.sandbox;
@@ -185,7 +200,7 @@ impl Company {
             runner,
             gate.and_then(|g| g.coding_agent.as_deref()),
             defaults.default_coding_agent.as_deref(),
-            "command",
+            last,
         );
         // the role's cell, else the catalogue's default (resolved at launch, so a changed
         // catalogue reaches every seat that wrote none)
@@ -284,6 +299,11 @@ fn plan_claude_code(
     if entry.provider == Wire::ClaudeCode {
         return plan_claude_code_login(plan, model, name, entry);
     }
+    if entry.provider == Wire::Opencode {
+        return Err(ModelError(format!(
+            "providers.llm.{name} is an opencode entry: its model is written for OpenCode and its sign-in is that CLI's, so Claude Code cannot run on it; set role.sandbox.coding_agent: opencode, or point role.llm_sandbox at an anthropic entry"
+        )));
+    }
     if entry.provider != Wire::Anthropic {
         return Err(ModelError(format!(
             "claude-code speaks the Anthropic API only, and seat {seat:?} resolves to providers.llm.{name}, a {} entry; point role.llm_sandbox at an anthropic entry, set role.sandbox.coding_agent: opencode, or give the seat a Claude Code sign-in of its own in role.sandbox.env",
@@ -354,6 +374,9 @@ fn plan_opencode(
             "providers.llm.{name} is a claude-code entry: its model is written for Claude Code and its sign-in is that CLI's, so OpenCode cannot run on it; set role.sandbox.coding_agent: claude-code, or point role.llm_sandbox at an API entry"
         )));
     }
+    if entry.provider == Wire::Opencode {
+        return plan_opencode_login(plan, model, name, entry);
+    }
     let Some(key) = entry.key() else {
         return Err(ModelError(format!(
             "providers.llm.{name} has no key, so an opencode box on it could not call its model; set its api_key"
@@ -361,7 +384,9 @@ fn plan_opencode(
     };
     let variable = match entry.provider {
         Wire::Anthropic => "ANTHROPIC_API_KEY",
-        Wire::Openai | Wire::OpenaiCompatible | Wire::ClaudeCode => "OPENAI_API_KEY",
+        Wire::Openai | Wire::OpenaiCompatible | Wire::ClaudeCode | Wire::Opencode => {
+            "OPENAI_API_KEY"
+        }
     };
     // a key the seat names under the same variable replaces the entry's
     plan.env
@@ -370,6 +395,30 @@ fn plan_opencode(
     let base_url = entry.base_url.clone().filter(|u| !u.is_empty());
     let model = opencode_model(model, &entry.model, base_url.is_some(), entry.provider);
     plan.base_url = base_url;
+    Ok(plan.running_on(name, entry, model))
+}
+
+/// An opencode cli-agent entry: the model passed exactly as written (`<provider>/<model>`), and
+/// the entry's exported login seeded into a local box (and written back); it never leaves the
+/// engine host, so a remote box needs the provider's key in the seat's own environment.
+fn plan_opencode_login(
+    mut plan: SandboxPlan,
+    model: Option<&str>,
+    name: &str,
+    entry: &LlmEntry,
+) -> Result<SandboxPlan, ModelError> {
+    let login = entry.login_dir.clone().filter(|d| !d.is_empty());
+    if plan.cell == "e2b" {
+        let keyed = plan.env.keys().any(|key| key.ends_with("_API_KEY"));
+        if !keyed {
+            return Err(ModelError(format!(
+                "providers.llm.{name} is OpenCode signed in on this host, and its login never leaves it for a remote box; run the seat's code work in a local cell (role.sandbox.run_in: direct or container), or give the seat its model provider's key (e.g. ANTHROPIC_API_KEY) in role.sandbox.env"
+            )));
+        }
+    } else if let Some(dir) = login {
+        plan.login_dir = Some(dir.into());
+    }
+    let model = model.unwrap_or(&entry.model).to_owned();
     Ok(plan.running_on(name, entry, model))
 }
 
@@ -470,6 +519,61 @@ seats:
         assert!(
             paired.to_string().contains("coding_agent: claude-code"),
             "{paired}"
+        );
+    }
+
+    /// An opencode cli-agent entry runs only under OpenCode: its model as written, its exported
+    /// login seeded into a local box; a remote box needs the provider's key in the seat's env;
+    /// Claude Code on it is refused, at launch and on the write.
+    #[test]
+    fn an_opencode_login_is_seeded_in_a_local_cell_and_runs_only_under_opencode() {
+        let yaml = r#"
+providers:
+  llm:
+    default: { provider: opencode, model: anthropic/claude-sonnet-4-5, login_dir: /srv/opencode-login }
+  sandbox: { local: {}, e2b: { api_key: k }, default_run_in: direct, default_coding_agent: opencode }
+roles:
+  - { name: local, sandbox: { enabled: true } }
+  - { name: remote, sandbox: { enabled: true, run_in: e2b } }
+  - { name: keyed, sandbox: { enabled: true, run_in: e2b, env: { ANTHROPIC_API_KEY: sk-ant-own } } }
+  - { name: claude, sandbox: { enabled: true, coding_agent: claude-code } }
+seats:
+  - { handle: ada, role: local }
+  - { handle: rem, role: remote }
+  - { handle: key, role: keyed }
+  - { handle: cc, role: claude }
+"#;
+        let c = company(yaml);
+        let plan = c.plan_sandbox("ada", None, None).expect("plans");
+        assert_eq!(plan.model.as_deref(), Some("anthropic/claude-sonnet-4-5"));
+        assert_eq!(
+            plan.login_dir.as_deref(),
+            Some(std::path::Path::new("/srv/opencode-login"))
+        );
+        let remote = c.plan_sandbox("rem", None, None).expect_err("refused");
+        assert!(remote.to_string().contains("never leaves"), "{remote}");
+        let keyed = c.plan_sandbox("key", None, None).expect("its own key");
+        assert!(
+            keyed.login_dir.is_none(),
+            "a remote box is never given the login"
+        );
+        let claude = c.plan_sandbox("cc", None, None).expect_err("refused");
+        assert!(claude.to_string().contains("opencode entry"), "{claude}");
+        let problems: Vec<String> = c.problems().iter().map(ToString::to_string).collect();
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.starts_with("company.roles[3].sandbox.coding_agent")
+                    && p.contains("opencode cli-agent entry")),
+            "{problems:#?}"
+        );
+        let bare = company(&yaml.replace("anthropic/claude-sonnet-4-5", "sonnet"));
+        let problems: Vec<String> = bare.problems().iter().map(ToString::to_string).collect();
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.starts_with("company.providers.llm.default.model")),
+            "{problems:#?}"
         );
     }
 

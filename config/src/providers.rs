@@ -24,6 +24,11 @@ pub enum Wire {
     /// a cli-agent entry: the Claude Code CLI signed in on the engine host (its login in
     /// `login_dir`), whose model is written in that CLI's grammar
     ClaudeCode,
+    /// a cli-agent entry: OpenCode, its model written `<provider>/<model>` as its own calls
+    /// write it, signed in by its exported login (`login_dir/exported-credentials`, what
+    /// `opencode auth export` printed) in a local box, or by the provider's key in the seat's
+    /// `role.sandbox.env`
+    Opencode,
 }
 
 impl Wire {
@@ -33,6 +38,7 @@ impl Wire {
             Wire::Openai => "openai",
             Wire::OpenaiCompatible => "openai-compatible",
             Wire::ClaudeCode => "claude-code",
+            Wire::Opencode => "opencode",
         }
     }
 }
@@ -41,7 +47,7 @@ impl Wire {
 #[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LlmEntry {
-    /// anthropic | openai | openai-compatible
+    /// anthropic | openai | openai-compatible | claude-code | opencode
     pub provider: Wire,
     /// the model this entry's calls name
     pub model: String,
@@ -54,8 +60,9 @@ pub struct LlmEntry {
     /// a gateway's endpoint; for an anthropic entry, the host root (`/v1/messages` is added)
     #[serde(default)]
     pub base_url: Option<String>,
-    /// a claude-code entry's shared login directory on the engine host (default `~/.claude`):
-    /// a local box is seeded from it and writes a refreshed login back
+    /// a cli-agent entry's shared login directory on the engine host (claude-code: default
+    /// `~/.claude`; opencode: holds `exported-credentials`): a local box is seeded from it and
+    /// writes a refreshed login back
     #[serde(default)]
     pub login_dir: Option<String>,
 }

@@ -39,6 +39,7 @@ impl Company {
         self.role_problems(&mut bad);
         self.mcp_problems(&mut bad);
         self.seat_role_problems(&mut bad);
+        self.cli_pairing_problems(&mut bad);
         let seats: Vec<String> = self.seats.iter().map(|s| s.handle.clone()).collect();
         self.budgets.problems(&seats, &mut bad);
     }
@@ -235,6 +236,52 @@ impl Company {
         }
     }
 
+    /// A cli-agent entry backs code work only under its own CLI's runner (spec line 247): an
+    /// enabled role whose entry chain (`llm_sandbox` → `llm` → `default`) resolves to a
+    /// claude-code entry under OpenCode, or an opencode entry under Claude Code, is refused
+    /// where the runner is chosen.
+    fn cli_pairing_problems(&self, bad: &mut Bad<'_>) {
+        use crate::providers::Wire;
+        for (i, role) in self.roles.iter().enumerate() {
+            let Some(gate) = role.sandbox.as_ref().filter(|g| g.enabled) else {
+                continue;
+            };
+            let entry = [
+                role.llm_sandbox.as_deref(),
+                role.llm.as_deref(),
+                Some("default"),
+            ]
+            .into_iter()
+            .flatten()
+            .find_map(|name| self.providers.llm.get(name).map(|e| (name, e)));
+            let runner = gate
+                .coding_agent
+                .as_deref()
+                .filter(|c| !c.is_empty())
+                .or(self.providers.sandbox.default_coding_agent.as_deref())
+                .unwrap_or("command");
+            let clash = match entry {
+                Some((name, e)) if e.provider == Wire::ClaudeCode && runner == "opencode" => {
+                    Some((name, "claude-code"))
+                }
+                Some((name, e)) if e.provider == Wire::Opencode && runner == "claude-code" => {
+                    Some((name, "opencode"))
+                }
+                _ => None,
+            };
+            if let Some((name, cli)) = clash {
+                bad(
+                    format!("company.roles[{i}].sandbox.coding_agent"),
+                    format!(
+                        "role {:?} runs {runner} on providers.llm.{name}, a {cli} cli-agent entry: a subscription runs only under its own CLI",
+                        role.name
+                    ),
+                    "set coding_agent to the entry's CLI, or point role.llm_sandbox at an API entry",
+                );
+            }
+        }
+    }
+
     /// A seat's role must be one of the roles, when any are written.
     fn seat_role_problems(&self, bad: &mut Bad<'_>) {
         for (i, seat) in self.seats.iter().enumerate() {
@@ -334,9 +381,23 @@ fn setup_step_problems(field: &str, list: &[SetupStep], local: bool, bad: &mut B
     }
 }
 
-/// Every LLM entry names a model, and its endpoint is an http(s) URL.
+/// Every LLM entry names a model (an opencode entry's as `<provider>/<model>`), and its
+/// endpoint is an http(s) URL.
 fn llm_entry_problems(llm: &BTreeMap<String, LlmEntry>, bad: &mut Bad<'_>) {
     for (name, entry) in llm {
+        if entry.provider == crate::providers::Wire::Opencode
+            && !entry.model.trim().is_empty()
+            && !entry.model.contains('/')
+        {
+            bad(
+                format!("company.providers.llm.{name}.model"),
+                format!(
+                    "{:?} names no provider: an opencode entry's model is written as OpenCode's own calls write it",
+                    entry.model
+                ),
+                "write it <provider>/<model>, e.g. anthropic/claude-sonnet-4-5",
+            );
+        }
         if entry.model.trim().is_empty() {
             bad(
                 format!("company.providers.llm.{name}.model"),

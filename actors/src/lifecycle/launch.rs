@@ -79,10 +79,18 @@ impl Coordinator {
         }
         // runner, cell, model and credentials, decided before anything is written: a model
         // the box could not route is refused here, never left to stall in a box
+        // a launch that names no runner takes the role's, then the company's; with a brief
+        // and no command, else Claude Code
+        let last = if request.command.as_deref().is_none_or(str::is_empty) {
+            "claude-code"
+        } else {
+            "command"
+        };
         let plan = self.plan(
             &request.seat,
             Some(request.runner.as_str()).filter(|r| !r.is_empty()),
             request.model.as_deref(),
+            last,
         )?;
         let runner_name = plan.runner.clone();
         request.runner = runner_name.clone();
@@ -315,10 +323,11 @@ impl Coordinator {
         seat: &str,
         runner: Option<&str>,
         model: Option<&str>,
+        last: &str,
     ) -> Result<SandboxPlan, Error> {
         let mut plan = self
             .company()
-            .plan_sandbox(seat, runner, model)
+            .plan_sandbox_or(seat, runner, model, last)
             .map_err(|error| Error::BadRequest(error.to_string()))?;
         match plan.resolve_env(&|name| std::env::var(name).ok()) {
             Ok(notes) => {
@@ -355,7 +364,12 @@ impl Coordinator {
         // the extra environment goes into the job's environment, never into its command: the
         // command is stored on the run's record, and the environment may carry a secret
         request.env.extend(env);
-        let plan = self.plan(&request.seat, Some(runner.name()), request.model.as_deref())?;
+        let plan = self.plan(
+            &request.seat,
+            Some(runner.name()),
+            request.model.as_deref(),
+            "command",
+        )?;
         let into = match sandbox_id {
             Some(sandbox_id) => JobBox::Reuse(sandbox_id),
             None => {
@@ -479,13 +493,28 @@ impl Coordinator {
         // reused box gets the newest) and recorded in the box's records; written back by
         // compare-and-swap at collection and at any teardown
         if let Some(dir) = &plan.login_dir {
-            crate::credentials::seed(
-                sandbox,
-                dir,
-                &crate::credentials::CLAUDE_CODE_FILES,
-                crate::credentials::CLAUDE_CODE_BOX_DIR,
-            )
-            .await?;
+            let (files, box_dir): (&[&str], &str) = if plan.runner == "opencode" {
+                (
+                    &crate::credentials::OPENCODE_FILES,
+                    crate::credentials::OPENCODE_BOX_DIR,
+                )
+            } else {
+                (
+                    &crate::credentials::CLAUDE_CODE_FILES,
+                    crate::credentials::CLAUDE_CODE_BOX_DIR,
+                )
+            };
+            let seeded = crate::credentials::seed(sandbox, dir, files, box_dir).await?;
+            // OpenCode imports the exported login before its server starts, and exports it
+            // back over the same file while it works
+            if plan.runner == "opencode"
+                && let Some(login) = seeded.first()
+            {
+                let path = login
+                    .in_box
+                    .replacen('~', sandbox.home().trim_end_matches('/'), 1);
+                env.insert(crate::credentials::OPENCODE_LOGIN_ENV.to_owned(), path);
+            }
         }
         let mut mcp = plan.mcp.servers.clone();
         log_mcp_left_out(turn_id, &plan.mcp.left_out);

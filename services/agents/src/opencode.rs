@@ -44,6 +44,9 @@ pub const REFUSED_EXIT: i32 = 78;
 pub const ENV_BASE_URL: &str = "BOXFLEET_OPENCODE_BASE_URL";
 /// `openai` (the default) or `anthropic`: the wire of the entry behind `ENV_BASE_URL`.
 pub const ENV_WIRE: &str = "BOXFLEET_OPENCODE_WIRE";
+/// The run's variable naming the exported login seeded into the box (the node's
+/// `credentials::OPENCODE_LOGIN_ENV`), which the script imports and exports back over.
+pub const ENV_LOGIN: &str = "BOXFLEET_OPENCODE_LOGIN";
 /// The most of the stream's end a collection decodes.
 pub const STREAM_READ_BYTES: u64 = 32 * 1024 * 1024;
 /// The most a `follow` reads.
@@ -435,7 +438,11 @@ impl Runner for OpenCodeRunner {
                     &self.options.cli,
                     model.as_deref(),
                     &launch.launch_id,
-                    self.options.credentials.as_deref(),
+                    launch
+                        .env
+                        .get(ENV_LOGIN)
+                        .map(String::as_str)
+                        .or(self.options.credentials.as_deref()),
                 )
                 .as_bytes(),
             )
@@ -443,6 +450,7 @@ impl Runner for OpenCodeRunner {
         let mut env = launch.env.clone();
         env.remove(ENV_BASE_URL);
         env.remove(ENV_WIRE);
+        env.remove(ENV_LOGIN);
         common::start_wrapper(
             sandbox,
             &self.options.shell,

@@ -170,8 +170,8 @@ pub struct LaunchArgs {
     /// The turn to launch under; omit it and the node makes a new turn id.
     #[arg(long, value_name = "TURN")]
     pub turn: Option<String>,
-    /// The coding agent that runs the job [default: command with --command, else
-    /// claude-code].
+    /// The coding agent that runs the job [default: command with --command; with a brief, the
+    /// seat's role's coding agent, then the company's default, else claude-code].
     #[arg(long, value_enum, value_name = "RUNNER")]
     pub runner: Option<Runner>,
     /// The brief for a coding agent: what to do, in prose.

@@ -78,7 +78,9 @@ impl Condenser for LlmCondenser {
             Wire::Openai | Wire::OpenaiCompatible => {
                 self.openai(entry, &system, text, max_tokens).await
             }
-            Wire::ClaudeCode => Err("a claude-code entry condenses nothing".to_owned()),
+            Wire::ClaudeCode | Wire::Opencode => {
+                Err("a cli-agent entry condenses nothing".to_owned())
+            }
         }
         .map_err(|why| format!("providers.llm.{name} ({}): {why}", entry.model))?;
         Ok(Condensed {

@@ -31,18 +31,20 @@ const LAUNCH_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 const PARK_GRACE: Duration = Duration::from_secs(5);
 
 fn launch_request(args: &LaunchArgs) -> LaunchRequest {
-    let runner = args.runner.unwrap_or(if args.command.is_some() {
-        Runner::Command
-    } else {
-        Runner::ClaudeCode
-    });
+    // no --runner: a command is the command runner's; a brief's is the node's to choose (the
+    // role's coding agent, the company's default, else Claude Code)
+    let runner = match (args.runner, &args.command) {
+        (Some(runner), _) => runner.as_str(),
+        (None, Some(_)) => Runner::Command.as_str(),
+        (None, None) => "",
+    };
     LaunchRequest {
         seat: args.seat.clone(),
         turn_id: args.turn.clone().unwrap_or_default(),
         brief: args.brief.clone().unwrap_or_default(),
         task: args.task.clone().unwrap_or_default(),
         work_item: args.work_item.clone().unwrap_or_default(),
-        runner: runner.as_str().to_owned(),
+        runner: runner.to_owned(),
         command: args.command.clone().unwrap_or_default(),
         model: args.model.clone().unwrap_or_default(),
         pause_ttl_seconds: args.pause_ttl,
@@ -468,7 +470,7 @@ mod tests {
             brief: Some("fix it".to_owned()),
             ..LaunchArgs::default()
         });
-        assert_eq!(brief.runner, "claude-code");
+        assert_eq!(brief.runner, "", "a brief's runner is the node's to choose");
         assert_eq!(brief.pause_ttl_seconds, None);
         assert_eq!(brief.turn_id, "", "the node makes the turn id");
     }
