@@ -109,13 +109,16 @@ impl Budgets {
                 .iter()
                 .map(|(handle, caps)| (format!("{field}.seats.{handle}"), caps)),
         );
+        let floor = self.floor();
         for (at, caps) in all {
             for (kind, cap) in caps.written() {
-                if cap == 0 {
+                if cap < floor {
                     bad(
                         format!("{at}.{kind}"),
-                        "is 0: every launch would be refused".into(),
-                        "give the window a cap in tokens, or leave it out for none",
+                        format!(
+                            "{cap} is under the {floor} tokens a launch needs left (min_tokens): every launch would be refused"
+                        ),
+                        "give the window a cap above min_tokens, lower min_tokens, or leave the cap out for none",
                     );
                 }
             }
@@ -168,5 +171,14 @@ mod tests {
         assert!(budgets.any());
         assert!(!Budgets::default().any());
         assert!(parse_offset("+25:00").is_none() && parse_offset("0500").is_none());
+        let mut bad = Vec::new();
+        budgets.problems(&[], &mut |field, problem, _| {
+            bad.push(format!("{field}: {problem}"))
+        });
+        assert_eq!(bad.len(), 2, "both caps are under the 2,000 floor: {bad:?}");
+        assert!(
+            bad[0].starts_with("company.budgets.seat.day: 100 is under the 2000"),
+            "{bad:?}"
+        );
     }
 }
