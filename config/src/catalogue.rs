@@ -313,6 +313,59 @@ impl Company {
                 "remove it, or set run_in: container (on a role or as default_run_in)",
             );
         }
+        if container {
+            return;
+        }
+        // the rest of the container-only fields, checked against the cells reached too
+        let written = [
+            (
+                "runtime",
+                local.runtime.as_deref().is_some_and(|r| !r.is_empty()),
+            ),
+            (
+                "network",
+                local.network.as_deref().is_some_and(|n| !n.is_empty()),
+            ),
+            ("run_args", !local.run_args.is_empty()),
+            ("runtime_env", !local.runtime_env.is_empty()),
+        ];
+        for (field, set) in written {
+            if set {
+                bad(
+                    format!("company.providers.sandbox.local.{field}"),
+                    "is container-only, and no seat runs in a container: it configures nothing"
+                        .into(),
+                    "remove it, or set run_in: container (on a role or as default_run_in)",
+                );
+            }
+        }
+    }
+
+    /// What `validate` warns of in the catalogue (the document is valid either way): each bare
+    /// `-e NAME` in `local.run_args`, which copies NAME from the container runtime CLI's own
+    /// environment — its fixed list and `runtime_env` — so anything else arrives unset.
+    pub fn catalogue_warnings(&self) -> Vec<String> {
+        let Some(local) = &self.providers.sandbox.local else {
+            return Vec::new();
+        };
+        let mut warnings = Vec::new();
+        let mut args = local.run_args.iter().enumerate().peekable();
+        while let Some((i, arg)) = args.next() {
+            let name = match arg.as_str() {
+                "-e" | "--env" => args.peek().map(|(_, next)| next.as_str()),
+                other => other
+                    .strip_prefix("--env=")
+                    .or_else(|| other.strip_prefix("-e")),
+            };
+            if let Some(name) = name.filter(|n| !n.is_empty() && !n.contains('='))
+                && !local.runtime_env.contains_key(name)
+            {
+                warnings.push(format!(
+                    "company.providers.sandbox.local.run_args[{i}]: -e {name} copies {name} from the container runtime's own environment, which carries only its fixed list and local.runtime_env: declare it in runtime_env, or put what the box needs in role.sandbox.env"
+                ));
+            }
+        }
+        warnings
     }
 }
 
@@ -454,6 +507,30 @@ mod tests {
         let both = "providers: { sandbox: { local: { image: node:22 }, default_run_in: direct } }\nroles: [{ name: box, sandbox: { enabled: true, run_in: container } }]\n";
         assert!(problems(both).is_empty(), "{:?}", problems(both));
         assert_eq!(company(both).reached_cells().len(), 2);
+    }
+
+    #[test]
+    fn the_container_only_fields_configure_nothing_without_a_container_and_bare_env_is_warned() {
+        one(
+            "providers: { sandbox: { local: { network: none, run_args: [--cpus, \"2\"] }, default_run_in: direct } }\n",
+            "company.providers.sandbox.local.network",
+            "container-only",
+        );
+        one(
+            "providers: { sandbox: { local: { run_args: [--cpus, \"2\"] }, default_run_in: direct } }\n",
+            "company.providers.sandbox.local.run_args",
+            "configures nothing",
+        );
+        let c = company(
+            "providers: { sandbox: { local: { image: busybox, run_args: [-e, PULL_ROLE, --env=DECLARED, -e, \"X=1\"], runtime_env: { DECLARED: v } }, default_run_in: container } }\n",
+        );
+        assert!(c.problems().is_empty(), "{:?}", c.problems());
+        let warnings = c.catalogue_warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("company.providers.sandbox.local.run_args[0]: -e PULL_ROLE"),
+            "{warnings:?}"
+        );
     }
 
     #[test]

@@ -215,7 +215,10 @@ async fn validate(file: &std::path::Path) -> anyhow::Result<i32> {
             );
             let env = |name: &str| std::env::var(name).ok();
             let warnings = config.company.mcp_warnings().into_iter();
-            for warning in warnings.chain(config.company.env_warnings(&env)) {
+            for warning in warnings
+                .chain(config.company.env_warnings(&env))
+                .chain(config.company.catalogue_warnings())
+            {
                 eprintln!("warning: {}: {warning}", file.display());
             }
             if config.store.kind == boxfleet_config::StoreKind::Etcd {

@@ -308,7 +308,10 @@ impl Node {
             });
         let env = |name: &str| std::env::var(name).ok();
         let warnings = config.company.mcp_warnings().into_iter();
-        for warning in warnings.chain(config.company.env_warnings(&env)) {
+        for warning in warnings
+            .chain(config.company.env_warnings(&env))
+            .chain(config.company.catalogue_warnings())
+        {
             warn!("{warning}");
         }
         let workers = Workers {
