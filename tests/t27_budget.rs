@@ -5,7 +5,8 @@
 //! `budget`) naming the window; the person's answer to the parked question waits on the
 //! seat's inbox (the budget park) instead of resuming the spent seat; a reload that raises the
 //! cap lifts the park and the run resumes with the answer. `boxfleet budget` shows the
-//! counters beside the caps.
+//! counters beside the caps. A budget that cannot be read (etcd frozen) refuses the launch,
+//! class `budget`, and the same launch goes through once the store answers.
 //!
 //! The windows on the company's clock are `budget::tests`; the caps' validation is
 //! `config::budget::tests`.
@@ -187,4 +188,48 @@ async fn a_spent_seat_is_refused_its_answer_parked_and_its_run_charged_in_full()
         node.cli(&["show", &asking]).1.contains("answered: yes")
     })
     .await;
+}
+
+/// A budget that cannot be read refuses the launch (class `budget`, naming the store as the
+/// cause) instead of launching on an unknown figure; once the store answers, the same launch
+/// goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_that_cannot_be_read_refuses_the_launch() {
+    let etcd = boxfleet_tests::EtcdServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("node.yaml");
+    write(&config, &company(100_000));
+    let url = etcd.client_url();
+    let node = NodeProcess::start(
+        "unread",
+        dir.path(),
+        &["--config", config.to_str().expect("utf-8"), "--etcd", &url],
+    );
+    let (code, out, err) = node.cli(&["launch", "--seat", "eng", "--command", "true"]);
+    assert_eq!(code, 0, "the store answers: {out}{err}");
+
+    etcd.pause();
+    let (code, out, err) = node.cli(&["launch", "--seat", "eng", "--command", "true"]);
+    etcd.resume();
+    let said = format!("{out}{err}");
+    assert_ne!(code, 0, "{said}");
+    assert!(
+        said.contains("refused (budget)") && said.contains("budget could not be read"),
+        "a launch on an unknown budget is refused, naming why:\n{said}\n{}",
+        node.log()
+    );
+
+    let started = Instant::now();
+    loop {
+        let (code, out, err) = node.cli(&["launch", "--seat", "eng", "--command", "true"]);
+        if code == 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the store answers again, the launch goes through: {out}{err}\n{}",
+            node.log()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
