@@ -89,7 +89,7 @@ fn boxfleet_node_with_no_flags_runs_jobs() {
     let data_dir = project.join(".boxfleet");
     let banner = node.log();
     assert!(
-        banner.contains(&format!("data in {}", data_dir.display())),
+        banner.contains(&format!("embedded store in {}", data_dir.display())),
         "the banner names the data dir absolute: {banner}"
     );
     assert!(
@@ -132,7 +132,10 @@ fn relative_data_and_boxes_dirs_run_jobs() {
     .with_token_file(Path::new("reldata/admin.token"));
     let banner = node.log();
     assert!(
-        banner.contains(&format!("data in {}", project.join("reldata").display())),
+        banner.contains(&format!(
+            "embedded store in {}",
+            project.join("reldata").display()
+        )),
         "the banner names the data dir absolute: {banner}"
     );
     assert!(

@@ -158,7 +158,10 @@ async fn a_required_variable_unset_or_empty_refuses_that_run_not_the_node() {
         &[("T25_TOKEN", ""), ("T25_EMAIL", "eng@example.com")],
     );
     let (code, out, err) = node.cli(&["launch", "--seat", "eng", "--command", "true"]);
-    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(
+        code, 4,
+        "a refusal of class unavailable exits 4: {out}{err}"
+    );
     let said = format!("{out}{err}");
     assert!(
         said.contains("refused (unavailable)")

@@ -13,6 +13,7 @@
 
 pub mod board;
 pub mod boxes;
+pub mod completion;
 pub mod crash;
 pub mod credentials;
 pub mod lifecycle;

@@ -131,6 +131,13 @@ pub trait Provider: Send + Sync + fmt::Debug {
         Ok(Vec::new())
     }
     /// Makes a new box (under `spec.sandbox_id`, when the backend chose one).
+    /// Where `path`, a path in box `sandbox_id`, lies on this node's own filesystem, for a
+    /// box whose home is a directory on this host (`direct`, `container`): the completion
+    /// watch sees a job's done marker there the moment it is written. `None` for a remote box
+    /// (the poll finds its jobs' ends).
+    fn host_path(&self, _sandbox_id: &str, _path: &str) -> Option<std::path::PathBuf> {
+        None
+    }
     async fn create(&self, spec: &BoxSpec) -> Result<Arc<dyn Sandbox>, BoxError>;
     /// Reaches a box without waking it: a paused box is refused where reading it would wake it.
     async fn attach(&self, sandbox_id: &str) -> Result<Arc<dyn Sandbox>, BoxError>;
@@ -305,6 +312,10 @@ pub struct AskedQuestion {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Collected {
     pub exit_code: Option<i32>,
+    /// when the job started and ended, on the box's clock in Unix milliseconds, as its
+    /// wrapper recorded them beside its exit status (absent from a marker without them)
+    pub job_started_ms: Option<i64>,
+    pub job_ended_ms: Option<i64>,
     /// the findings report (or the final message when no report was written)
     pub report: String,
     pub delivered_refs: Vec<String>,

@@ -213,6 +213,11 @@ impl Actor for Placement {
 // -------------------------------------------------------------------------------------------
 // waiter
 
+/// How long a job's end heard before its launch committed it running is put off.
+const JOB_END_PUT_OFF: Duration = Duration::from_millis(100);
+/// How many times (the poll's tick finds it after that).
+const JOB_END_PUT_OFF_LIMIT: u32 = 100;
+
 /// The completion poll.
 #[derive(Debug)]
 pub struct Waiter;
@@ -238,11 +243,19 @@ pub struct WaiterState {
     streaks: Arc<Streaks>,
     /// the polls the poll duty authorised, stopped when the duty moves to a peer
     duty_polls: Arc<Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>>,
+    /// runs whose job ended while a poll of theirs was in flight: polled again once it ends
+    again: Arc<Mutex<HashSet<String>>>,
+    /// the jobs (turn, launch) whose end was heard and polled: a marker tells more than once
+    /// (its rename, its attributes), and each is one poll
+    ends_heard: HashSet<(String, String)>,
 }
 
 #[derive(Debug)]
 pub enum WaiterMsg {
     Tick,
+    /// A local box's job ended (its done marker appeared): poll that run now. The count is how
+    /// many times it was put off while its launch was still being committed.
+    JobEnded(String, u32),
 }
 
 impl Actor for Waiter {
@@ -258,6 +271,13 @@ impl Actor for Waiter {
         // a (re)started waiter polls at once, then on its interval
         let _ = myself.cast(WaiterMsg::Tick);
         myself.send_interval(args.interval, || WaiterMsg::Tick);
+        // a local box's job end is heard the moment it comes
+        let me = myself.clone();
+        args.coordinator
+            .completions
+            .listen(Arc::new(move |turn_id| {
+                let _ = me.cast(WaiterMsg::JobEnded(turn_id, 0));
+            }));
         Ok(WaiterState {
             args,
             slots: Arc::new(Semaphore::new(MAX_CONCURRENT_POLLS)),
@@ -266,15 +286,89 @@ impl Actor for Waiter {
             duty: None,
             streaks: Arc::new(Streaks::default()),
             duty_polls: Arc::new(Mutex::new(std::collections::HashMap::new())),
+            again: Arc::new(Mutex::new(HashSet::new())),
+            ends_heard: HashSet::new(),
         })
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<Self::Msg>,
-        WaiterMsg::Tick: Self::Msg,
+        myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        match message {
+            WaiterMsg::Tick => state.tick(&myself).await,
+            WaiterMsg::JobEnded(turn_id, put_off) => {
+                state.job_ended(&myself, turn_id, put_off).await;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl WaiterState {
+    /// A local box's job ended: its run is polled now, if it is still running on a seat this
+    /// node holds (once more after a poll in flight, which may have read it running).
+    async fn job_ended(&mut self, myself: &ActorRef<WaiterMsg>, turn_id: String, put_off: u32) {
+        let coordinator = &self.args.coordinator;
+        let turn_id = turn_id.as_str();
+        let record = match coordinator.runs.read(turn_id).await {
+            Ok(Some(run)) => run.record,
+            Ok(None) => return,
+            Err(error) => {
+                // the tick's poll finds it
+                warn!(turn_id, %error, "sandbox_job_exit_unread");
+                return;
+            }
+        };
+        let held_here = coordinator
+            .held_seats()
+            .iter()
+            .any(|fence| fence.seat == record.seat);
+        if record.status == Status::Launching && held_here && put_off < JOB_END_PUT_OFF_LIMIT {
+            // a job quicker than its launch: polled once the launch commits it running
+            let turn_id = turn_id.to_owned();
+            myself.send_after(JOB_END_PUT_OFF, move || {
+                WaiterMsg::JobEnded(turn_id, put_off + 1)
+            });
+            return;
+        }
+        if record.status != Status::Running || !held_here {
+            return;
+        }
+        let again = self
+            .again
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(turn_id);
+        if !self
+            .ends_heard
+            .insert((turn_id.to_owned(), record.launch_id.clone()))
+            && !again
+        {
+            return;
+        }
+        info!(turn_id, launch_id = %record.launch_id, seat = %record.seat, "sandbox_job_exited");
+        if self
+            .polling
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(turn_id)
+        {
+            self.again
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(turn_id.to_owned());
+            return;
+        }
+        self.spawn_poll(myself, record, true, false);
+    }
+
+    /// One pass of the poll: the duty, stranded boxes, the pause reaper, and a poll of every
+    /// running run this node answers for.
+    async fn tick(&mut self, myself: &ActorRef<WaiterMsg>) {
+        let state = self;
         if failpoint_once("waiter-panic-once") {
             panic!("failpoint waiter-panic-once");
         }
@@ -300,7 +394,7 @@ impl Actor for Waiter {
             Err(error) => {
                 duty_failed(coordinator.store.as_ref(), "waiter_list_failed", &error);
                 state.args.errors.record("waiter", &error.to_string());
-                return Ok(());
+                return;
             }
         };
         // oldest-polled first: a box whose poll just ended goes to the back of the line
@@ -316,6 +410,7 @@ impl Actor for Waiter {
             .map(|run| run.record.turn_id.clone())
             .collect();
         state.streaks.keep_only(&running);
+        let mut watched = HashSet::new();
         // a settled run leaves nothing behind: only running runs are polled, so only theirs
         // are kept
         state
@@ -370,16 +465,25 @@ impl Actor for Waiter {
                 }
                 continue;
             }
-            if record.status != Status::Running || !polls {
+            if record.status != Status::Running {
                 continue;
             }
-            state.spawn_poll(record, held_here, remote && duty);
+            if held_here && !remote {
+                watched.insert(record.turn_id.clone());
+                coordinator.watch_completion(&record);
+            }
+            if !polls {
+                continue;
+            }
+            state.spawn_poll(myself, record, held_here, remote && duty);
         }
-        Ok(())
+        // a job that ended, or moved to another node, is no longer watched here
+        coordinator.completions.retain(&watched);
+        state
+            .ends_heard
+            .retain(|(turn_id, _)| running.contains(turn_id));
     }
-}
 
-impl WaiterState {
     /// The poll duty: one node at a time polls the fleet's remote boxes (a local box is polled
     /// by the node on its host that holds the seat, duty or not). Claimed or renewed each tick.
     async fn claim_poll_duty(&mut self) {
@@ -437,7 +541,13 @@ impl WaiterState {
     /// Polls one running run in the background, in a poll slot, unless it is being polled. A
     /// poll the duty authorised (`by_duty`) is bounded by the duty's claim: its TTL less one
     /// interval, so it never outlives the claim it was made under.
-    fn spawn_poll(&self, record: RunRecord, held_here: bool, by_duty: bool) {
+    fn spawn_poll(
+        &self,
+        myself: &ActorRef<WaiterMsg>,
+        record: RunRecord,
+        held_here: bool,
+        by_duty: bool,
+    ) {
         if !self
             .polling
             .lock()
@@ -454,6 +564,8 @@ impl WaiterState {
         let last_polled = self.last_polled.clone();
         let streaks = self.streaks.clone();
         let duty_polls = self.duty_polls.clone();
+        let again = self.again.clone();
+        let me = myself.clone();
         let bound = if by_duty {
             let claim = Duration::from_secs(duty_ttl(self.args.interval) as u64);
             claim
@@ -530,6 +642,15 @@ impl WaiterState {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(&turn_id);
+            // the job ended while this poll was in flight: look again now
+            // (the waiter takes it off `again` when it polls)
+            if again
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&turn_id)
+            {
+                let _ = me.cast(WaiterMsg::JobEnded(turn_id, 0));
+            }
         });
         if by_duty {
             self.duty_polls

@@ -175,13 +175,18 @@ impl Soak {
         let deadline = Instant::now() + Duration::from_secs(600);
         for turn in turns {
             loop {
-                let got = runs
+                let got = match runs
                     .get(pb::GetRequest {
                         turn_id: turn.clone(),
                     })
                     .await
-                    .expect("get")
-                    .into_inner();
+                {
+                    Ok(reply) => reply.into_inner(),
+                    Err(status) if status.code() == tonic::Code::NotFound => {
+                        pb::GetReply::default()
+                    }
+                    Err(status) => panic!("get {turn}: {status}"),
+                };
                 let record: serde_json::Value =
                     serde_json::from_str(&got.record_json).unwrap_or_default();
                 if got.record_json.is_empty() || record["status"] == "awaiting_clarification" {

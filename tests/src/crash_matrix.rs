@@ -373,6 +373,9 @@ impl Trial {
         });
         match tokio::time::timeout(Duration::from_secs(5), got).await {
             Ok(Ok(reply)) => Ok(reply.into_inner()),
+            Ok(Err(status)) if status.code() == tonic::Code::NotFound => {
+                Ok(boxfleet_proto::v1::GetReply::default())
+            }
             Ok(Err(status)) => Err(status.to_string()),
             Err(_) => Err("no answer within 5 s".into()),
         }

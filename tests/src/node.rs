@@ -363,13 +363,16 @@ impl NodeProcess {
     pub async fn record(&self, turn_id: &str) -> Option<serde_json::Value> {
         use boxfleet_proto::v1 as pb;
         let mut runs = crate::grpc::runs(&self.addr()).await.expect("connect");
-        let got = runs
+        let got = match runs
             .get(pb::GetRequest {
                 turn_id: turn_id.to_owned(),
             })
             .await
-            .expect("get")
-            .into_inner();
+        {
+            Ok(reply) => reply.into_inner(),
+            Err(status) if status.code() == tonic::Code::NotFound => return None,
+            Err(status) => panic!("get {turn_id}: {status}"),
+        };
         (!got.record_json.is_empty())
             .then(|| serde_json::from_str(&got.record_json).expect("record JSON"))
     }
@@ -381,13 +384,17 @@ impl NodeProcess {
         let mut runs = crate::grpc::runs(&self.addr()).await.expect("connect");
         let started = Instant::now();
         loop {
-            let got = runs
+            let got = match runs
                 .get(pb::GetRequest {
                     turn_id: turn_id.to_owned(),
                 })
                 .await
-                .expect("get")
-                .into_inner();
+            {
+                Ok(reply) => reply.into_inner(),
+                // not yet written (a launch still on its way)
+                Err(status) if status.code() == tonic::Code::NotFound => pb::GetReply::default(),
+                Err(status) => panic!("get {turn_id}: {status}"),
+            };
             if let Some(phase) = got
                 .phase_records_json
                 .iter()

@@ -548,6 +548,7 @@ impl Coordinator {
         } else {
             crash::RELAUNCH_AFTER_JOB_STARTED
         });
+        let watched_dir = provider.host_path(&sandbox_id, &handle.dir);
         let job = StoredJob {
             runner: runner.name().to_owned(),
             handle,
@@ -565,6 +566,10 @@ impl Coordinator {
             boxes_dir: provider.boxes_dir(),
         };
         self.runs.apply(fence, turn_id, attach).await?;
+        // the job's end is seen the moment it comes on a box on this host
+        if let Some(dir) = watched_dir {
+            self.completions.watch(turn_id, dir);
+        }
         crash::point(if fresh {
             crash::LAUNCH_AFTER_BOX_NAMED
         } else {

@@ -155,6 +155,8 @@ pub struct Coordinator {
     announcements: Retention,
     /// the seats whose inbox the budget park holds (`budget`)
     budget_held: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// the job directories of this node's local boxes, watched for their done markers
+    pub completions: crate::completion::CompletionWatch,
 }
 
 impl Coordinator {
@@ -203,6 +205,25 @@ impl Coordinator {
             company,
             announcements: Retention::new(events_keep_seconds),
             budget_held: std::sync::Mutex::new(std::collections::BTreeSet::new()),
+            completions: crate::completion::CompletionWatch::default(),
+        }
+    }
+
+    /// Watches a running run's job for its end when its box lives on this host (`direct`,
+    /// `container`): the waiter polls it the moment its done marker appears. A remote box, or
+    /// one on another host, is left to the poll.
+    pub fn watch_completion(&self, run: &boxfleet_cluster::record::RunRecord) {
+        let (Some(sandbox_id), Some(job)) = (&run.sandbox_id, job::StoredJob::of(run)) else {
+            return;
+        };
+        if self.access.is_remote(run) || self.access.reachable(run).is_err() {
+            return;
+        }
+        let Ok(provider) = self.access.provider_of(run) else {
+            return;
+        };
+        if let Some(dir) = provider.host_path(sandbox_id, &job.handle.dir) {
+            self.completions.watch(&run.turn_id, dir);
         }
     }
 

@@ -92,6 +92,13 @@ pub(super) fn phase_record(
         launch_id: run.launch_id.clone(),
         started_at: Some(started_at),
         duration_ms: (now - started_at).num_milliseconds().max(0),
+        job_runtime_ms: collected
+            .job_started_ms
+            .zip(collected.job_ended_ms)
+            .map(|(started, ended)| ended - started),
+        collect_lag_ms: collected
+            .job_ended_ms
+            .map(|ended| (now.timestamp_millis() - ended).max(0)),
         input_tokens: usage.input_tokens,
         output_tokens: usage.output_tokens,
         total_tokens: usage.input_tokens + usage.output_tokens,

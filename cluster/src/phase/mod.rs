@@ -69,6 +69,13 @@ pub struct PhaseRecord {
     /// from `started_at` to the collection on the node that read the result, in milliseconds
     /// (the completion poll's interval is inside it)
     pub duration_ms: i64,
+    /// the job's own runtime, from its start to its exit as its wrapper recorded them (the
+    /// box's clock); absent when the job left no times (killed, or its box gone)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_runtime_ms: Option<i64>,
+    /// from the job's exit to its collection: how long the node took to notice and read it
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collect_lag_ms: Option<i64>,
     /// input tokens, the cache's shares included
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -185,6 +192,8 @@ mod tests {
                     .with_timezone(&Utc),
             ),
             duration_ms: 13_000,
+            job_runtime_ms: None,
+            collect_lag_ms: None,
             input_tokens: 1200,
             output_tokens: 340,
             total_tokens: 1540,

@@ -160,6 +160,8 @@ export BOXFLEET_AGENT_HANDLE
 PATH={bin}:"${{PATH:-/usr/bin:/bin}}"
 export PATH
 rm -f "$dir/{done}" "$dir/{done}.tmp" "$dir/{result}" "$dir/{result}.tmp"
+{clock}
+job_started_ms=$(boxfleet_ms)
 if cd "$home"; then
   {cli} {args} <"$dir/{brief}" >"$dir/{stream}" 2>"$dir/{stderr}"
   status=$?
@@ -169,8 +171,9 @@ fi
 if [ -s "$dir/{stream}" ]; then
   tail -n 1 "$dir/{stream}" >"$dir/{result}.tmp" && mv -f "$dir/{result}.tmp" "$dir/{result}"
 fi
-printf '%s\n' "$status" >"$dir/{done}.tmp" && mv -f "$dir/{done}.tmp" "$dir/{done}"
+printf '%s\n%s %s\n' "$status" "$job_started_ms" "$(boxfleet_ms)" >"$dir/{done}.tmp" && mv -f "$dir/{done}.tmp" "$dir/{done}"
 "#,
+        clock = layout::JOB_CLOCK,
         dir = sh_quote(dir),
         home = sh_quote(home),
         report = sh_quote(&layout::report(home)),

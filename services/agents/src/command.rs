@@ -104,14 +104,17 @@ export BOXFLEET_AGENT_HANDLE
 PATH={bin}:"${{PATH:-/usr/bin:/bin}}"
 export PATH
 rm -f "$dir/{done}" "$dir/{done}.tmp"
+{clock}
+job_started_ms=$(boxfleet_ms)
 if cd "$home"; then
   {started}{run} </dev/null >"$dir/{stdout}" 2>"$dir/{stderr}"
   status=$?{deadline}
 else
   status=126
 fi
-printf '%s\n' "$status" >"$dir/{done}.tmp" && mv -f "$dir/{done}.tmp" "$dir/{done}"
+printf '%s\n%s %s\n' "$status" "$job_started_ms" "$(boxfleet_ms)" >"$dir/{done}.tmp" && mv -f "$dir/{done}.tmp" "$dir/{done}"
 "#,
+        clock = layout::JOB_CLOCK,
         dir = sh_quote(dir),
         home = sh_quote(home),
         report = sh_quote(&layout::report(home)),

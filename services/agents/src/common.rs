@@ -16,8 +16,8 @@ const INSTALL_BOUND: Duration = Duration::from_secs(60);
 /// The stderr tail a collection keeps.
 pub const STDERR_TAIL_BYTES: u64 = 64 * 1024;
 
-/// Parses a done marker: `None` while it is absent or empty (not done), `Some(None)` when it
-/// holds something that is not an exit status.
+/// Parses a done marker's exit status (its first line): `None` while it is absent or empty
+/// (not done), `Some(None)` when it holds something that is not an exit status.
 pub(crate) fn parse_done(bytes: Option<Vec<u8>>) -> Option<Option<i32>> {
     let bytes = bytes?;
     let text = String::from_utf8_lossy(&bytes);
@@ -25,7 +25,17 @@ pub(crate) fn parse_done(bytes: Option<Vec<u8>>) -> Option<Option<i32>> {
     if text.is_empty() {
         return None;
     }
-    Some(text.parse().ok())
+    Some(text.lines().next().unwrap_or_default().trim().parse().ok())
+}
+
+/// A done marker's second line: the job's start and end on the box's clock, in Unix
+/// milliseconds (`None` for a marker without them, or with an end before its start).
+pub(crate) fn parse_done_times(bytes: &[u8]) -> Option<(i64, i64)> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut words = text.lines().nth(1)?.split_whitespace();
+    let started: i64 = words.next()?.parse().ok()?;
+    let ended: i64 = words.next()?.parse().ok()?;
+    (started > 0 && ended >= started).then_some((started, ended))
 }
 
 /// Cuts bytes read from `start` of a stream to whole UTF-8 characters: drops a partial
@@ -193,7 +203,12 @@ pub(crate) async fn read_exit(
 ) {
     let done = layout::in_job(&job.dir, layout::DONE);
     match sandbox.read_file(&done).await {
-        Ok(bytes) => match parse_done(bytes) {
+        Ok(bytes) => match parse_done(bytes.inspect(|bytes| {
+            if let Some((started, ended)) = parse_done_times(bytes) {
+                collected.job_started_ms = Some(started);
+                collected.job_ended_ms = Some(ended);
+            }
+        })) {
             Some(Some(code)) => collected.exit_code = Some(code),
             Some(None) => errors.push(
                 "exit status",
@@ -343,6 +358,18 @@ mod tests {
         assert_eq!(parse_done(Some(b"0\n".to_vec())), Some(Some(0)));
         assert_eq!(parse_done(Some(b"124\n".to_vec())), Some(Some(124)));
         assert_eq!(parse_done(Some(b"what".to_vec())), Some(None));
+        let timed = b"3\n1796346829000 1796346831250\n".to_vec();
+        assert_eq!(parse_done(Some(timed.clone())), Some(Some(3)));
+        assert_eq!(
+            parse_done_times(&timed),
+            Some((1_796_346_829_000, 1_796_346_831_250))
+        );
+        assert_eq!(parse_done_times(b"0\n"), None);
+        assert_eq!(
+            parse_done_times(b"0\n5 4\n"),
+            None,
+            "an end before its start"
+        );
     }
 
     #[test]

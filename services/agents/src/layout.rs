@@ -6,8 +6,21 @@ pub const BOXFLEET_DIR: &str = ".boxfleet";
 pub const STDOUT: &str = "stdout.log";
 /// A job's stderr, in its job directory.
 pub const STDERR: &str = "stderr.log";
-/// The done marker: the exit status, written to `done.tmp` and renamed (never empty).
+/// The done marker, written to `done.tmp` and renamed (never empty): the exit status on its
+/// first line, then the job's start and end on the box's clock, in Unix milliseconds
+/// ([`JOB_CLOCK`]), on the second.
 pub const DONE: &str = "done";
+/// A wrapper's clock: `boxfleet_ms` prints the box's time in Unix milliseconds (nanoseconds
+/// from `date +%s%N` where the date supports it, else whole seconds: busybox prints `%N`
+/// as is). POSIX sh; 64-bit shell arithmetic (dash, bash, busybox ash).
+pub const JOB_CLOCK: &str = r#"boxfleet_ms() {
+  t=$(date +%s%N 2>/dev/null)
+  case $t in
+    '') t=$(( $(date +%s) * 1000000000 )) ;;
+    *[!0-9]*) t=$(( $(date +%s) * 1000000000 )) ;;
+  esac
+  echo $(( t / 1000000 ))
+}"#;
 /// The command a `command` job runs (never put on argv).
 pub const COMMAND: &str = "command.sh";
 /// The wrapper script the job's shell runs.

@@ -234,6 +234,7 @@ pub fn wrapper_script(
         .replace("__CREDS__", &sh_quote(credentials.unwrap_or("")))
         .replace("__MODEL_ARGS__", &model_args)
         .replace("__REFUSED__", &REFUSED_EXIT.to_string())
+        .replace("__CLOCK__", layout::JOB_CLOCK)
 }
 
 const SCRIPT: &str = r#"# boxfleet opencode wrapper: OpenCode 2 around a server of its own. POSIX sh only.
@@ -251,6 +252,8 @@ export PATH
 # the server's password is always its own: it prints none when handed one
 unset OPENCODE_PASSWORD OPENCODE_SERVER_PASSWORD
 rm -f "$dir/done" "$dir/done.tmp" "$dir/session.json"
+__CLOCK__
+job_started_ms=$(boxfleet_ms)
 : >"$dir/stream.jsonl"
 : >"$dir/stderr.log"
 server_pid=
@@ -280,7 +283,7 @@ finish() {
     wait "$server_pid" 2>/dev/null
   fi
   rm -f "$dir/login.tmp"
-  printf '%s\n' "$1" >"$dir/done.tmp" && mv -f "$dir/done.tmp" "$dir/done"
+  printf '%s\n%s %s\n' "$1" "$job_started_ms" "$(boxfleet_ms)" >"$dir/done.tmp" && mv -f "$dir/done.tmp" "$dir/done"
   exit "$1"
 }
 

@@ -19,11 +19,29 @@ pub const DEFAULT_ADDR: &str = "http://127.0.0.1:7400";
     long_about = None,
     after_help = "Start a node with 'boxfleet node', then launch work with 'boxfleet launch'. \
                   Client commands reach the node at --addr (env BOXFLEET_ADDR, default \
-                  http://127.0.0.1:7400)."
+                  http://127.0.0.1:7400).\n\n\
+                  Exit codes: 0 ok; 1 the run failed or the request was refused; 2 usage (a \
+                  flag or argument that cannot be used); 3 not found (no such turn, job, seat \
+                  or node); 4 the node is unreachable or unavailable; 5 unauthenticated or not \
+                  allowed.\n\n\
+                  Logs: a node logs its lifecycle at info to stderr; BOXFLEET_LOG takes a \
+                  tracing filter (e.g. BOXFLEET_LOG=debug, BOXFLEET_LOG=warn,boxfleet_actors=debug); \
+                  --log-format json writes one JSON object per line; NO_COLOR turns colour off."
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// How log lines are written to stderr: `text` (one line each, colour only on a terminal
+    /// and without NO_COLOR) or `json` (one JSON object per line, for a collector).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "BOXFLEET_LOG_FORMAT")]
+    pub log_format: LogFormat,
+}
+
+/// The log's format (`--log-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 /// Every `boxfleet` command.

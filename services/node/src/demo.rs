@@ -405,12 +405,16 @@ async fn check_collected(runs: &mut Runs, job: &FirstJob, steps: &mut Steps) -> 
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut gone = false;
     while Instant::now() < deadline && !gone {
-        let got = runs
+        let got = match runs
             .get(pb::GetRequest {
                 turn_id: job.turn_id.clone(),
             })
-            .await?
-            .into_inner();
+            .await
+        {
+            Ok(reply) => reply.into_inner(),
+            Err(status) if status.code() == tonic::Code::NotFound => pb::GetReply::default(),
+            Err(status) => return Err(status.into()),
+        };
         gone = got.record_json.is_empty();
         if !gone {
             tokio::time::sleep(Duration::from_millis(200)).await;

@@ -26,15 +26,7 @@ use clap::Parser as _;
 pub fn main() -> ! {
     memory::configure_allocator();
     let cli = cli::Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_env("BOXFLEET_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,boxfleet_node::reload=info"));
-    // colour only on a terminal: a log redirected to a file or a collector reads as plain text
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(ansi)
-        .init();
+    init_logs(cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_keep_alive(memory::BLOCKING_THREAD_KEEP_ALIVE)
@@ -48,6 +40,29 @@ pub fn main() -> ! {
     };
     let code = runtime.block_on(run(cli.command));
     std::process::exit(code);
+}
+
+/// What a node logs unless `BOXFLEET_LOG` says otherwise: boxfleet's own lifecycle at info
+/// (a launch, a collection, a park, an answer, a seat acquired, released or taken over, a
+/// drain, a node lost: one line each, the ids as fields), its dependencies' warnings.
+pub const DEFAULT_LOG_FILTER: &str = "warn,boxfleet_node=info,boxfleet_actors=info,\
+boxfleet_cluster=info,boxfleet_sandbox=info,boxfleet_agents=info,boxfleet_auth=info";
+
+/// The log on stderr: `BOXFLEET_LOG` (a tracing filter) or [`DEFAULT_LOG_FILTER`]; text with
+/// colour only on a terminal and without `NO_COLOR`, or one JSON object per line.
+fn init_logs(format: cli::LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("BOXFLEET_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
+    // colour only on a terminal: a log redirected to a file or a collector reads as plain text
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        cli::LogFormat::Text => logs.with_ansi(ansi).init(),
+        cli::LogFormat::Json => logs.json().with_ansi(false).init(),
+    }
 }
 
 async fn run(command: cli::Command) -> i32 {
@@ -172,11 +187,22 @@ async fn run_node(args: cli::NodeArgs) -> anyhow::Result<i32> {
         ),
         None => String::new(),
     };
+    // the store the node keeps its runs in: the embedded one in its data dir, or etcd
+    let store = match node.config.store.kind {
+        boxfleet_config::StoreKind::Embedded => {
+            format!("embedded store in {}", node.config.data_dir.display())
+        }
+        _ => format!(
+            "etcd at {} (prefix {}), node files in {}",
+            node.config.store.endpoints.join(","),
+            node.config.store.prefix,
+            node.config.data_dir.display()
+        ),
+    };
     eprintln!(
-        "boxfleet node {} listening on {} (data in {}, direct boxes in {}{config_file}); Ctrl-C stops it",
+        "boxfleet node {} listening on {} ({store}, direct boxes in {}{config_file}); Ctrl-C stops it",
         node.config.id,
         node.addr,
-        node.config.data_dir.display(),
         node.config.boxes_dir.display()
     );
     eprintln!("{}", cells_line(&node.config.company));

@@ -85,6 +85,18 @@ pub(super) enum Failure {
 
 impl std::error::Error for Failure {}
 
+impl Failure {
+    /// The exit code this failure ends the command with (`exit`).
+    pub(super) fn exit_code(&self) -> i32 {
+        match self {
+            Failure::Unreachable { .. } | Failure::TimedOut { .. } => super::exit::UNAVAILABLE,
+            Failure::BadToken { .. } => super::exit::DENIED,
+            Failure::Rpc { status, .. } => super::exit::of_status(status.code()),
+            Failure::Unexpected { .. } => super::exit::FAILED,
+        }
+    }
+}
+
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -118,6 +130,9 @@ impl fmt::Display for Failure {
                         f,
                         "{what} failed: the node at {addr} is unavailable: {message}"
                     ),
+                    Code::NotFound | Code::InvalidArgument | Code::FailedPrecondition => {
+                        write!(f, "{what}: {message}")
+                    }
                     code => write!(f, "{what} failed: {message} ({code:?})"),
                 }
             }
@@ -281,6 +296,17 @@ impl Node {
         };
         self.call("show", CALL_TIMEOUT, self.runs().get(request))
             .await
+    }
+
+    /// `get`, with a turn the node knows nothing of read as an empty reply (`found: false`):
+    /// for a wait whose run may have settled and left no record behind.
+    pub(super) async fn get_or_none(&self, turn: &str) -> Result<GetReply, Failure> {
+        match self.get(turn).await {
+            Err(Failure::Rpc { status, .. }) if status.code() == Code::NotFound => {
+                Ok(GetReply::default())
+            }
+            other => other,
+        }
     }
 
     /// The events outbox from `from_revision`, and with `follow` every event written after.

@@ -94,6 +94,8 @@ pub(super) fn a_full_phase_record() -> boxfleet_cluster::phase::PhaseRecord {
         launch_id: "l2".into(),
         started_at: Some(at("2026-05-01T10:00:00.5+00:00")),
         duration_ms: 12_345,
+        job_runtime_ms: Some(11_000),
+        collect_lag_ms: Some(345),
         input_tokens: 1200,
         output_tokens: 340,
         total_tokens: 1540,

@@ -26,9 +26,9 @@ use crate::cli::{LaunchArgs, Runner};
 
 /// The bound on a launch: it provisions a box and may run setup steps (600 s each) first.
 const LAUNCH_TIMEOUT: Duration = Duration::from_secs(15 * 60);
-/// How long `launch --wait` looks, after a phase record with no question in it, for the run to
-/// park on one anyway before it calls the run done.
-const PARK_GRACE: Duration = Duration::from_secs(5);
+/// How long `launch --wait` waits, after a job's phase record, for its run to settle (the
+/// record gone and the seat free, or parked on a question) before it says so and returns.
+const SETTLE_BOUND: Duration = Duration::from_secs(120);
 
 fn launch_request(args: &LaunchArgs) -> LaunchRequest {
     // no --runner: a command is the command runner's; a brief's is the node's to choose (the
@@ -68,12 +68,14 @@ pub(super) async fn launch(args: &LaunchArgs) -> anyhow::Result<i32> {
     let launched = match reply.outcome {
         Some(launch_reply::Outcome::Launched(launched)) => launched,
         Some(launch_reply::Outcome::Refused(refusal)) => {
+            // a refusal is not the command's answer: stderr, so a pipe carries none of it
+            // (with --json the refusal object is the answer a script reads: stdout)
             if json {
                 out(&format!("{}\n", refusal_json(&refusal)))?;
             } else {
-                out(&format!("{}\n", refusal_line(&refusal)))?;
+                eprintln!("boxfleet: {}", refusal_line(&refusal));
             }
-            return Ok(1);
+            return Ok(refusal_exit(&refusal));
         }
         None => {
             return Err(Failure::Unexpected {
@@ -101,6 +103,15 @@ fn refusal_class(refusal: &Refusal) -> &'static str {
         refusal::Class::Busy => "busy",
         refusal::Class::Refused => "refused",
         refusal::Class::Budget => "budget",
+    }
+}
+
+/// A refusal's exit code: `unavailable` is the node's state (try again later, exit 4); the
+/// rest are this request's (exit 1).
+fn refusal_exit(refusal: &Refusal) -> i32 {
+    match refusal.class() {
+        refusal::Class::Unavailable => super::exit::UNAVAILABLE,
+        _ => super::exit::FAILED,
     }
 }
 
@@ -135,11 +146,12 @@ fn launched_json(launched: &Launched) -> Value {
 /// (the run's lifecycle), and the job's live output by the tail protocol while it runs.
 ///
 /// ```text
-///  running ──phase record, failed──────────────────────▶ exit 1
-///     │    ──phase record, a question ─▶ parked ─answer, the turn relaunches─▶ running (new job)
-///     │    ──phase record ─▶ settling ─record parked─▶ parked
-///     │                             ─record gone / ended / moved on, or PARK_GRACE─▶ exit 0
-///     └────sandbox_run_failed (any time)───────────────────────────────────────▶ exit 1
+///  running ──phase record, a question ─▶ parked ─answer, the turn relaunches─▶ running (new job)
+///     │    ──phase record (succeeded or failed) ─▶ settling
+///     │    ──sandbox_run_failed (any time) ─────▶ settling (exit 1)
+///  settling ─record parked─▶ parked
+///           ─record gone or moved on (the seat is free)─▶ exit 0, or 1 when the job failed
+///           ─SETTLE_BOUND with the run still ending─▶ the same exit, said on stderr
 /// ```
 #[derive(Debug)]
 struct Follower<'a> {
@@ -165,6 +177,8 @@ struct Follower<'a> {
 struct Settling {
     launch: String,
     until: Instant,
+    /// what the wait exits with once the run is settled: 1 when its job failed
+    code: i32,
 }
 
 /// What a follower does next.
@@ -285,37 +299,47 @@ impl<'a> Follower<'a> {
                     out(&render_phase_record(&view))?;
                 }
                 let record = view.phase().record;
-                if record.failed {
-                    return Ok(Next::Exit(1));
-                }
-                if !asks_question(&record) && self.asked_for.as_deref() != Some(&self.launch) {
-                    self.settling = Some(Settling {
-                        launch: self.launch.clone(),
-                        until: Instant::now() + PARK_GRACE,
-                    });
+                if record.failed
+                    || (!asks_question(&record) && self.asked_for.as_deref() != Some(&self.launch))
+                {
+                    // returned only once the run is settled and its seat free
+                    self.settle(i32::from(record.failed));
                 }
                 Ok(Next::Continue)
             }
             kind::RUN_FAILED => {
+                self.tail = None;
                 if !self.json {
                     out(&format!("{}\n", failure_line(&view)))?;
                 }
-                Ok(Next::Exit(1))
+                self.settle(super::exit::FAILED);
+                Ok(Next::Continue)
             }
             _ => Ok(Next::Continue),
         }
+    }
+
+    /// The run's job ended (its phase record, or the run's failure): wait for it to settle.
+    fn settle(&mut self, code: i32) {
+        let code = self.settling.as_ref().map_or(code, |s| s.code.max(code));
+        self.settling = Some(Settling {
+            launch: self.launch.clone(),
+            until: Instant::now() + SETTLE_BOUND,
+            code,
+        });
     }
 
     async fn on_tick(&mut self) -> anyhow::Result<Next> {
         if let Some(settling) = &self.settling {
             let launch = settling.launch.clone();
             let until = settling.until;
-            let reply = match self.node.get(&self.turn).await {
+            let code = settling.code;
+            let reply = match self.node.get_or_none(&self.turn).await {
                 Ok(reply) => reply,
                 Err(failure) => {
                     self.notice(&format!("cannot read the run yet: {failure}"));
                     return Ok(if Instant::now() >= until {
-                        Next::Exit(0)
+                        Next::Exit(code)
                     } else {
                         Next::Continue
                     });
@@ -330,8 +354,15 @@ impl<'a> Follower<'a> {
                     self.asked_for = Some(launch);
                     Next::Continue
                 }
-                AfterPhase::Done => Next::Exit(0),
-                AfterPhase::Undecided if Instant::now() >= until => Next::Exit(0),
+                AfterPhase::Done => Next::Exit(code),
+                AfterPhase::Undecided if Instant::now() >= until => {
+                    note(&format!(
+                        "the run is still settling after {} s; `boxfleet show {}` tells when it is",
+                        SETTLE_BOUND.as_secs(),
+                        self.turn
+                    ));
+                    Next::Exit(code)
+                }
                 AfterPhase::Undecided => Next::Continue,
             });
         }
@@ -363,6 +394,9 @@ impl<'a> Follower<'a> {
         }
         if view.stopped {
             self.tail = None;
+            if !self.json {
+                self.notice("the job exited; the node is collecting what it did");
+            }
         }
         Ok(())
     }
@@ -400,7 +434,7 @@ fn after_phase(reply: &GetReply, launch: &str) -> AfterPhase {
         Status::AwaitingClarification | Status::Reseed | Status::Answered => {
             AfterPhase::Parked(Question::from_record(&record))
         }
-        Status::Ending => AfterPhase::Done,
+        // an ending run still holds its seat: the wait returns once it is gone
         _ => AfterPhase::Undecided,
     }
 }
@@ -438,7 +472,8 @@ mod tests {
         );
         assert_eq!(
             after_phase(&reply(json!({"launch_id": "l1", "status": "ending"})), "l1"),
-            AfterPhase::Done
+            AfterPhase::Undecided,
+            "an ending run still holds its seat"
         );
         assert_eq!(
             after_phase(
@@ -547,7 +582,7 @@ mod tests {
         );
     }
 
-    const PIN_PHASE_RECORD: &str = "phase sandbox  turn t1  job l2  seat alice  at 2026-05-01T10:02:30Z\n  outcome       failed\n  coding agent  claude-code\n  box           sb-1\n  work item     ENG-7\n  started       2026-05-01T10:00:00.500+00:00\n  duration      12.3 s\n  model         requested claude-sonnet-4-5, ran claude-haiku-4-5 (mismatch)\n  tokens        input 1200, output 340, cache read 1000\n  cost          $0.0125\n  delivered     (nothing)\n  error\n    model_mismatch: the box ran claude-haiku-4-5\n  notes\n    Which cap?\n  report\n    half done\n\n    more\n  transcript (3 lines)\n    Bash: cargo test\n    ran 3 tests\n    Edit: src/lib.rs\n";
+    const PIN_PHASE_RECORD: &str = "phase sandbox  turn t1  job l2  seat alice  at 2026-05-01T10:02:30Z\n  outcome       failed\n  coding agent  claude-code\n  box           sb-1\n  work item     ENG-7\n  started       2026-05-01T10:00:00.500+00:00\n  duration      12.3 s\n  job ran       11.0 s, collected 0.3 s after it exited\n  model         requested claude-sonnet-4-5, ran claude-haiku-4-5 (mismatch)\n  tokens        input 1200, output 340, cache read 1000\n  cost          $0.0125\n  delivered     (nothing)\n  error\n    model_mismatch: the box ran claude-haiku-4-5\n  notes\n    Which cap?\n  report\n    half done\n\n    more\n  transcript (3 lines)\n    Bash: cargo test\n    ran 3 tests\n    Edit: src/lib.rs\n";
 
     const PIN_QUESTION: &str = "job l1 asks (team: bob):\n  Which cap?\n  In seconds.\n  work pushed to branch wip/retry\nanswer it with:\n  boxfleet answer t1 --launch l1 --text '<your answer>' --addr http://10.0.0.2:7400\n";
 }

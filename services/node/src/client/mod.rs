@@ -23,20 +23,15 @@
 //! about the wait itself ("the box is still being provisioned") go to stderr, so a pipe carries
 //! only the answer.
 //!
-//! Exit codes, by class:
-//! - 0: the command did what it was asked — and a reader that stopped reading (`| head`, a
-//!   broken pipe) ends it with 0 too;
-//! - 1, the node said no: a refused launch; a `launch --wait` whose run failed (a failed phase
-//!   record, or `sandbox_run_failed`); `show` of a turn with no record, phase record or event;
-//!   `tail` of a job that stopped before anything was shown, or (without `--follow`) whose
-//!   run's owner did not answer; an `answer` not `recorded`; a `drain` that left seats held;
-//! - 1, the call failed: the node unreachable, a token that cannot be sent, an error status, no
-//!   answer in time, an answer this client cannot read (`conn::Failure`, one line on stderr);
-//! - 1, anything else (`boxfleet: …` printed by the caller).
+//! Exit codes, by class ([`exit`], stable for scripts): 0 done as asked (and a reader that
+//! stopped reading); 1 the run failed or the request was refused; 2 usage; 3 not found; 4 the
+//! node unreachable or unavailable; 5 unauthenticated or not allowed. A call that fails prints
+//! one line on stderr (`conn::Failure`) and exits with its class.
 
 mod answer;
 mod conn;
 mod events;
+pub(crate) mod exit;
 mod launch;
 mod ops;
 mod records;
@@ -82,7 +77,7 @@ pub async fn run(command: Command) -> anyhow::Result<i32> {
         Err(error) => {
             if let Some(failure) = error.downcast_ref::<conn::Failure>() {
                 eprintln!("boxfleet: {failure}");
-                return Ok(1);
+                return Ok(failure.exit_code());
             }
             if let Some(io) = error.downcast_ref::<std::io::Error>()
                 && io.kind() == std::io::ErrorKind::BrokenPipe

@@ -292,6 +292,13 @@ pub(super) fn render_phase_record(event: &EventView) -> String {
             format!("{:.1} s", record.duration_ms as f64 / 1000.0),
         ));
     }
+    if let Some(job) = record.job_runtime_ms {
+        let lag = record
+            .collect_lag_ms
+            .map(|lag| format!(", collected {:.1} s after it exited", lag as f64 / 1000.0))
+            .unwrap_or_default();
+        rows.push(("job ran", format!("{:.1} s{lag}", job as f64 / 1000.0)));
+    }
     if phase.has_model {
         rows.push(("model", model_text(&record.model)));
     }

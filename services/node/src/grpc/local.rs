@@ -193,6 +193,20 @@ impl Local {
             .map_err(status)?
         else {
             authorize(caller, &Call::Tail { seat: None }, "")?;
+            // no record: a run that settled left its events; a turn with none was never here
+            let stored = boxfleet_cluster::events::read_turn(
+                self.coordinator.store.as_ref(),
+                &self.coordinator.keys,
+                &r.turn_id,
+            )
+            .await
+            .map_err(status)?;
+            if !stored.iter().any(|s| s.event.turn_id == r.turn_id) {
+                return Err(GrpcStatus::not_found(format!(
+                    "turn_id: no run {} on this fleet: no record and no event",
+                    r.turn_id
+                )));
+            }
             return Ok(Response::new(reply(
                 Outcome::NotRunning,
                 "collected".into(),

@@ -178,6 +178,19 @@ impl Provider for ContainerProvider {
         Some(Arc::new(ContainerProvider::new(config)) as Arc<dyn Provider>)
     }
 
+    fn host_path(&self, sandbox_id: &str, path: &str) -> Option<PathBuf> {
+        // the box's home is a bind mount of `{box_dir}/home` at BOX_HOME
+        let rest = path.strip_prefix(BOX_HOME)?;
+        if !valid_sandbox_id(sandbox_id) || !(rest.is_empty() || rest.starts_with('/')) {
+            return None;
+        }
+        let rest = rest.trim_start_matches('/');
+        if rest.split('/').any(|part| part == "..") {
+            return None;
+        }
+        Some(self.box_dir(sandbox_id).join("home").join(rest))
+    }
+
     async fn create(&self, spec: &BoxSpec) -> Result<Arc<dyn Sandbox>, BoxError> {
         check_env(&spec.env)?;
         let probe = self.probe().await?;

@@ -265,6 +265,12 @@ impl Provider for DirectProvider {
         })
     }
 
+    fn host_path(&self, sandbox_id: &str, path: &str) -> Option<PathBuf> {
+        // a direct box's paths are the host's own
+        let path = PathBuf::from(path);
+        (valid_sandbox_id(sandbox_id) && path.starts_with(self.box_dir(sandbox_id))).then_some(path)
+    }
+
     async fn create(&self, spec: &BoxSpec) -> Result<Arc<dyn Sandbox>, BoxError> {
         check_env(&spec.env)?;
         self.reap_orphans().await;
