@@ -41,9 +41,10 @@ pub struct StoreSection {
     /// embedded | etcd; default embedded
     #[serde(default)]
     pub kind: StoreKind,
-    /// etcd client URLs, every member's; default `[http://127.0.0.1:2379]`
+    /// etcd client URLs, every member's; default (absent) `[http://127.0.0.1:2379]`; an empty
+    /// list is refused
     #[serde(default)]
-    pub endpoints: Vec<String>,
+    pub endpoints: Option<Vec<String>>,
     /// every key lives under this prefix; default `/boxfleet/v1`
     #[serde(default)]
     pub prefix: Option<String>,
@@ -176,10 +177,19 @@ impl StoreSection {
                 remedy: "write kind: etcd with the endpoints, or drop the etcd settings",
             });
         }
-        let endpoints = if endpoints.is_empty() {
-            vec![DEFAULT_ETCD_ENDPOINT.to_owned()]
-        } else {
-            endpoints
+        let endpoints = match endpoints {
+            None => vec![DEFAULT_ETCD_ENDPOINT.to_owned()],
+            Some(endpoints) if endpoints.is_empty() && kind == StoreKind::Etcd => {
+                return Err(Error::Invalid {
+                    field: "store.endpoints",
+                    problem: "is empty: an etcd store needs at least one member's client URL"
+                        .into(),
+                    remedy: "list every member, e.g. endpoints: [http://etcd-1:2379], or drop \
+                             the key for http://127.0.0.1:2379",
+                });
+            }
+            Some(endpoints) if endpoints.is_empty() => vec![DEFAULT_ETCD_ENDPOINT.to_owned()],
+            Some(endpoints) => endpoints,
         };
         let secure = check_endpoints(&endpoints)?;
         let tls = store_tls(tls, secure, base)?;
@@ -412,6 +422,7 @@ mod tests {
     #[test]
     fn each_inconsistent_etcd_setting_is_refused_naming_its_field() {
         let cases = [
+            ("kind: etcd\nendpoints: []\n", "store.endpoints"),
             ("kind: etcd\nendpoints: [https://e1:2379]\n", "store.tls"),
             (
                 "kind: etcd\nendpoints: [http://e1:2379]\ntls: { ca: ca.pem }\n",

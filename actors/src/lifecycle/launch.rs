@@ -97,7 +97,9 @@ impl Coordinator {
         let runner = self.access.runner(&runner_name)?.clone();
         if runner_name == "command" && request.command.as_deref().is_none_or(str::is_empty) {
             return Err(Error::BadRequest(
-                "the command runner needs --command".into(),
+                "command: the command runner needs a command to run (LaunchRequest.command, the \
+                 CLI's --command), or give a brief (brief) for a coding agent"
+                    .into(),
             ));
         }
         uncapped(&runner_name, request.timeout_seconds)?;

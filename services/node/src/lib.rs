@@ -138,7 +138,7 @@ fn node_config(args: &cli::NodeArgs) -> anyhow::Result<boxfleet_config::NodeConf
         let mut store = file.store.take().unwrap_or_default();
         if !args.etcd.is_empty() {
             store.kind = boxfleet_config::StoreKind::Etcd;
-            store.endpoints = args.etcd.clone();
+            store.endpoints = Some(args.etcd.clone());
         }
         if let Some(prefix) = &args.prefix {
             store.prefix = Some(prefix.clone());

@@ -253,8 +253,24 @@ impl Node {
         let keys = Keys::new(config.store.prefix.clone());
         let id = config.id.clone();
         let incarnation = format!("{id}-{}", uuid::Uuid::new_v4().simple());
+        // the first read: a store that does not answer is named with what to do
+        let store_remedy = || match config.store.kind {
+            boxfleet_config::StoreKind::Embedded => format!(
+                "the embedded store in {} did not answer",
+                config.data_dir.display()
+            ),
+            _ => format!(
+                "etcd at {} did not answer: start etcd there (or check the address, TLS and \
+                 credentials), or fix store.endpoints / --etcd",
+                config.store.endpoints.join(",")
+            ),
+        };
+        let previous = store
+            .get(&keys.node(&id))
+            .await
+            .with_context(store_remedy)?;
         // a restarted node takes over its previous incarnation's session at once
-        if let Some(kv) = store.get(&keys.node(&id)).await?
+        if let Some(kv) = previous
             && kv.lease != 0
         {
             info!(node = %id, "node_previous_session_revoked");
@@ -270,8 +286,9 @@ impl Node {
             })?;
         let addr = listener.local_addr()?;
         let info = node_info(&config, &incarnation, addr, &trust);
-        let session =
-            Session::open(store.as_ref(), &keys, info, config.lease_ttl_seconds as i64).await?;
+        let session = Session::open(store.as_ref(), &keys, info, config.lease_ttl_seconds as i64)
+            .await
+            .with_context(store_remedy)?;
         let (engine_tx, engine_rx) = mpsc::unbounded_channel::<EngineDown>();
         let parts = Parts {
             node: id.clone(),

@@ -45,9 +45,12 @@ pub async fn open(config: &NodeConfig) -> anyhow::Result<Arc<dyn Store>> {
 pub async fn connect_etcd(store: &StoreConfig) -> anyhow::Result<EtcdStore> {
     let endpoints = store.endpoints.join(",");
     let options = etcd_options(store)?;
-    EtcdStore::connect_with(options)
-        .await
-        .with_context(|| format!("connect to etcd at {endpoints}"))
+    EtcdStore::connect_with(options).await.with_context(|| {
+        format!(
+            "connect to etcd at {endpoints}: start etcd there (or check the address, TLS and \
+                 credentials), or fix store.endpoints / --etcd"
+        )
+    })
 }
 
 /// The store layer's options for `store:`, its PEM files read.

@@ -11,6 +11,7 @@
 //! | `ops` | the Ops service: tree, nodes, seats, drain |
 //! | `status` | an error as a status, by its kind |
 //! | `health` | gRPC health, `NOT_SERVING` while the store is down |
+//! | reflection | `grpc.reflection.v1` and `v1alpha`, listing every service above and health |
 
 mod engine;
 mod fleet;
@@ -124,9 +125,15 @@ async fn serve(
         args.coordinator.store.health(),
         cancel.clone(),
     ));
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(boxfleet_proto::FILE_DESCRIPTOR_SET)
-        .build_v1()?;
+    // reflection as v1 and as v1alpha (what grpcio's reflection client and older grpcurl ask
+    // for), listing health beside boxfleet's own services
+    let reflected = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(boxfleet_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection = reflected().build_v1()?;
+    let reflection_v1alpha = reflected().build_v1alpha()?;
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
     let trust = args.trust.clone();
     let peers = Arc::new(Peers::new(trust.clone()));
@@ -156,6 +163,7 @@ async fn serve(
     server
         .add_service(health)
         .add_service(reflection)
+        .add_service(reflection_v1alpha)
         .add_service(InterceptedService::new(
             pb::runs_server::RunsServer::from_arc(runs.clone()),
             checked.clone(),
