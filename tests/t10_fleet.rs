@@ -259,6 +259,47 @@ async fn a_killed_nodes_runs_are_recovered_by_the_others_exactly_once() {
         killed.elapsed().as_secs_f64()
     );
 
+    println!("--- phase: n1 is listed lost, and the takeovers and the loss are events");
+    let listed = eventually(
+        &fleet,
+        "n1 listed lost",
+        Duration::from_secs(15),
+        async || {
+            let (code, out, _) = fleet.node("n2").cli(&["nodes"]);
+            (code == 0
+                && out
+                    .lines()
+                    .any(|line| line.starts_with("n1 ") && line.contains("lost since ")))
+            .then_some(out)
+        },
+    )
+    .await;
+    println!("{listed}");
+    let events = eventually(
+        &fleet,
+        "the loss and every takeover announced",
+        Duration::from_secs(15),
+        async || {
+            let (_, out, _) = fleet.node("n2").cli(&["events", "--json"]);
+            let events: Vec<serde_json::Value> = out
+                .lines()
+                .filter_map(|line| serde_json::from_str(line).ok())
+                .collect();
+            let taken = doomed.iter().all(|seat| {
+                events.iter().any(|e| {
+                    e["type"] == "seat_taken_over"
+                        && e["body"]["seat"] == seat.as_str()
+                        && e["body"]["from_node"] == "n1"
+                })
+            });
+            (taken && events.iter().any(|e| e["type"] == "node_lost")).then_some(events)
+        },
+    )
+    .await;
+    let lost: Vec<_> = events.iter().filter(|e| e["type"] == "node_lost").collect();
+    assert_eq!(lost.len(), 1, "one node_lost, whoever saw it: {lost:?}");
+    assert_eq!(lost[0]["body"]["node"], "n1");
+
     fleet.signal("go-long");
     fleet.signal("go-mailed");
     println!("--- phase: the question is answered through n3, routed to its seat's new holder");
@@ -429,6 +470,18 @@ async fn a_drained_node_hands_its_seats_over_and_no_mail_is_lost_or_doubled() {
     )
     .await;
     println!("after the drain: {holders:?}");
+    let (code, out, err) = fleet.node("n2").cli(&["events", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines()
+            .any(|line| line.contains(r#""type":"node_draining""#)
+                && line.contains(r#""node":"n1""#)),
+        "the drain is an event: {out}"
+    );
+    assert!(
+        !out.contains(r#""type":"seat_taken_over""#),
+        "a handover is not a takeover: {out}"
+    );
 
     println!("--- phase: mail and answers sent to n1 are routed to the seats' new holders");
     for (i, seat) in seats.iter().enumerate() {

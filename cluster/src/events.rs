@@ -29,6 +29,12 @@ pub mod kind {
     pub const CONFIG_APPLIED: &str = "config_applied";
     /// a node refused a revision of its config file, changing nothing
     pub const CONFIG_REFUSED: &str = "config_refused";
+    /// A node vanished from the fleet without stopping (its session lease expired).
+    pub const NODE_LOST: &str = "node_lost";
+    /// A node began to drain (placed no seats; it releases the ones it holds).
+    pub const NODE_DRAINING: &str = "node_draining";
+    /// A seat was acquired from a node that was lost (not handed over).
+    pub const SEAT_TAKEN_OVER: &str = "seat_taken_over";
 }
 
 /// One announcement.

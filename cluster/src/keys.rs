@@ -50,6 +50,14 @@ impl Keys {
         format!("{}/nodes/{node}", self.prefix)
     }
 
+    /// The nodes found gone without stopping (`node_lost`), each kept as long as events.
+    pub fn lost_nodes(&self) -> String {
+        format!("{}/lost/", self.prefix)
+    }
+    pub fn lost_node(&self, node: &str) -> String {
+        format!("{}/lost/{node}", self.prefix)
+    }
+
     pub fn seats(&self) -> String {
         format!("{}/seats/", self.prefix)
     }

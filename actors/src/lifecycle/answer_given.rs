@@ -30,6 +30,22 @@ use super::error::Error;
 use super::text::new_id;
 
 impl Coordinator {
+    /// Whether job `launch_id` of `turn_id` had its question answered and resumed (its
+    /// `sandbox_run_answered` event, `became: resumed`); a read that fails says no.
+    async fn answer_resumed(&self, turn_id: &str, launch_id: &str) -> bool {
+        let Ok(stored) =
+            boxfleet_cluster::events::read_turn(self.store.as_ref(), &self.keys, turn_id).await
+        else {
+            return false;
+        };
+        stored.iter().any(|s| {
+            s.event.turn_id == turn_id
+                && s.event.launch_id == launch_id
+                && s.event.kind == boxfleet_cluster::events::kind::RUN_ANSWERED
+                && s.event.body["became"] == "resumed"
+        })
+    }
+
     /// answer_run: checks the answer may be given and the run waits on a question, then puts it
     /// on the seat's inbox (`sandbox_answer_given`). Who may answer is the spec's answer
     /// authority: the run's requester, whoever leads its seat, or an admin — never a seat.
@@ -50,6 +66,10 @@ impl Coordinator {
                 .map_err(Error::Denied)?;
         }
         if !launch_id.is_empty() && record.launch_id != launch_id {
+            // the job asked, was answered, and the turn went on: say so, not "wrong job"
+            if self.answer_resumed(turn_id, launch_id).await {
+                return Ok(AnswerOutcome::AlreadyAnswered);
+            }
             return Ok(AnswerOutcome::WrongLaunch(record.launch_id.clone()));
         }
         match record.status {

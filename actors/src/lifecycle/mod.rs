@@ -49,6 +49,7 @@ mod collect;
 mod condense;
 mod ending;
 pub mod error;
+pub mod fleet_watch;
 pub mod follow_ups;
 mod inbox;
 mod job;
@@ -157,6 +158,8 @@ pub struct Coordinator {
     budget_held: std::sync::Mutex<std::collections::BTreeSet<String>>,
     /// the job directories of this node's local boxes, watched for their done markers
     pub completions: crate::completion::CompletionWatch,
+    /// what the placement passes saw of the fleet (`fleet_watch`)
+    fleet_seen: std::sync::Mutex<fleet_watch::Seen>,
 }
 
 impl Coordinator {
@@ -206,6 +209,7 @@ impl Coordinator {
             announcements: Retention::new(events_keep_seconds),
             budget_held: std::sync::Mutex::new(std::collections::BTreeSet::new()),
             completions: crate::completion::CompletionWatch::default(),
+            fleet_seen: std::sync::Mutex::new(fleet_watch::Seen::default()),
         }
     }
 

@@ -74,7 +74,11 @@ impl Coordinator {
             session.lease,
         )
         .await?;
+        let began = draining && !self.seats.draining();
         self.seats.set_draining(draining);
+        if began {
+            self.announce_draining().await;
+        }
         Ok(())
     }
 
@@ -188,6 +192,10 @@ impl Coordinator {
         let nodes = self.placeable_nodes().await?;
         let names: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
         let held = seat::holders(self.store.as_ref(), &self.keys).await?;
+        // what changed in the fleet since the last pass: a node lost, a seat's last holder
+        if let Err(error) = self.watch_fleet(&held).await {
+            warn!(%error, "fleet_watch_failed");
+        }
         let mut seats: BTreeSet<String> = held.keys().cloned().collect();
         let runs = self.runs.list().await?;
         // a seat whose run has a box on this host stays with a node on this host while the
@@ -383,6 +391,7 @@ impl Coordinator {
         {
             Acquire::Held(fence) => {
                 info!(seat, epoch = fence.epoch, node = %self.node, "seat_acquired");
+                self.note_acquired(&fence).await;
                 self.seats.hold(fence.clone());
                 self.recover(&fence).await?;
                 self.follow_ups.seat_acquired(seat).await;

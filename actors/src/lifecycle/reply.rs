@@ -103,7 +103,7 @@ impl Coordinator {
     }
 
     /// Writes `event` unless one with its id exists; a failure is logged, never fatal.
-    async fn publish_once(&self, event: Event) {
+    pub(super) async fn publish_once(&self, event: Event) {
         let lease = match self
             .announcements
             .lease(self.store.as_ref(), event.at)

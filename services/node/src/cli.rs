@@ -84,7 +84,8 @@ pub enum Command {
     Answer(AnswerArgs),
 
     /// Deliver a chat message into a seat's inbox (a reply on a parked run's conversation
-    /// answers it).
+    /// answers it). On a seat the node's built-in engine works (the default with no engine
+    /// attached), the message's text runs as a shell command: a `command` job.
     Deliver(DeliverArgs),
 
     /// Print the events outbox from a store revision.
@@ -205,6 +206,11 @@ pub struct LaunchArgs {
     /// (`boxfleet budget --task ITEM`).
     #[arg(long, value_name = "ITEM")]
     pub work_item: Option<String>,
+    /// Who the job is for: a question the job puts `--to requester` goes to them, and
+    /// `runs --audience HANDLE` finds it. Default: the credential's subject (`admin` for the
+    /// node's admin credential); only an engine or an admin names someone else.
+    #[arg(long, value_name = "HANDLE")]
+    pub requester: Option<String>,
     /// The in-box deadline of a `command` job in seconds (the check's own clock; it exits 124
     /// when it runs out). Omit it for none; a coding run takes none (it is never stopped on a
     /// wall-clock timer).
@@ -236,9 +242,18 @@ pub struct LaunchArgs {
 /// `boxfleet runs`.
 #[derive(Debug, Clone, Args)]
 pub struct RunsArgs {
-    /// Only the runs waiting on this person: "what is waiting on me".
-    #[arg(long, value_name = "HANDLE")]
+    /// Only the runs waiting on this person: "what is waiting on me". A handle is a seat of
+    /// the company's chart; with no chart it is the credential's subject of whoever launched
+    /// (`admin` for the node's admin credential, `ada` for `token issue --subject ada`).
+    #[arg(long, value_name = "HANDLE", conflicts_with = "recent")]
     pub audience: Option<String>,
+    /// The runs that finished lately instead (newest first, from the events outbox; a settled
+    /// run leaves the board).
+    #[arg(long)]
+    pub recent: bool,
+    /// How many finished runs `--recent` lists.
+    #[arg(long, value_name = "N", default_value_t = 20, requires = "recent")]
+    pub limit: usize,
     /// Print one JSON document {"runs": [...]} with the board's field names.
     #[arg(long)]
     pub json: bool,
@@ -281,9 +296,10 @@ pub struct AnswerArgs {
     /// The parked run's turn id.
     #[arg(value_name = "TURN")]
     pub turn: String,
-    /// The job that asked (its launch id, as `boxfleet show TURN` or `runs --json` print it).
+    /// The job that asked (its launch id, as `boxfleet show TURN` or `runs --json` print it);
+    /// omit it to answer the job the run is parked on now (printed on stderr).
     #[arg(long, value_name = "LAUNCH")]
-    pub launch: String,
+    pub launch: Option<String>,
     /// The answer.
     #[arg(long, value_name = "TEXT")]
     pub text: String,

@@ -6,8 +6,12 @@
 
 use boxfleet_proto::v1::{AnswerRequest, DeliverRequest};
 
-use super::conn::{CALL_TIMEOUT, connect};
-use super::render::{cell, non_empty, one_line, out, shell_quote};
+use boxfleet_cluster::record::Status;
+
+use super::conn::{CALL_TIMEOUT, Node, connect};
+use super::exit;
+use super::records::run_record;
+use super::render::{cell, non_empty, note, one_line, out, shell_quote};
 use crate::cli::{AnswerArgs, DeliverArgs};
 
 /// Runs `boxfleet answer`: exit 0 when the answer was recorded or is pending on the seat's
@@ -21,6 +25,13 @@ pub(super) async fn answer(args: &AnswerArgs) -> anyhow::Result<i32> {
         conn,
     } = args;
     let node = connect(conn).await?;
+    let launch = match launch {
+        Some(launch) => launch.clone(),
+        None => match parked_job(&node, turn).await? {
+            Ok(launch) => launch,
+            Err(code) => return Ok(code),
+        },
+    };
     let request = AnswerRequest {
         turn_id: turn.clone(),
         launch_id: launch.clone(),
@@ -34,13 +45,51 @@ pub(super) async fn answer(args: &AnswerArgs) -> anyhow::Result<i32> {
         "{}\n",
         answer_line(&reply.outcome, &reply.detail, turn)
     ))?;
-    Ok(
-        if matches!(reply.outcome.as_str(), "recorded" | "pending") {
-            0
-        } else {
-            1
-        },
-    )
+    Ok(match reply.outcome.as_str() {
+        "recorded" | "pending" => exit::OK,
+        "gone" => exit::NOT_FOUND,
+        _ => exit::FAILED,
+    })
+}
+
+/// The job run `turn` is parked on now, said on stderr; `Err(exit code)` (said) when it is not
+/// parked on a question.
+async fn parked_job(node: &Node, turn: &str) -> anyhow::Result<Result<String, i32>> {
+    let reply = node.get(turn).await?;
+    let Some(record) = run_record(&reply.record_json) else {
+        note(&format!(
+            "boxfleet: run {turn} has settled: there is no question to answer ('boxfleet show {}' prints what it did)",
+            shell_quote(turn)
+        ));
+        return Ok(Err(exit::NOT_FOUND));
+    };
+    match record.status {
+        Status::AwaitingClarification | Status::Reseed => {
+            let question = record
+                .question
+                .as_ref()
+                .map(|q| q.text.as_str())
+                .unwrap_or("");
+            note(&format!(
+                "answering job {} of run {turn}, parked on: {}",
+                record.launch_id,
+                one_line(question)
+            ));
+            Ok(Ok(record.launch_id))
+        }
+        Status::Answered => {
+            note(&format!(
+                "boxfleet: run {turn}'s question was answered already; its turn resumes with that answer"
+            ));
+            Ok(Err(exit::FAILED))
+        }
+        other => {
+            note(&format!(
+                "boxfleet: run {turn} is not waiting on a question (it is {other})"
+            ));
+            Ok(Err(exit::FAILED))
+        }
+    }
 }
 
 fn answer_line(outcome: &str, detail: &str, turn: &str) -> String {
@@ -99,7 +148,14 @@ pub(super) async fn deliver(args: &DeliverArgs) -> anyhow::Result<i32> {
         cell(&reply.delivery_id),
         reply.seq
     ))?;
-    Ok(0)
+    if reply.engine == "builtin" && reply.outcome == "queued" {
+        note(&format!(
+            "seat {seat} is worked by the node's built-in engine: it runs the message's text as a \
+             shell command (a command job); attach an engine over Engine.Attach to work messages \
+             otherwise"
+        ));
+    }
+    Ok(exit::OK)
 }
 
 #[cfg(test)]

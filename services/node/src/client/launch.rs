@@ -44,6 +44,7 @@ fn launch_request(args: &LaunchArgs) -> LaunchRequest {
         brief: args.brief.clone().unwrap_or_default(),
         task: args.task.clone().unwrap_or_default(),
         work_item: args.work_item.clone().unwrap_or_default(),
+        requester: args.requester.clone().unwrap_or_default(),
         runner: runner.to_owned(),
         command: args.command.clone().unwrap_or_default(),
         model: args.model.clone().unwrap_or_default(),

@@ -109,6 +109,8 @@ fn node_json(info: &NodeInfo) -> Value {
         "seats": info.seats,
         "insecure": info.insecure,
         "tls": info.tls,
+        "lost": info.lost,
+        "lost_since": (!info.lost_since.is_empty()).then_some(&info.lost_since),
     })
 }
 
@@ -116,7 +118,13 @@ fn nodes_table(nodes: &[NodeInfo]) -> String {
     let rows: Vec<Vec<String>> = nodes
         .iter()
         .map(|info| {
-            let mut state = if info.draining { "draining" } else { "live" }.to_owned();
+            let mut state = if info.lost {
+                format!("lost since {}", info.lost_since)
+            } else if info.draining {
+                "draining".to_owned()
+            } else {
+                "live".to_owned()
+            };
             if info.insecure {
                 // it listens beyond loopback without TLS: say so wherever the fleet is listed
                 state.push_str(", insecure (no TLS)");
@@ -237,9 +245,18 @@ fn seats_table(seats: &[SeatInfo]) -> String {
         .map(|info| {
             vec![
                 cell(&info.seat).to_owned(),
-                cell(&info.holder_node).to_owned(),
+                // a seat between holders (the last one gone, the next not yet in)
+                if info.holder_node.is_empty() {
+                    "(unheld)".to_owned()
+                } else {
+                    info.holder_node.clone()
+                },
                 cell(&info.incarnation).to_owned(),
-                info.epoch.to_string(),
+                if info.epoch == 0 {
+                    "-".to_owned()
+                } else {
+                    info.epoch.to_string()
+                },
                 info.active_runs.to_string(),
                 info.awaiting.to_string(),
                 info.inbox.to_string(),
@@ -410,6 +427,7 @@ mod tests {
             seats: 2,
             insecure: false,
             tls: false,
+            ..NodeInfo::default()
         };
         assert_eq!(
             pretty(&json!({"nodes": [node_json(&node)]})),
@@ -423,11 +441,21 @@ mod tests {
         let open = NodeInfo {
             insecure: true,
             draining: false,
-            ..node
+            ..node.clone()
         };
         assert!(
             nodes_table(&[open]).contains("live, insecure (no TLS)"),
             "a node that listens without TLS says so"
+        );
+        let lost = NodeInfo {
+            lost: true,
+            lost_since: "2026-12-04T01:00:00+00:00".to_owned(),
+            draining: false,
+            ..node.clone()
+        };
+        assert!(
+            nodes_table(&[lost]).contains("lost since 2026-12-04T01:00:00+00:00"),
+            "a lost node is listed, and since when"
         );
         let seat = SeatInfo {
             seat: "alice".to_owned(),
@@ -462,7 +490,7 @@ mod tests {
         assert_eq!(pretty(&tree_json(&tree)), PIN_TREE_JSON);
     }
 
-    const PIN_NODES_JSON: &str = "{\n  \"nodes\": [\n    {\n      \"addr\": \"10.0.0.2:7400\",\n      \"build\": \"0.1.0\",\n      \"draining\": true,\n      \"host\": \"h\",\n      \"incarnation\": \"node-a-1\",\n      \"insecure\": false,\n      \"node\": \"node-a\",\n      \"seats\": 2,\n      \"started_at\": \"s\",\n      \"tls\": false\n    }\n  ]\n}";
+    const PIN_NODES_JSON: &str = "{\n  \"nodes\": [\n    {\n      \"addr\": \"10.0.0.2:7400\",\n      \"build\": \"0.1.0\",\n      \"draining\": true,\n      \"host\": \"h\",\n      \"incarnation\": \"node-a-1\",\n      \"insecure\": false,\n      \"lost\": false,\n      \"lost_since\": null,\n      \"node\": \"node-a\",\n      \"seats\": 2,\n      \"started_at\": \"s\",\n      \"tls\": false\n    }\n  ]\n}";
 
     const PIN_SEATS_JSON: &str = "{\n  \"seats\": [\n    {\n      \"active_runs\": 1,\n      \"awaiting\": 2,\n      \"epoch\": 4,\n      \"holder_node\": \"node-a\",\n      \"inbox\": 3,\n      \"incarnation\": \"node-a-1\",\n      \"seat\": \"alice\"\n    }\n  ]\n}";
 

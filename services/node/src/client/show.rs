@@ -20,6 +20,9 @@ use crate::cli::{RunsArgs, ShowArgs};
 pub(super) async fn runs(args: &RunsArgs) -> anyhow::Result<i32> {
     let audience = args.audience.clone().unwrap_or_default();
     let node = connect(&args.conn).await?;
+    if args.recent {
+        return super::recent::recent(&node, args.limit, args.json).await;
+    }
     let reply = node
         .call(
             "runs",

@@ -113,6 +113,11 @@ impl Engines {
         &self.coordinator
     }
 
+    /// The node's default engine (`node.default_engine`).
+    pub fn default_engine(&self) -> EngineChoice {
+        self.default_engine
+    }
+
     /// The engine `seat` is served by.
     pub fn engine_for(&self, seat: &str) -> EngineChoice {
         self.coordinator

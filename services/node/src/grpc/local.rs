@@ -23,6 +23,8 @@ use crate::trust::authorize;
 #[derive(Debug, Clone)]
 pub struct Local {
     pub coordinator: Arc<Coordinator>,
+    /// the engine a seat's messages go to unless the company says otherwise
+    pub default_engine: boxfleet_config::engine::EngineChoice,
 }
 
 fn parse_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>, GrpcStatus> {
@@ -166,10 +168,15 @@ impl Local {
             Enqueued::Duplicate => ("duplicate", 0),
             Enqueued::AlreadyWorked => ("already_worked", 0),
         };
+        let engine = self
+            .coordinator
+            .company()
+            .engine_for(&r.seat, self.default_engine);
         Ok(Response::new(pb::DeliverReply {
             outcome: outcome.into(),
             seq,
             delivery_id,
+            engine: engine.as_str().into(),
         }))
     }
 

@@ -144,6 +144,7 @@ async fn serve(
         }));
     let local = Local {
         coordinator: args.coordinator.clone(),
+        default_engine: args.engines.default_engine(),
     };
     let runs = Arc::new(RunsService {
         local: local.clone(),

@@ -158,6 +158,19 @@ impl pb::ops_server::Ops for OpsService {
         let keys = &self.coordinator.keys;
         let nodes = seat::nodes(store, keys).await.map_err(status)?;
         let held = seat::holders(store, keys).await.map_err(status)?;
+        let lost = boxfleet_actors::lifecycle::fleet_watch::lost_nodes(store, keys, &nodes)
+            .await
+            .map_err(status)?;
+        let lost = lost.into_iter().map(|lost| pb::NodeInfo {
+            node: lost.node,
+            addr: lost.addr,
+            incarnation: lost.incarnation,
+            started_at: lost.started_at.to_rfc3339(),
+            host: lost.host,
+            lost: true,
+            lost_since: lost.since.to_rfc3339(),
+            ..pb::NodeInfo::default()
+        });
         Ok(Response::new(pb::NodesReply {
             nodes: nodes
                 .into_iter()
@@ -175,7 +188,9 @@ impl pb::ops_server::Ops for OpsService {
                     draining: n.draining,
                     insecure: n.insecure,
                     tls: n.tls,
+                    ..pb::NodeInfo::default()
                 })
+                .chain(lost)
                 .collect(),
         }))
     }
@@ -196,8 +211,19 @@ impl pb::ops_server::Ops for OpsService {
             .await
             .map_err(status)?;
         let runs = coordinator.runs.list().await.map_err(status)?;
+        // every seat with a holder, a run or mail: one mid-handover (its holder gone, the
+        // next not yet in) is listed unheld rather than left out
+        let prefix = coordinator.keys.seats();
+        let mut names: std::collections::BTreeSet<String> = held.keys().cloned().collect();
+        names.extend(runs.iter().map(|run| run.record.seat.clone()));
+        names.extend(range.kvs.iter().filter_map(|kv| {
+            let rest = kv.key.strip_prefix(&prefix)?;
+            let (seat, _) = rest.split_once('/')?;
+            (!seat.is_empty()).then(|| seat.to_owned())
+        }));
         let mut seats = Vec::new();
-        for (name, held) in held {
+        for name in names {
+            let held = held.get(&name).cloned();
             let inbox = range
                 .kvs
                 .iter()
@@ -213,11 +239,14 @@ impl pb::ops_server::Ops for OpsService {
                     )),
                 )
             });
+            let (holder_node, incarnation, epoch) = held
+                .map(|held| (held.holder.node, held.holder.incarnation, held.epoch))
+                .unwrap_or_default();
             seats.push(pb::SeatInfo {
                 seat: name,
-                holder_node: held.holder.node,
-                incarnation: held.holder.incarnation,
-                epoch: held.epoch,
+                holder_node,
+                incarnation,
+                epoch,
                 active_runs: active,
                 awaiting,
                 inbox,
