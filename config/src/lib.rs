@@ -158,7 +158,47 @@ impl File {
             problem: format!("cannot read {}: {error}", path.display()),
             remedy: "pass the path of a readable YAML file",
         })?;
-        Ok(serde_yaml::from_str(&text)?)
+        Self::parse(&text)
+    }
+
+    /// Reads a config document. A problem in one section does not hide another's: the first
+    /// is said with its line, then every other section that does not read either.
+    pub fn parse(text: &str) -> Result<Self, Error> {
+        let first = match serde_yaml::from_str::<File>(text) {
+            Ok(file) => return Ok(file),
+            Err(first) => first,
+        };
+        let said = first.to_string();
+        let mut problems = vec![Error::Parse(first)];
+        if let Ok(serde_yaml::Value::Mapping(sections)) =
+            serde_yaml::from_str::<serde_yaml::Value>(text)
+        {
+            for (name, body) in sections {
+                let name = name.as_str().unwrap_or_default().to_owned();
+                let read = match name.as_str() {
+                    "node" => serde_yaml::from_value::<NodeSection>(body).map(drop),
+                    "store" => serde_yaml::from_value::<StoreSection>(body).map(drop),
+                    "company" => serde_yaml::from_value::<company::Company>(body).map(drop),
+                    "auth" => serde_yaml::from_value::<auth::AuthSection>(body).map(drop),
+                    // the first problem names an unknown section already
+                    _ => Ok(()),
+                };
+                if let Err(problem) = read {
+                    let problem = problem.to_string();
+                    if !said.contains(&problem) {
+                        problems.push(Error::Located {
+                            field: name,
+                            problem,
+                            remedy: "see DESIGN §12 for the section's fields",
+                        });
+                    }
+                }
+            }
+        }
+        if problems.len() == 1 {
+            return Err(problems.remove(0));
+        }
+        Err(Error::Many(problems))
     }
 
     /// Checks the file and fills every default; relative paths are resolved against the
@@ -181,9 +221,7 @@ impl File {
         let mut problems = company.expand_env(&|name| std::env::var(name).ok());
         problems.extend(company.problems());
         problems.extend(paths::resolve_company_paths(&mut company, base));
-        if !problems.is_empty() {
-            return Err(Error::Many(problems));
-        }
+        // every section's problems at once: each check below records its own and goes on
         let NodeSection {
             id,
             listen,
@@ -199,70 +237,102 @@ impl File {
             settle_window_seconds,
             http,
         } = node;
-        let id = id.unwrap_or_else(default_node_id);
-        if id.is_empty() || id.contains('/') || id.chars().any(char::is_whitespace) {
-            return Err(Error::Invalid {
-                field: "node.id",
-                problem: format!("{id:?} cannot name a node"),
-                remedy: "use letters, digits, '-' or '_'",
-            });
-        }
-        let listen_text = listen.unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
-        let listen = listen_text.parse().map_err(|_| Error::Invalid {
-            field: "node.listen",
-            problem: format!("{listen_text:?} is not an address"),
-            remedy: "write it as HOST:PORT, e.g. 127.0.0.1:7400",
-        })?;
-        let lease_ttl_seconds = lease_ttl_seconds.unwrap_or(15);
-        if !(2..=3600).contains(&lease_ttl_seconds) {
-            return Err(Error::Invalid {
-                field: "node.lease_ttl_seconds",
-                problem: format!("{lease_ttl_seconds} is out of range"),
-                remedy: "use 2 to 3600 seconds (default 15)",
-            });
-        }
-        let poll_interval_seconds = poll_interval_seconds.unwrap_or(15);
-        if !(1..=3600).contains(&poll_interval_seconds) {
-            return Err(Error::Invalid {
-                field: "node.poll_interval_seconds",
-                problem: format!("{poll_interval_seconds} is out of range"),
-                remedy: "use 1 to 3600 seconds (default 15)",
-            });
-        }
-        let settle_window_seconds = settle_window_seconds.unwrap_or(DEFAULT_SETTLE_WINDOW_SECONDS);
-        if settle_window_seconds > 3600 {
-            return Err(Error::Invalid {
-                field: "node.settle_window_seconds",
-                problem: format!("{settle_window_seconds} is out of range"),
-                remedy: "use 0 to 3600 seconds (default 60)",
-            });
-        }
-        let store = match store {
-            Some(section) => section.validate_in(base, &|name| std::env::var(name).ok())?,
-            None => StoreConfig::default(),
-        };
-        let data_dir = base.absolute(
-            "node.data_dir",
-            &data_dir.unwrap_or_else(|| std::path::PathBuf::from(DEFAULT_DATA_DIR)),
-        )?;
-        let boxes_dir = match boxes_dir {
-            Some(dir) => base.absolute("node.boxes_dir", &dir)?,
-            None => data_dir.join("boxes"),
+        let id = kept(&mut problems, node_id(id.unwrap_or_else(default_node_id)));
+        let listen = kept(&mut problems, listen_address(listen));
+        let lease_ttl_seconds = kept(
+            &mut problems,
+            within(
+                "node.lease_ttl_seconds",
+                lease_ttl_seconds.unwrap_or(15),
+                2..=3600,
+                "use 2 to 3600 seconds (default 15)",
+            ),
+        );
+        let poll_interval_seconds = kept(
+            &mut problems,
+            within(
+                "node.poll_interval_seconds",
+                poll_interval_seconds.unwrap_or(15),
+                1..=3600,
+                "use 1 to 3600 seconds (default 15)",
+            ),
+        );
+        let settle_window_seconds = kept(
+            &mut problems,
+            within(
+                "node.settle_window_seconds",
+                settle_window_seconds.unwrap_or(DEFAULT_SETTLE_WINDOW_SECONDS),
+                0..=3600,
+                "use 0 to 3600 seconds (default 60)",
+            ),
+        );
+        let store = kept(
+            &mut problems,
+            match store {
+                Some(section) => section.validate_in(base, &|name| std::env::var(name).ok()),
+                None => Ok(StoreConfig::default()),
+            },
+        );
+        let data_dir = kept(
+            &mut problems,
+            base.absolute(
+                "node.data_dir",
+                &data_dir.unwrap_or_else(|| std::path::PathBuf::from(DEFAULT_DATA_DIR)),
+            ),
+        );
+        let boxes_dir = match (boxes_dir, &data_dir) {
+            (Some(dir), _) => kept(&mut problems, base.absolute("node.boxes_dir", &dir)),
+            (None, Some(data_dir)) => Some(data_dir.join("boxes")),
+            (None, None) => None,
         };
         let advertise = advertise.filter(|a| !a.is_empty());
         if let Some(addr) = &advertise {
-            let port = addr.rsplit_once(':').map(|(_, port)| port.parse::<u16>());
-            if !matches!(port, Some(Ok(_))) || addr.contains("://") {
-                return Err(Error::Invalid {
-                    field: "node.advertise",
-                    problem: format!("{addr:?} is not HOST:PORT"),
-                    remedy: "write the address other nodes dial, e.g. n1.internal:7400",
-                });
-            }
+            kept(&mut problems, advertised(addr));
         }
-        let http = http.validate(listen, &|name| std::env::var(name).ok())?;
-        let keys = auth::key_source(auth, &data_dir, base, &|name| std::env::var(name).ok())?;
-        let tls = auth::tls(tls, base)?;
+        let http = listen.and_then(|listen| {
+            kept(
+                &mut problems,
+                http.validate(listen, &|name| std::env::var(name).ok()),
+            )
+        });
+        let keys = data_dir.as_ref().and_then(|data_dir| {
+            kept(
+                &mut problems,
+                auth::key_source(auth, data_dir, base, &|name| std::env::var(name).ok()),
+            )
+        });
+        let tls = kept(&mut problems, auth::tls(tls, base));
+        let (
+            Some(id),
+            Some(listen),
+            Some(lease_ttl_seconds),
+            Some(poll_interval_seconds),
+            Some(settle_window_seconds),
+            Some(store),
+            Some(data_dir),
+            Some(boxes_dir),
+            Some(http),
+            Some(keys),
+            Some(tls),
+        ) = (
+            id,
+            listen,
+            lease_ttl_seconds,
+            poll_interval_seconds,
+            settle_window_seconds,
+            store,
+            data_dir,
+            boxes_dir,
+            http,
+            keys,
+            tls,
+        )
+        else {
+            return Err(Error::Many(problems));
+        };
+        if !problems.is_empty() {
+            return Err(Error::Many(problems));
+        }
         Ok(NodeConfig {
             keys,
             tls,
@@ -286,6 +356,69 @@ impl File {
     }
 }
 
+/// `result`'s value; its problems (one, or many) go to `problems`.
+fn kept<T>(problems: &mut Vec<Error>, result: Result<T, Error>) -> Option<T> {
+    match result {
+        Ok(value) => Some(value),
+        Err(Error::Many(many)) => {
+            problems.extend(many);
+            None
+        }
+        Err(error) => {
+            problems.push(error);
+            None
+        }
+    }
+}
+
+fn node_id(id: String) -> Result<String, Error> {
+    if id.is_empty() || id.contains('/') || id.chars().any(char::is_whitespace) {
+        return Err(Error::Invalid {
+            field: "node.id",
+            problem: format!("{id:?} cannot name a node"),
+            remedy: "use letters, digits, '-' or '_'",
+        });
+    }
+    Ok(id)
+}
+
+fn listen_address(listen: Option<String>) -> Result<std::net::SocketAddr, Error> {
+    let text = listen.unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+    text.parse().map_err(|_| Error::Invalid {
+        field: "node.listen",
+        problem: format!("{text:?} is not an address"),
+        remedy: "write it as HOST:PORT, e.g. 127.0.0.1:7400",
+    })
+}
+
+fn within(
+    field: &'static str,
+    value: u64,
+    range: std::ops::RangeInclusive<u64>,
+    remedy: &'static str,
+) -> Result<u64, Error> {
+    if !range.contains(&value) {
+        return Err(Error::Invalid {
+            field,
+            problem: format!("{value} is out of range"),
+            remedy,
+        });
+    }
+    Ok(value)
+}
+
+fn advertised(addr: &str) -> Result<(), Error> {
+    let port = addr.rsplit_once(':').map(|(_, port)| port.parse::<u16>());
+    if !matches!(port, Some(Ok(_))) || addr.contains("://") {
+        return Err(Error::Invalid {
+            field: "node.advertise",
+            problem: format!("{addr:?} is not HOST:PORT"),
+            remedy: "write the address other nodes dial, e.g. n1.internal:7400",
+        });
+    }
+    Ok(())
+}
+
 fn default_node_id() -> String {
     std::fs::read_to_string("/etc/hostname")
         .ok()
@@ -297,6 +430,37 @@ fn default_node_id() -> String {
 #[cfg(test)]
 mod file_tests {
     use super::*;
+
+    #[test]
+    fn every_problem_of_the_file_is_said_at_once() {
+        // one per section that does not read, the first with its line
+        let unread = File::parse(
+            "node:\n  bogus: 1\ncompany:\n  roles:\n    - {name: eng, nonsense: true}\n",
+        )
+        .expect_err("two sections that do not read");
+        let said = unread.to_string();
+        assert!(
+            said.contains("node: unknown field `bogus`") && said.contains("line 2"),
+            "{said}"
+        );
+        assert!(said.contains("company: unknown field `nonsense`"), "{said}");
+        // every node and store problem, beside one another
+        let file = File::parse(
+            "node:\n  listen: nowhere\n  poll_interval_seconds: 0\nstore: {kind: etcd, endpoints: []}\n",
+        )
+        .expect("it reads");
+        let Err(Error::Many(problems)) = file.validate_in(&started_in("/w")) else {
+            panic!("three problems");
+        };
+        let said: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(said.len(), 3, "{said:#?}");
+        assert!(said[0].starts_with("node.listen:"), "{said:#?}");
+        assert!(
+            said[1].starts_with("node.poll_interval_seconds:"),
+            "{said:#?}"
+        );
+        assert!(said[2].starts_with("store.endpoints:"), "{said:#?}");
+    }
 
     #[test]
     fn an_empty_file_is_a_working_single_node() {

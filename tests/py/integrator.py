@@ -94,6 +94,17 @@ def main(addr: str, token: str) -> None:
         print("Board without a credential: UNAUTHENTICATED")
     else:
         raise AssertionError("Board without a credential was answered")
+    # an outcome is an enum, as Tail's is
+    answer_kind = runs.methods_by_name["Answer"].output_type.enum_types_by_name["Kind"]
+    try:
+        answered = call("Answer", {"turnId": "turn-never-launched", "text": "yes"})
+    except grpc.RpcError as error:
+        assert error.code() == grpc.StatusCode.NOT_FOUND, error
+        print("Answer of an unknown turn: NOT_FOUND")
+    else:
+        kind = answer_kind.values_by_number[answered.kind].name
+        assert kind == "KIND_GONE" and answered.outcome == "gone", answered
+        print("Answer of an unknown turn:", kind)
     print("integrator: all checks passed")
 
 

@@ -223,6 +223,15 @@ impl Coordinator {
         }
         self.publish(fence, run, &evidence, &assessment, usage, &sandbox_id)
             .await?;
+        info!(
+            turn_id,
+            launch_id,
+            seat = %run.seat,
+            failed = assessment.failed,
+            exit_code = ?collected.exit_code,
+            job_runtime_ms = ?collected.job_started_ms.zip(collected.job_ended_ms).map(|(s, e)| e - s),
+            "sandbox_run_collected"
+        );
         crash::point(crash::COLLECT_AFTER_PUBLISH);
         self.park_or_resume(fence, run, job, collected, &assessment, sandbox.as_ref())
             .await

@@ -52,7 +52,9 @@ impl Coordinator {
         };
         crash::point(crash::ENDING_AFTER_DECISION);
         if reason.is_failure() {
-            warn!(turn_id, reason = reason.as_str(), "sandbox_run_failed");
+            warn!(turn_id, seat = %fence.seat, reason = reason.as_str(), "sandbox_run_failed");
+        } else {
+            info!(turn_id, seat = %fence.seat, reason = reason.as_str(), "sandbox_run_ending");
         }
         // the engine hears of an ending it did not settle itself (a notice; the durable record
         // is the announcement the decision wrote)
@@ -69,9 +71,12 @@ impl Coordinator {
                     .unwrap_or_default(),
             })));
         }
-        if let Err(error) = self.finish_ending(fence, turn_id).await {
-            warn!(turn_id, %error, "sandbox_ending_kept");
-            self.follow_ups.check_run(turn_id).await;
+        match self.finish_ending(fence, turn_id).await {
+            Ok(()) => info!(turn_id, seat = %fence.seat, "sandbox_run_settled"),
+            Err(error) => {
+                warn!(turn_id, %error, "sandbox_ending_kept");
+                self.follow_ups.check_run(turn_id).await;
+            }
         }
     }
 

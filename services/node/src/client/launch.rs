@@ -172,6 +172,8 @@ struct Follower<'a> {
     asked_for: Option<String>,
     /// a phase record with no question in it: the run is done unless it parks after all
     settling: Option<Settling>,
+    /// the line a silent wait shows on a terminal
+    progress: super::progress::Progress,
 }
 
 #[derive(Debug)]
@@ -201,6 +203,7 @@ impl<'a> Follower<'a> {
             last_notice: None,
             asked_for: None,
             settling: None,
+            progress: super::progress::Progress::new(),
         }
     }
 
@@ -266,7 +269,7 @@ impl<'a> Follower<'a> {
             self.anchored = true;
         }
         if self.json {
-            out(&format!("{}\n", event_value(event)))?;
+            self.say(&format!("{}\n", event_value(event)))?;
         }
         if !event.launch_id.is_empty() && event.launch_id != self.launch {
             // the turn launched its next job (the relaunch an answer brings)
@@ -275,7 +278,7 @@ impl<'a> Follower<'a> {
             self.settling = None;
             self.last_notice = None;
             if !self.json {
-                out(&format!("the turn launched job {}\n", self.launch))?;
+                self.say(&format!("the turn launched job {}\n", self.launch))?;
             }
         }
         let view = EventView::from_message(event);
@@ -285,7 +288,7 @@ impl<'a> Follower<'a> {
                 self.settling = None;
                 if !self.json && self.asked_for.as_deref() != Some(&self.launch) {
                     let question = Question::from_event(&view);
-                    out(&question.render(&self.turn, &self.launch, &self.node.addr))?;
+                    self.say(&question.render(&self.turn, &self.launch, &self.node.addr))?;
                 }
                 self.asked_for = Some(self.launch.clone());
                 Ok(Next::Continue)
@@ -297,7 +300,7 @@ impl<'a> Follower<'a> {
                 }
                 self.tail = None;
                 if !self.json {
-                    out(&render_phase_record(&view))?;
+                    self.say(&render_phase_record(&view))?;
                 }
                 let record = view.phase().record;
                 if record.failed
@@ -311,7 +314,7 @@ impl<'a> Follower<'a> {
             kind::RUN_FAILED => {
                 self.tail = None;
                 if !self.json {
-                    out(&format!("{}\n", failure_line(&view)))?;
+                    self.say(&format!("{}\n", failure_line(&view)))?;
                 }
                 self.settle(super::exit::FAILED);
                 Ok(Next::Continue)
@@ -350,13 +353,17 @@ impl<'a> Follower<'a> {
                 AfterPhase::Parked(question) => {
                     self.settling = None;
                     if !self.json && self.asked_for.as_deref() != Some(&launch) {
-                        out(&question.render(&self.turn, &launch, &self.node.addr))?;
+                        self.say(&question.render(&self.turn, &launch, &self.node.addr))?;
                     }
                     self.asked_for = Some(launch);
                     Next::Continue
                 }
-                AfterPhase::Done => Next::Exit(code),
+                AfterPhase::Done => {
+                    self.progress.clear();
+                    Next::Exit(code)
+                }
                 AfterPhase::Undecided if Instant::now() >= until => {
+                    self.progress.clear();
                     note(&format!(
                         "the run is still settling after {} s; `boxfleet show {}` tells when it is",
                         SETTLE_BOUND.as_secs(),
@@ -364,11 +371,26 @@ impl<'a> Follower<'a> {
                     ));
                     Next::Exit(code)
                 }
-                AfterPhase::Undecided => Next::Continue,
+                AfterPhase::Undecided => {
+                    if !self.json {
+                        self.progress.tick("the job exited; settling the run");
+                    }
+                    Next::Continue
+                }
             });
         }
         if self.tail.is_some() && !self.json {
             self.tail_once().await?;
+        }
+        if !self.json {
+            let what = match (&self.tail, &self.asked_for) {
+                (Some(_), _) => "the job is running",
+                (None, Some(asked)) if *asked == self.launch => {
+                    "parked on a question, waiting for its answer"
+                }
+                (None, _) => "waiting for the run",
+            };
+            self.progress.tick(what);
         }
         Ok(Next::Continue)
     }
@@ -388,7 +410,7 @@ impl<'a> Follower<'a> {
             }
         };
         let view = cursor.apply(&reply, &self.turn);
-        out(&view.text)?;
+        self.say(&view.text)?;
         // a job that stopped running is told by its events (the phase record, the question)
         if let Some(notice) = view.notice.as_ref().filter(|_| !view.stopped) {
             self.notice(notice);
@@ -402,8 +424,21 @@ impl<'a> Follower<'a> {
         Ok(())
     }
 
+    /// Prints `text` on stdout, the progress line cleared first.
+    fn say(&mut self, text: &str) -> std::io::Result<()> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        self.progress.clear();
+        out(text)?;
+        self.progress.spoke();
+        Ok(())
+    }
+
     fn notice(&mut self, text: &str) {
         if self.last_notice.as_deref() != Some(text) {
+            self.progress.clear();
+            self.progress.spoke();
             note(text);
             self.last_notice = Some(text.to_owned());
         }

@@ -34,6 +34,7 @@ mod events;
 pub(crate) mod exit;
 mod launch;
 mod ops;
+mod progress;
 mod recent;
 mod records;
 pub(crate) mod render;

@@ -357,9 +357,19 @@ impl Local {
                                        it, when that job settles or parks"
                 .into(),
         };
+        use pb::answer_reply::Kind;
+        let kind = match &outcome {
+            AnswerOutcome::Recorded => Kind::Recorded,
+            AnswerOutcome::Pending => Kind::Pending,
+            AnswerOutcome::NotAwaiting(_) => Kind::NotAwaiting,
+            AnswerOutcome::Gone => Kind::Gone,
+            AnswerOutcome::WrongLaunch(_) => Kind::WrongLaunch,
+            AnswerOutcome::AlreadyAnswered => Kind::AlreadyAnswered,
+        };
         Ok(Response::new(pb::AnswerReply {
             outcome: outcome.word().into(),
             detail,
+            kind: kind as i32,
         }))
     }
 }
