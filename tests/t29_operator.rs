@@ -271,6 +271,8 @@ fn the_lifecycle_is_logged_at_info_by_default_as_text_or_json_without_ansi() {
         "sandbox_run_started",
         "sandbox_job_exited",
         "sandbox_run_completed",
+        "sandbox_run_collected",
+        "sandbox_run_settled",
     ] {
         let line = lines
             .iter()
@@ -326,5 +328,141 @@ fn validate_refuses_an_etcd_store_with_no_endpoints_and_a_node_names_the_etcd_it
     assert!(
         said.contains(&dead) && said.contains("start etcd there"),
         "the node names the endpoint and the remedy: {said}"
+    );
+}
+
+#[test]
+fn a_person_answers_what_waits_on_them_without_naming_the_job_and_finds_what_finished() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = user_node(dir.path());
+    // a launch for bob: its question to the requester waits on bob
+    let ask = r#"if [ -z "$BOXFLEET_ANSWER" ]; then boxfleet-ask "ship it?" --to requester; else echo "answer: $BOXFLEET_ANSWER" > "$BOXFLEET_REPORT"; fi"#;
+    let (code, out, err) = node.cli(&[
+        "launch",
+        "--seat",
+        "eng",
+        "--requester",
+        "bob",
+        "--command",
+        ask,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let turn = out.split_whitespace().nth(1).expect("turn").to_owned();
+    let asked = out.split_whitespace().nth(3).expect("job").to_owned();
+    let started = Instant::now();
+    loop {
+        let (_, out, _) = node.cli(&["runs", "--audience", "bob"]);
+        if out.contains(&turn) && out.contains("ship it?") {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the question waits on bob: {out}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (_, out, _) = node.cli(&["runs", "--audience", "carol"]);
+    assert!(out.contains("nothing is waiting on carol"), "{out}");
+
+    // answered without naming the job: the one it is parked on, said on stderr
+    let (code, out, err) = node.cli(&["answer", &turn, "--text", "yes"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("recorded"), "{out}");
+    assert!(
+        err.contains(&format!(
+            "answering job {asked} of run {turn}, parked on: ship it?"
+        )),
+        "{err}"
+    );
+    // the same answer again, to the job that asked: already answered, not "wrong job"
+    let started = Instant::now();
+    let (code, out) = loop {
+        let (code, out, err) = node.cli(&["answer", &turn, "--launch", &asked, "--text", "yes"]);
+        if out.starts_with("already_answered") || started.elapsed() > Duration::from_secs(30) {
+            break (code, format!("{out}{err}"));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("already_answered"), "{out}");
+
+    // the run finished: it leaves the board, and runs --recent lists it
+    let started = Instant::now();
+    loop {
+        let (code, out, err) = node.cli(&["runs", "--recent", "--json"]);
+        assert_eq!(code, 0, "{err}");
+        let recent: serde_json::Value = serde_json::from_str(&out).expect("json");
+        if let Some(run) = recent["recent"]
+            .as_array()
+            .and_then(|runs| runs.iter().find(|r| r["turn_id"] == turn.as_str()))
+        {
+            assert_eq!(run["outcome"], "succeeded", "{run}");
+            assert_eq!(run["seat"], "eng", "{run}");
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the finished run in runs --recent: {out}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (_, out, _) = node.cli(&["runs", "--recent"]);
+    assert!(
+        out.starts_with("TURN") && out.contains(&turn) && out.contains("succeeded"),
+        "{out}"
+    );
+
+    // a message to a seat the built-in engine works says it runs as a command
+    let (code, out, err) = node.cli(&[
+        "deliver",
+        "--seat",
+        "ops",
+        "--conversation",
+        "c1",
+        "--text",
+        "echo hello",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("queued delivery "), "{out}");
+    assert!(
+        err.contains("runs the message's text as a shell command"),
+        "{err}"
+    );
+    let (_, help, _) = node.cli(&["deliver", "--help"]);
+    assert!(help.contains("runs as a shell command"), "{help}");
+}
+
+#[test]
+fn a_seat_with_mail_and_no_holder_is_listed_unheld() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = user_node(dir.path());
+    // the only node drains: it takes no new seat, so mail for a new one waits unheld
+    let (code, out, err) = node.cli(&["nodes", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let nodes: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let me = nodes["nodes"][0]["node"].as_str().expect("node").to_owned();
+    let (code, out, err) = node.cli(&["drain", &me]);
+    assert!(code == 0 || code == 1, "{out}{err}");
+    let (code, out, err) = node.cli(&[
+        "deliver",
+        "--seat",
+        "waiting",
+        "--conversation",
+        "c1",
+        "--text",
+        "true",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = node.cli(&["seats"]);
+    assert_eq!(code, 0, "{err}");
+    let row = out
+        .lines()
+        .find(|line| line.starts_with("waiting "))
+        .unwrap_or_else(|| panic!("a seat with mail and no holder is listed:\n{out}"));
+    assert!(row.contains("(unheld)"), "{out}");
+    let (_, out, _) = node.cli(&["events", "--json"]);
+    assert!(
+        out.contains(r#""type":"node_draining""#),
+        "the drain is an event: {out}"
     );
 }
