@@ -29,6 +29,8 @@ const LAUNCH_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// How long `launch --wait` waits, after a job's phase record, for its run to settle (the
 /// record gone and the seat free, or parked on a question) before it says so and returns.
 const SETTLE_BOUND: Duration = Duration::from_secs(120);
+/// How often `launch --wait` looks at a settling run.
+const SETTLE_EVERY: Duration = Duration::from_millis(200);
 
 fn launch_request(args: &LaunchArgs) -> LaunchRequest {
     // no --runner: a command is the command runner's; a brief's is the node's to choose (the
@@ -174,6 +176,8 @@ struct Follower<'a> {
     settling: Option<Settling>,
     /// the line a silent wait shows on a terminal
     progress: super::progress::Progress,
+    /// when the job's output was last asked for
+    tailed_at: Option<Instant>,
 }
 
 #[derive(Debug)]
@@ -204,13 +208,16 @@ impl<'a> Follower<'a> {
             asked_for: None,
             settling: None,
             progress: super::progress::Progress::new(),
+            tailed_at: None,
         }
     }
 
     async fn follow(mut self) -> anyhow::Result<i32> {
         let mut from_revision = 0;
         let mut failures = 0;
-        let mut tick = tokio::time::interval(POLL_EVERY);
+        // a settling run is looked at every SETTLE_EVERY; the job's output and the progress
+        // line every POLL_EVERY
+        let mut tick = tokio::time::interval(SETTLE_EVERY);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
             let mut stream = match self.node.open_events(from_revision, true).await {
@@ -379,6 +386,10 @@ impl<'a> Follower<'a> {
                 }
             });
         }
+        if self.tailed_at.is_some_and(|at| at.elapsed() < POLL_EVERY) {
+            return Ok(Next::Continue);
+        }
+        self.tailed_at = Some(Instant::now());
         if self.tail.is_some() && !self.json {
             self.tail_once().await?;
         }
