@@ -78,6 +78,17 @@ fn a_local_job_is_collected_the_moment_it_exits_and_wait_returns_with_the_seat_f
             "round {round}: the seat is free once --wait returned: {out}{err}"
         );
     }
+    // a box's PATH has no empty entry (which would search the current directory)
+    let (code, out, err) = node.cli(&[
+        "launch",
+        "--seat",
+        "eng",
+        "--command",
+        r#"case ":$PATH:" in *::*) echo "empty entry in [$PATH]"; exit 9;; esac; echo "PATH ok"; echo "Delivered: path/ok" > "$BOXFLEET_REPORT""#,
+        "--wait",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("PATH ok"), "{out}");
     // the phase record: the job's runtime and how long after its exit it was collected
     let (code, out, err) = node.cli(&[
         "launch",

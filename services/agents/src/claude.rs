@@ -157,7 +157,8 @@ home={home}
 BOXFLEET_REPORT={report}
 export BOXFLEET_REPORT
 export BOXFLEET_AGENT_HANDLE
-PATH={bin}:"${{PATH:-/usr/bin:/bin}}"
+BOXFLEET_PATH_BIN={bin}
+{path}
 export PATH
 rm -f "$dir/{done}" "$dir/{done}.tmp" "$dir/{result}" "$dir/{result}.tmp"
 {clock}
@@ -174,6 +175,7 @@ fi
 printf '%s\n%s %s\n' "$status" "$job_started_ms" "$(boxfleet_ms)" >"$dir/{done}.tmp" && mv -f "$dir/{done}.tmp" "$dir/{done}"
 "#,
         clock = layout::JOB_CLOCK,
+        path = layout::JOB_PATH,
         dir = sh_quote(dir),
         home = sh_quote(home),
         report = sh_quote(&layout::report(home)),

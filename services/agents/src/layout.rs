@@ -10,6 +10,22 @@ pub const STDERR: &str = "stderr.log";
 /// first line, then the job's start and end on the box's clock, in Unix milliseconds
 /// ([`JOB_CLOCK`]), on the second.
 pub const DONE: &str = "done";
+/// A wrapper's `PATH`: the runner's bin directory first (`BOXFLEET_PATH_BIN`, set just before),
+/// then the box's own `PATH` (`/usr/bin:/bin` when it has none), every empty entry dropped: an
+/// empty entry (a leading, trailing or doubled `:`) would put the current directory on the
+/// search path. POSIX sh; globbing is off while the entries are split.
+pub const JOB_PATH: &str = r#"boxfleet_path=
+boxfleet_ifs=$IFS
+IFS=:
+set -f
+for boxfleet_dir in $BOXFLEET_PATH_BIN ${PATH:-/usr/bin:/bin}; do
+  if [ -n "$boxfleet_dir" ]; then boxfleet_path=${boxfleet_path:+$boxfleet_path:}$boxfleet_dir; fi
+done
+set +f
+IFS=$boxfleet_ifs
+PATH=$boxfleet_path
+unset boxfleet_path boxfleet_ifs boxfleet_dir BOXFLEET_PATH_BIN"#;
+
 /// A wrapper's clock: `boxfleet_ms` prints the box's time in Unix milliseconds (nanoseconds
 /// from `date +%s%N` where the date supports it, else whole seconds: busybox prints `%N`
 /// as is). POSIX sh; 64-bit shell arithmetic (dash, bash, busybox ash).
@@ -86,6 +102,31 @@ pub fn valid_launch_id(launch_id: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_job_path_drops_empty_entries_under_every_shell() {
+        for shell in ["sh", "dash", "busybox"] {
+            let mut command = std::process::Command::new(shell);
+            if shell == "busybox" {
+                command.arg("sh");
+            }
+            let script =
+                format!("BOXFLEET_PATH_BIN='/h/.boxfleet/bin'\n{JOB_PATH}\nprintf '%s' \"$PATH\"");
+            let Ok(output) = command
+                .args(["-c", &script])
+                .env("PATH", ":/usr/bin::/bin:")
+                .output()
+            else {
+                panic!("{shell} is not on this machine (the README's test command installs it)");
+            };
+            assert_eq!(
+                String::from_utf8_lossy(&output.stdout),
+                "/h/.boxfleet/bin:/usr/bin:/bin",
+                "{shell}: {output:?}"
+            );
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -235,6 +235,7 @@ pub fn wrapper_script(
         .replace("__MODEL_ARGS__", &model_args)
         .replace("__REFUSED__", &REFUSED_EXIT.to_string())
         .replace("__CLOCK__", layout::JOB_CLOCK)
+        .replace("__PATH__", layout::JOB_PATH)
 }
 
 const SCRIPT: &str = r#"# boxfleet opencode wrapper: OpenCode 2 around a server of its own. POSIX sh only.
@@ -247,7 +248,8 @@ creds=__CREDS__
 BOXFLEET_REPORT=__REPORT__
 export BOXFLEET_REPORT
 export BOXFLEET_AGENT_HANDLE
-PATH=__BIN__:"${PATH:-/usr/bin:/bin}"
+BOXFLEET_PATH_BIN=__BIN__
+__PATH__
 export PATH
 # the server's password is always its own: it prints none when handed one
 unset OPENCODE_PASSWORD OPENCODE_SERVER_PASSWORD

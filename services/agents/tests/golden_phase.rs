@@ -45,7 +45,18 @@ fn row(runner: &str, model: Option<&str>, job_dir: &str) -> RunRecord {
 }
 
 /// The record collected at 10:05:42.5, checked against (or, blessed, written to) its file.
-fn check_golden(runner: &str, model: Option<&str>, collected: Collected, home: &str) {
+fn check_golden(runner: &str, model: Option<&str>, mut collected: Collected, home: &str) {
+    // the wrapper recorded the job's start and end; pinned here (they are the real clock's)
+    let (Some(started), Some(ended)) = (collected.job_started_ms, collected.job_ended_ms) else {
+        panic!("{runner}'s wrapper recorded no start and end beside the exit status");
+    };
+    assert!(
+        ended >= started,
+        "{runner}: ended {ended} before started {started}"
+    );
+    let ended = at("2026-12-01T10:05:40Z").timestamp_millis();
+    collected.job_started_ms = Some(ended - 1_500);
+    collected.job_ended_ms = Some(ended);
     let dir = boxfleet_agents::layout::job_dir(home, "launch-2");
     let run = row(runner, model, &dir);
     let record = record_for(
