@@ -189,31 +189,31 @@ mod tests {
         let (send, receive) = std::sync::mpsc::channel();
         let send = Mutex::new(send);
         let listener: Listener = Arc::new(move |turn| {
-            let _ = send.lock().unwrap().send(turn);
+            let _ = send.lock().expect("lock").send(turn);
         });
         (listener, receive)
     }
 
     #[test]
     fn a_marker_renamed_into_place_is_told_at_once() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().expect("tempdir");
         let watch = CompletionWatch::default();
         let (listener, heard) = heard();
         watch.listen(listener);
         watch.watch("t1", dir.path().to_path_buf());
         // what a wrapper does: its output, then the marker by rename
-        std::fs::write(dir.path().join("stdout.log"), "hi\n").unwrap();
+        std::fs::write(dir.path().join("stdout.log"), "hi\n").expect("fs");
         assert!(heard.recv_timeout(Duration::from_millis(300)).is_err());
-        std::fs::write(dir.path().join("done.tmp"), "0\n").unwrap();
-        std::fs::rename(dir.path().join("done.tmp"), dir.path().join("done")).unwrap();
+        std::fs::write(dir.path().join("done.tmp"), "0\n").expect("fs");
+        std::fs::rename(dir.path().join("done.tmp"), dir.path().join("done")).expect("fs");
         assert_eq!(
-            heard.recv_timeout(Duration::from_secs(5)).unwrap(),
+            heard.recv_timeout(Duration::from_secs(5)).expect("told"),
             "t1",
             "the marker's arrival is told"
         );
         // reading the marker (what the poll does) tells nothing more
         while heard.recv_timeout(Duration::from_millis(200)).is_ok() {}
-        let _ = std::fs::read(dir.path().join("done")).unwrap();
+        let _ = std::fs::read(dir.path().join("done")).expect("fs");
         assert!(
             heard.recv_timeout(Duration::from_millis(500)).is_err(),
             "a read of the marker is not its arrival"
@@ -222,18 +222,21 @@ mod tests {
 
     #[test]
     fn a_marker_already_there_is_told_when_the_watch_starts() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("done"), "0\n").unwrap();
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("done"), "0\n").expect("fs");
         let watch = CompletionWatch::default();
         let (listener, heard) = heard();
         watch.listen(listener);
         watch.watch("t2", dir.path().to_path_buf());
-        assert_eq!(heard.recv_timeout(Duration::from_secs(5)).unwrap(), "t2");
+        assert_eq!(
+            heard.recv_timeout(Duration::from_secs(5)).expect("told"),
+            "t2"
+        );
     }
 
     #[test]
     fn an_unwatched_or_retired_run_is_not_told() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().expect("tempdir");
         let watch = CompletionWatch::default();
         let (listener, heard) = heard();
         watch.listen(listener);
@@ -241,7 +244,7 @@ mod tests {
         assert_eq!(watch.watched(), 1);
         watch.retain(&HashSet::new());
         assert_eq!(watch.watched(), 0);
-        std::fs::write(dir.path().join("done"), "0\n").unwrap();
+        std::fs::write(dir.path().join("done"), "0\n").expect("fs");
         assert!(heard.recv_timeout(Duration::from_millis(500)).is_err());
         // a directory that cannot be watched is left to the poll, quietly
         watch.watch("t4", dir.path().join("missing"));

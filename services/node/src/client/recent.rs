@@ -140,7 +140,7 @@ fn finished_runs(events: &[EventView], limit: usize) -> Vec<Finished> {
         .into_values()
         .filter(|run| open.get(run.turn_id.as_str()) == Some(&false))
         .collect();
-    finished.sort_by(|a, b| b.at.cmp(&a.at));
+    finished.sort_by_key(|run| std::cmp::Reverse(run.at));
     finished.truncate(limit);
     finished
 }
