@@ -26,4 +26,5 @@ pub mod streaks;
 pub mod supervisor;
 pub mod tail;
 pub mod tree;
+pub mod waiter;
 pub mod workers;
