@@ -225,7 +225,7 @@ async fn draining_the_only_node_keeps_its_runs_polled_and_takes_no_new_seat() {
     let (code, out, err) = fleet.node("n1").cli(&["drain", "n1"]);
     assert_eq!(code, 1, "not every seat could move: {out}{err}");
     assert!(
-        out.contains("1 seat still held") && out.contains("keeps polling and settling"),
+        err.contains("1 seat still held") && err.contains("keeps polling and settling"),
         "says what will happen: {out}{err}"
     );
 

@@ -389,13 +389,16 @@ fn a_person_answers_what_waits_on_them_without_naming_the_job_and_finds_what_fin
     let started = Instant::now();
     let (code, out) = loop {
         let (code, out, err) = node.cli(&["answer", &turn, "--launch", &asked, "--text", "yes"]);
-        if out.starts_with("already_answered") || started.elapsed() > Duration::from_secs(30) {
-            break (code, format!("{out}{err}"));
+        if err.starts_with("boxfleet: already_answered")
+            || started.elapsed() > Duration::from_secs(30)
+        {
+            assert!(out.is_empty(), "a refusal on stdout: {out}");
+            break (code, err);
         }
         std::thread::sleep(Duration::from_millis(200));
     };
     assert_eq!(code, 1, "{out}");
-    assert!(out.starts_with("already_answered"), "{out}");
+    assert!(out.starts_with("boxfleet: already_answered"), "{out}");
 
     // the run finished: it leaves the board, and runs --recent lists it
     let started = Instant::now();

@@ -624,6 +624,6 @@ fn uncapped(runner: &str, timeout_seconds: Option<u64>) -> Result<(), Error> {
         return Ok(());
     }
     Err(Error::BadRequest(format!(
-        "a {runner} run takes no timeout_seconds: a coding run is never stopped on a wall-clock timer (the in-box deadline is the command runner's); launch it without --timeout"
+        "a {runner} run takes no timeout_seconds: a coding run is never stopped on a wall-clock timer (the in-box deadline is the command runner's); leave timeout_seconds at 0 (the CLI: launch it without --timeout)"
     )))
 }

@@ -29,6 +29,7 @@ if [ -z "${BOXFLEET_ANSWER:-}" ]; then
   echo "step 2/4: drafted the cache layer (work/notes.txt)"
   sleep 1
   echo "step 3/4: a decision only a person can make: asking"
+  sleep 1
   boxfleet-ask "Should the cache write through to PostgreSQL or to SQLite?" --to requester --branch demo/cache-wip
   exit 0
 fi

@@ -41,10 +41,13 @@ pub(super) async fn answer(args: &AnswerArgs) -> anyhow::Result<i32> {
     let reply = node
         .call("answer", CALL_TIMEOUT, node.runs().answer(request))
         .await?;
-    out(&format!(
-        "{}\n",
-        answer_line(&reply.outcome, &reply.detail, turn)
-    ))?;
+    let line = answer_line(&reply.outcome, &reply.detail, turn);
+    // an answer that answers nothing is a refusal: stderr, so a pipe carries only answers
+    if matches!(reply.outcome.as_str(), "recorded" | "pending") {
+        out(&format!("{line}\n"))?;
+    } else {
+        note(&format!("boxfleet: {line}"));
+    }
     Ok(match reply.outcome.as_str() {
         "recorded" | "pending" => exit::OK,
         "gone" => exit::NOT_FOUND,

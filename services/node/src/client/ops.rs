@@ -13,7 +13,7 @@ use boxfleet_proto::v1::{
 use serde_json::{Value, json};
 
 use super::conn::{CALL_TIMEOUT, connect};
-use super::render::{cell, count, one_line, out, pretty, table, truncate};
+use super::render::{cell, count, note, one_line, out, pretty, table, truncate};
 use crate::cli::{BudgetArgs, DrainArgs, NodesArgs, ReloadArgs, SeatsArgs, TreeArgs};
 
 /// Runs `boxfleet tree`.
@@ -302,13 +302,14 @@ pub(super) async fn drain(args: &DrainArgs) -> anyhow::Result<i32> {
         count(reply.released as usize, "seat")
     ))?;
     if reply.still_held > 0 {
-        out(&format!(
-            "{} still held: no other live node takes seats (see `boxfleet nodes`), so {node_id} \
-             keeps polling and settling their runs and answers, and hands each seat over as soon \
-             as another node joins; it takes no new seats meanwhile (a launch for one is \
-             refused, naming this)\n",
+        // what the drain could not do: stderr, beside the exit code that says so
+        note(&format!(
+            "boxfleet: {} still held: no other live node takes seats (see `boxfleet nodes`), so \
+             {node_id} keeps polling and settling their runs and answers, and hands each seat \
+             over as soon as another node joins; it takes no new seats meanwhile (a launch for \
+             one is refused, naming this)",
             count(reply.still_held as usize, "seat")
-        ))?;
+        ));
         return Ok(1);
     }
     Ok(0)

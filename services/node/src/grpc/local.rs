@@ -209,10 +209,11 @@ impl Local {
             .await
             .map_err(status)?;
             if !stored.iter().any(|s| s.event.turn_id == r.turn_id) {
-                return Err(GrpcStatus::not_found(format!(
+                // through the one error table (`lifecycle::Error::kind`)
+                return Err(status(lifecycle::Error::NotFound(format!(
                     "turn_id: no run {} on this fleet: no record and no event",
                     r.turn_id
-                )));
+                ))));
             }
             return Ok(Response::new(reply(
                 Outcome::NotRunning,
@@ -302,7 +303,9 @@ impl Local {
     ) -> Result<Response<pb::AnswerReply>, GrpcStatus> {
         inputs::answer(&r)?;
         if r.text.trim().is_empty() {
-            return Err(GrpcStatus::invalid_argument("an answer needs --text"));
+            return Err(GrpcStatus::invalid_argument(
+                "text: an answer needs its text (AnswerRequest.text, the CLI's --text)",
+            ));
         }
         let seat = self
             .coordinator

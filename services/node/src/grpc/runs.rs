@@ -227,9 +227,12 @@ impl pb::runs_server::Runs for RunsService {
         }
         let found = record.is_some() || !phase_records_json.is_empty() || !events_json.is_empty();
         if !found {
-            return Err(GrpcStatus::not_found(format!(
-                "turn_id: no run {turn_id} on this fleet: no record, no phase record and no event \
+            // through the one error table (`lifecycle::Error::kind`)
+            return Err(status(boxfleet_actors::lifecycle::Error::NotFound(
+                format!(
+                    "turn_id: no run {turn_id} on this fleet: no record, no phase record and no event \
                  (Board lists the runs in flight; the events outbox keeps a finished run's for a while)"
+                ),
             )));
         }
         Ok(Response::new(pb::GetReply {
