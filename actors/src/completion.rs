@@ -81,8 +81,16 @@ impl CompletionWatch {
                 .map(|watcher| watcher.watch(&dir, RecursiveMode::NonRecursive))
         };
         if let Some(Err(error)) = added {
-            // the poll finds this job's end on its interval
-            debug!(turn_id, dir = %dir.display(), %error, "completion_watch_failed");
+            // the poll finds this job's end on its interval; a host out of inotify watches
+            // (fs.inotify.max_user_watches) is said once a while, the rest quietly
+            let present = dir.exists();
+            if present
+                && crate::streaks::once_per("completion_watch_failed", crate::streaks::WARN_EVERY)
+            {
+                tracing::warn!(turn_id, dir = %dir.display(), %error, "completion_watch_failed");
+            } else {
+                debug!(turn_id, dir = %dir.display(), %error, "completion_watch_failed");
+            }
             return;
         }
         {
