@@ -44,17 +44,7 @@ async fn attach_engine(
 /// `Runs.Get` of one turn.
 async fn get(addr: &str, turn_id: &str) -> pb::GetReply {
     let mut runs = boxfleet_tests::grpc::runs(addr).await.expect("connect");
-    match runs
-        .get(pb::GetRequest {
-            turn_id: turn_id.to_owned(),
-        })
-        .await
-    {
-        Ok(reply) => reply.into_inner(),
-        // a turn the fleet knows nothing of
-        Err(status) if status.code() == tonic::Code::NotFound => pb::GetReply::default(),
-        Err(status) => panic!("get {turn_id}: {status}"),
-    }
+    boxfleet_tests::grpc::get_turn(&mut runs, turn_id).await
 }
 
 async fn events_of(addr: &str, turn_id: &str) -> Vec<serde_json::Value> {

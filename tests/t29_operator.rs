@@ -100,12 +100,7 @@ fn a_local_job_is_collected_the_moment_it_exits_and_wait_returns_with_the_seat_f
         "--json",
     ]);
     assert_eq!(code, 0, "{out}{err}");
-    let phase = out
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .find(|event| event["type"] == "agent_phase_completed")
-        .unwrap_or_else(|| panic!("no phase record in:\n{out}"));
-    let record = &phase["body"]["record"];
+    let record = &boxfleet_tests::node::waited_phase_record(&out);
     let job = record["job_runtime_ms"].as_i64().expect("job_runtime_ms");
     let lag = record["collect_lag_ms"].as_i64().expect("collect_lag_ms");
     assert!(

@@ -53,12 +53,7 @@ fn run_one(node: &UserNode, command: &str) -> Sample {
     ]);
     let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
     assert_eq!(code, 0, "{out}{err}");
-    let phase = out
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .find(|event| event["type"] == "agent_phase_completed")
-        .unwrap_or_else(|| panic!("no phase record:\n{out}"));
-    let record = &phase["body"]["record"];
+    let record = &boxfleet_tests::node::waited_phase_record(&out);
     Sample {
         wall_ms,
         job_ms: record["job_runtime_ms"].as_f64().expect("job_runtime_ms"),

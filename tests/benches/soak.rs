@@ -175,18 +175,7 @@ impl Soak {
         let deadline = Instant::now() + Duration::from_secs(600);
         for turn in turns {
             loop {
-                let got = match runs
-                    .get(pb::GetRequest {
-                        turn_id: turn.clone(),
-                    })
-                    .await
-                {
-                    Ok(reply) => reply.into_inner(),
-                    Err(status) if status.code() == tonic::Code::NotFound => {
-                        pb::GetReply::default()
-                    }
-                    Err(status) => panic!("get {turn}: {status}"),
-                };
+                let got = boxfleet_tests::grpc::get_turn(&mut runs, turn).await;
                 let record: serde_json::Value =
                     serde_json::from_str(&got.record_json).unwrap_or_default();
                 if got.record_json.is_empty() || record["status"] == "awaiting_clarification" {

@@ -274,17 +274,7 @@ impl Fleet {
         let mut runs = crate::grpc::runs(&self.node(via).addr())
             .await
             .expect("connect");
-        match runs
-            .get(pb::GetRequest {
-                turn_id: turn_id.to_owned(),
-            })
-            .await
-        {
-            Ok(reply) => reply.into_inner(),
-            // a turn the fleet knows nothing of (yet)
-            Err(status) if status.code() == tonic::Code::NotFound => pb::GetReply::default(),
-            Err(status) => panic!("get {turn_id}: {status}"),
-        }
+        crate::grpc::get_turn(&mut runs, turn_id).await
     }
 
     /// Waits (up to 60 s) for `turn_id`'s run to park on its question, asked of `via`: the

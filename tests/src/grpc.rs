@@ -83,6 +83,24 @@ pub async fn runs(
     ))
 }
 
+/// `Runs.Get` of `turn_id`, a turn the fleet knows nothing of (yet, or any more) read as an
+/// empty reply (`NOT_FOUND`); any other failure panics, naming the turn.
+pub async fn get_turn(
+    runs: &mut pb::runs_client::RunsClient<Authed>,
+    turn_id: &str,
+) -> pb::GetReply {
+    match runs
+        .get(pb::GetRequest {
+            turn_id: turn_id.to_owned(),
+        })
+        .await
+    {
+        Ok(reply) => reply.into_inner(),
+        Err(status) if status.code() == tonic::Code::NotFound => pb::GetReply::default(),
+        Err(status) => panic!("get {turn_id}: {status}"),
+    }
+}
+
 /// The Engine client of the node at `addr`, as its admin.
 pub async fn engine(
     addr: &str,

@@ -312,6 +312,16 @@ impl Drop for NodeProcess {
     }
 }
 
+/// The phase record (`body.record`) among the JSON lines `launch --wait --json` printed;
+/// panics, with what was printed, when there is none.
+pub fn waited_phase_record(out: &str) -> serde_json::Value {
+    out.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|event| event["type"] == "agent_phase_completed")
+        .map(|event| event["body"]["record"].clone())
+        .unwrap_or_else(|| panic!("no phase record in:\n{out}"))
+}
+
 /// The turn id in `boxfleet launch`'s line `launched TURN job LAUNCH in box BOX on NODE`.
 pub fn launched_turn(launch_stdout: &str) -> String {
     launched_turn_and_job(launch_stdout).0
@@ -361,18 +371,8 @@ impl NodeProcess {
 
     /// The run's record as the node reads it (`Runs.Get`), or `None` once it settled.
     pub async fn record(&self, turn_id: &str) -> Option<serde_json::Value> {
-        use boxfleet_proto::v1 as pb;
         let mut runs = crate::grpc::runs(&self.addr()).await.expect("connect");
-        let got = match runs
-            .get(pb::GetRequest {
-                turn_id: turn_id.to_owned(),
-            })
-            .await
-        {
-            Ok(reply) => reply.into_inner(),
-            Err(status) if status.code() == tonic::Code::NotFound => return None,
-            Err(status) => panic!("get {turn_id}: {status}"),
-        };
+        let got = crate::grpc::get_turn(&mut runs, turn_id).await;
         (!got.record_json.is_empty())
             .then(|| serde_json::from_str(&got.record_json).expect("record JSON"))
     }
@@ -380,21 +380,11 @@ impl NodeProcess {
     /// The run's phase record (`agent_phase_completed`'s `body.record`), once it is published;
     /// after `within` it panics with the node's log.
     pub async fn phase_record(&self, turn_id: &str, within: Duration) -> serde_json::Value {
-        use boxfleet_proto::v1 as pb;
         let mut runs = crate::grpc::runs(&self.addr()).await.expect("connect");
         let started = Instant::now();
         loop {
-            let got = match runs
-                .get(pb::GetRequest {
-                    turn_id: turn_id.to_owned(),
-                })
-                .await
-            {
-                Ok(reply) => reply.into_inner(),
-                // not yet written (a launch still on its way)
-                Err(status) if status.code() == tonic::Code::NotFound => pb::GetReply::default(),
-                Err(status) => panic!("get {turn_id}: {status}"),
-            };
+            // not yet written (a launch still on its way) reads as empty
+            let got = crate::grpc::get_turn(&mut runs, turn_id).await;
             if let Some(phase) = got
                 .phase_records_json
                 .iter()

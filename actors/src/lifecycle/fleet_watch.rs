@@ -178,20 +178,30 @@ impl Coordinator {
     /// A seat this node just acquired: a takeover when its last holder seen was lost (gone
     /// without draining), said as `seat_taken_over`.
     pub(super) async fn note_acquired(&self, fence: &Fence) {
-        // a seat may be acquired before this node's pass saw its holder go: look now
-        if let Err(error) = self.watch_nodes().await {
+        // the seat's last holder seen, unless it is this node or it drained
+        let last = |seen: &Seen| {
+            seen.holders.get(&fence.seat).cloned().filter(|holder| {
+                holder.incarnation != self.incarnation
+                    && !seen.drained.contains(&holder.incarnation)
+            })
+        };
+        let seen_live = |seen: &Seen, holder: &Holder| {
+            seen.nodes
+                .as_ref()
+                .is_some_and(|live| live.contains_key(&holder.incarnation))
+        };
+        let stale = {
+            let seen = self.fleet_seen.lock().unwrap_or_else(|p| p.into_inner());
+            last(&seen).is_some_and(|holder| seen_live(&seen, &holder))
+        };
+        // the seat was acquired before this node's pass saw its holder go: look now (once: the
+        // look forgets the gone node, so the rest of its seats need none)
+        if stale && let Err(error) = self.watch_nodes().await {
             warn!(seat = %fence.seat, %error, "fleet_watch_failed");
         }
         let from = {
             let seen = self.fleet_seen.lock().unwrap_or_else(|p| p.into_inner());
-            seen.holders.get(&fence.seat).cloned().filter(|holder| {
-                holder.incarnation != self.incarnation
-                    && !seen.drained.contains(&holder.incarnation)
-                    && !seen
-                        .nodes
-                        .as_ref()
-                        .is_some_and(|live| live.contains_key(&holder.incarnation))
-            })
+            last(&seen).filter(|holder| !seen_live(&seen, holder))
         };
         let Some(from) = from else {
             return;

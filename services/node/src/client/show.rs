@@ -6,9 +6,8 @@
 
 use boxfleet_proto::v1::{BoardEntry, BoardRequest, GetReply};
 use serde_json::{Value, json};
-use tonic::Code;
 
-use super::conn::{CALL_TIMEOUT, Failure, connect};
+use super::conn::{CALL_TIMEOUT, connect};
 use super::events::event_summary;
 use super::records::{EventView, run_record};
 use super::render::{
@@ -93,11 +92,7 @@ fn board_table(entries: &[BoardEntry]) -> String {
 pub(super) async fn show(args: &ShowArgs) -> anyhow::Result<i32> {
     let ShowArgs { turn, json, conn } = args;
     let node = connect(conn).await?;
-    let reply = match node.get(turn).await {
-        Ok(reply) => reply,
-        Err(Failure::Rpc { status, .. }) if status.code() == Code::NotFound => GetReply::default(),
-        Err(failure) => return Err(failure.into()),
-    };
+    let reply = node.get_or_none(turn).await?;
     let nothing = reply.record_json.is_empty()
         && reply.phase_records_json.is_empty()
         && reply.events_json.is_empty();

@@ -38,12 +38,11 @@ use boxfleet_actors::ports::{
 };
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::Mutex;
 use tracing::{debug, info, warn};
 
 use files::BoxPaths;
-pub(crate) use host_io::{blocking, io_failed};
+pub(crate) use host_io::{blocking, io_failed, read_bounded};
 pub use proc::{JobIdentity, Liveness, ProcStat};
 
 /// The PATH a box gets unless the provider is told otherwise.
@@ -53,8 +52,6 @@ pub const DEFAULT_LOCALE: &str = "C.UTF-8";
 /// The box's record of the logins seeded into it (`records/logins.json`), which every
 /// teardown reads to write back what the run refreshed.
 pub(crate) const LOGINS_RECORD: &str = "logins.json";
-/// The largest output `exec` keeps of each stream (the rest is read and dropped).
-const EXEC_OUTPUT_BOUND: usize = 32 * 1024 * 1024;
 
 /// The engine's record of one box (`records/box.json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -534,21 +531,6 @@ impl DirectSandbox {
         debug!(sandbox_id = %self.id, "local_sandbox_resumed");
         Ok(())
     }
-}
-
-pub(crate) async fn read_bounded<R: AsyncRead + Unpin>(mut stream: R) -> Vec<u8> {
-    let mut kept = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let room = EXEC_OUTPUT_BOUND.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-            }
-        }
-    }
-    kept
 }
 
 #[async_trait]
