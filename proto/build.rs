@@ -16,6 +16,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
     tonic_prost_build::configure()
         .file_descriptor_set_path(out_dir.join("boxfleet_descriptor.bin"))
+        // the dashboard's JSON API serves the same messages the gRPC API does
+        .type_attribute(".boxfleet.v1", "#[derive(serde::Serialize)]")
         .compile_protos(&protos, &["."])?;
     Ok(())
 }

@@ -22,6 +22,7 @@ pub mod outage;
 pub mod ports;
 pub mod run;
 pub mod seat;
+pub mod spans;
 pub mod streaks;
 pub mod supervisor;
 pub mod tail;

@@ -390,6 +390,14 @@ pub trait Runner: Send + Sync + fmt::Debug {
         job: &JobHandle,
         from: u64,
     ) -> Result<Followed, BoxError>;
+    /// Reads the job's error stream written at or after `from`: what the tail shows while the
+    /// output has said nothing yet (a CLI that failed to start).
+    async fn follow_errors(
+        &self,
+        sandbox: &dyn Sandbox,
+        job: &JobHandle,
+        from: u64,
+    ) -> Result<Followed, BoxError>;
 }
 
 /// What a node's actors ask of the rest of the fleet (the node implements it over gRPC).

@@ -21,6 +21,7 @@ pub mod events;
 pub mod inbox;
 pub mod keys;
 pub mod ledger;
+pub mod metrics;
 pub mod ops;
 pub mod phase;
 pub mod placement;

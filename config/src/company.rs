@@ -22,6 +22,9 @@ pub enum Kind {
 #[serde(deny_unknown_fields)]
 pub struct Seat {
     pub handle: String,
+    /// the seat's id in the engine's own directory (the board's `agent_id`); empty: its handle
+    #[serde(default)]
+    pub id: Option<String>,
     #[serde(default)]
     pub kind: Kind,
     #[serde(default)]

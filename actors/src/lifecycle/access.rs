@@ -19,6 +19,7 @@ use super::follow_ups::FollowUps;
 use super::job::StoredJob;
 use crate::boxes::BoxOp;
 use crate::ports::{BoxError, Followed, JobState, Provider, Runner, Sandbox};
+use crate::tail::{FollowError, TailStream};
 
 pub use super::cells::DEFAULT_BOX_TIMEOUT;
 use super::cells::{CellChange, Cells, CellsInForce};
@@ -251,6 +252,31 @@ impl Access {
     /// Polls one running run's job (attach: never wakes), refreshing its keepalive. `Some`
     /// when the job finished.
     pub async fn poll(&self, run: &RunRecord) -> Result<Option<JobState>, Error> {
+        let began = std::time::Instant::now();
+        let span = crate::spans::open(
+            crate::spans::Op::Poll,
+            crate::spans::Ids {
+                node: &self.node,
+                seat: &run.seat,
+                turn_id: &run.turn_id,
+                launch_id: &run.launch_id,
+                sandbox_id: run.sandbox_id.as_deref().unwrap_or_default(),
+                trace: run.trace.as_deref(),
+            },
+        );
+        let polled =
+            tracing::Instrument::instrument(Box::pin(self.poll_box(run)), span.clone()).await;
+        let outcome = match &polled {
+            Ok(None) => "running",
+            Ok(Some(_)) => "done",
+            Err(_) => "failed",
+        };
+        span.record("outcome", outcome);
+        boxfleet_cluster::metrics::metrics().polled(outcome, began.elapsed().as_secs_f64());
+        polled
+    }
+
+    async fn poll_box(&self, run: &RunRecord) -> Result<Option<JobState>, Error> {
         let (Some(sandbox_id), Some(job)) = (&run.sandbox_id, StoredJob::of(run)) else {
             return Ok(None);
         };
@@ -330,8 +356,14 @@ impl Access {
         Ok(Some(JobState::Done { exit_code: None }))
     }
 
-    /// A job's output from `from` (the live tail's first form).
-    pub async fn follow(&self, run: &RunRecord, from: u64) -> Result<Followed, Error> {
+    /// A job's `stream` from `from` (the live tail): its output, else — while the output has
+    /// said nothing — its error stream; the output again the moment it says anything.
+    pub async fn follow(
+        &self,
+        run: &RunRecord,
+        stream: TailStream,
+        from: u64,
+    ) -> Result<(Followed, TailStream), Error> {
         let (Some(sandbox_id), Some(job)) = (&run.sandbox_id, StoredJob::of(run)) else {
             return Err(Error::NotFound("the run names no job".into()));
         };
@@ -340,15 +372,45 @@ impl Access {
             .box_handle(&provider, sandbox_id, BoxOp::Attach)
             .await?;
         let runner = self.runner(&job.runner)?;
-        Ok(runner.follow(sandbox.as_ref(), &job.handle, from).await?)
+        let on_output = stream == TailStream::Output;
+        let output = runner
+            .follow(
+                sandbox.as_ref(),
+                &job.handle,
+                if on_output { from } else { 0 },
+            )
+            .await?;
+        if output.end > 0 || (on_output && from > 0) {
+            return Ok((output, TailStream::Output));
+        }
+        let errors = runner
+            .follow_errors(
+                sandbox.as_ref(),
+                &job.handle,
+                if on_output { 0 } else { from },
+            )
+            .await?;
+        if errors.end == 0 {
+            return Ok((output, TailStream::Output));
+        }
+        Ok((errors, TailStream::Errors))
     }
 }
 
 #[async_trait]
 impl crate::tail::JobOutput for Access {
-    async fn follow(&self, run: &RunRecord, from: u64) -> Result<Followed, String> {
-        Access::follow(self, run, from)
-            .await
-            .map_err(|error| error.to_string())
+    async fn follow(
+        &self,
+        run: &RunRecord,
+        stream: TailStream,
+        from: u64,
+    ) -> Result<crate::tail::Followed, FollowError> {
+        match Access::follow(self, run, stream, from).await {
+            Ok((followed, stream)) => Ok(crate::tail::Followed { followed, stream }),
+            Err(Error::Box(refusal)) if refusal.is_paused_refusal() => {
+                Err(FollowError::Paused(refusal.to_string()))
+            }
+            Err(error) => Err(FollowError::Failed(error.to_string())),
+        }
     }
 }

@@ -59,6 +59,22 @@ impl Coordinator {
         let Some(run) = self.runs.read(turn_id).await? else {
             return Ok(AnswerOutcome::Gone);
         };
+        let span = self.span_of(crate::spans::Op::Answer, &run.record);
+        tracing::Instrument::instrument(
+            Box::pin(self.answer_read(run, turn_id, launch_id, text, answerer)),
+            span,
+        )
+        .await
+    }
+
+    async fn answer_read(
+        &self,
+        run: boxfleet_cluster::runs::Versioned,
+        turn_id: &str,
+        launch_id: &str,
+        text: &str,
+        answerer: &Answerer,
+    ) -> Result<AnswerOutcome, Error> {
         let record = run.record;
         if !answerer.admin {
             self.company()

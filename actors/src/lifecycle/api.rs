@@ -22,6 +22,18 @@ pub enum RefusalClass {
     Budget,
 }
 
+impl RefusalClass {
+    /// The class as one word (a metric's label, a log's field).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefusalClass::Unavailable => "unavailable",
+            RefusalClass::Busy => "busy",
+            RefusalClass::Refused => "refused",
+            RefusalClass::Budget => "budget",
+        }
+    }
+}
+
 /// What a launch asks for (the spec's run_sandbox).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LaunchRequest {

@@ -60,6 +60,17 @@ impl Coordinator {
         let Some(run) = self.runs.read(turn_id).await? else {
             return Ok(());
         };
+        let span = self.span_of(crate::spans::Op::Collect, &run.record);
+        tracing::Instrument::instrument(Box::pin(self.complete_read(run, turn_id, launch_id)), span)
+            .await
+    }
+
+    async fn complete_read(
+        &self,
+        run: boxfleet_cluster::runs::Versioned,
+        turn_id: &str,
+        launch_id: &str,
+    ) -> Result<(), Error> {
         let _working = self.working_on(&run.record.seat);
         let fence = self.seat_fence(&run.record.seat).await?;
         let claim = Transition::ClaimCompletion {
@@ -73,9 +84,14 @@ impl Coordinator {
             Err(error) => return Err(error.into()),
         };
         crash::point(crash::COLLECT_AFTER_CLAIM);
+        let metrics = boxfleet_cluster::metrics::metrics();
         match self.collect_claimed(&fence, &claimed).await {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                metrics.collected("collected", "");
+                Ok(())
+            }
             Err(Failed::Unread(error)) if collect_allowance_spent(&claimed, Utc::now()) => {
+                metrics.collected("failed", "collect_unreachable");
                 // past the allowance the box is given up on: torn down, the run ended
                 let detail = format!(
                     "box {} could not be read back in {} attempts over {}s or more: {error}",
@@ -99,6 +115,7 @@ impl Coordinator {
             }
             Err(failed) => {
                 let unread = matches!(failed, Failed::Unread(_));
+                metrics.collected("failed", if unread { "box_unread" } else { "retried" });
                 let error = failed.into_error();
                 warn!(turn_id, %error, unread, "sandbox_collect_retried");
                 self.hand_back_failed_collection(&fence, turn_id, launch_id, unread)

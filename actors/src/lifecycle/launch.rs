@@ -30,6 +30,8 @@ use super::setup::{apply_setup, environment_brief};
 use super::text::new_id;
 use crate::boxes::BoxOp;
 use crate::ports::{BoxSpec, JobIdentity, LaunchSpec, Provider, Runner, Sandbox};
+use crate::spans;
+use tracing::Instrument as _;
 
 /// Where a job starts: a new box, or the box its run already names.
 enum JobBox {
@@ -42,7 +44,53 @@ impl Coordinator {
     /// run_sandbox: opens the row (the seat is busy from here), makes the box, starts the job,
     /// and commits the conversation. A failure after the row opened ends the run.
     pub async fn launch(&self, request: LaunchRequest) -> LaunchOutcome {
-        match self.try_launch(request).await {
+        // the turn is named before the span opens, so the span is a child of the turn's trace
+        let fresh = request.turn_id.is_none().then(|| new_id("turn"));
+        let turn_id = request
+            .turn_id
+            .clone()
+            .or(fresh.clone())
+            .unwrap_or_default();
+        let trace = request.trace.clone();
+        let span = spans::open(
+            spans::Op::Launch,
+            spans::Ids {
+                node: &self.node,
+                seat: &request.seat,
+                turn_id: &turn_id,
+                trace: trace.as_deref(),
+                ..spans::Ids::default()
+            },
+        );
+        let outcome = Box::pin(self.launch_or_refuse(request, fresh))
+            .instrument(span.clone())
+            .await;
+        let metrics = boxfleet_cluster::metrics::metrics();
+        match &outcome {
+            LaunchOutcome::Refused { class, .. } => {
+                span.record("outcome", class.as_str());
+                metrics.launched("refused", class.as_str());
+            }
+            LaunchOutcome::Launched {
+                launch_id,
+                sandbox_id,
+                ..
+            } => {
+                span.record("launch_id", launch_id.as_str());
+                span.record("sandbox_id", sandbox_id.as_str());
+                span.record("outcome", "launched");
+                metrics.launched("launched", "");
+            }
+        }
+        outcome
+    }
+
+    async fn launch_or_refuse(
+        &self,
+        request: LaunchRequest,
+        fresh: Option<String>,
+    ) -> LaunchOutcome {
+        match self.try_launch(request, fresh).await {
             Ok(outcome) => outcome,
             Err(error) => {
                 let class = match &error {
@@ -59,7 +107,11 @@ impl Coordinator {
         }
     }
 
-    async fn try_launch(&self, mut request: LaunchRequest) -> Result<LaunchOutcome, Error> {
+    async fn try_launch(
+        &self,
+        mut request: LaunchRequest,
+        fresh: Option<String>,
+    ) -> Result<LaunchOutcome, Error> {
         if !self.company().has_seat(&request.seat) {
             return Err(Error::BadRequest(format!(
                 "seat {:?} is not in the company document: add it under company.seats, or launch for a seat that is",
@@ -123,7 +175,11 @@ impl Coordinator {
                 ),
             });
         }
-        let turn_id = request.turn_id.clone().unwrap_or_else(|| new_id("turn"));
+        let turn_id = request
+            .turn_id
+            .clone()
+            .or(fresh)
+            .unwrap_or_else(|| new_id("turn"));
         check_id("turn_id", &turn_id)?;
         let launch_id = new_id("launch");
         // the box's id is chosen first and named on the row that opens, so reaping a launch
@@ -293,6 +349,15 @@ impl Coordinator {
             Utc::now(),
         );
         record.iteration = request.iteration;
+        // the board's role and agent_id: the seat's, as the company document names them
+        // (with no chart the seat is implicit: its id is its handle, and it has no role)
+        let company = self.company();
+        let seat = company.seat(&request.seat);
+        record.role = seat.and_then(|seat| seat.role.clone());
+        record.seat_id = Some(
+            seat.and_then(|seat| seat.id.clone())
+                .unwrap_or_else(|| request.seat.clone()),
+        );
         record.brief = request.brief.clone();
         // the task is shown on the board and announced: a secret pasted into a command or a
         // brief is redacted there (the job itself still gets what it was given)

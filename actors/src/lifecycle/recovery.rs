@@ -24,6 +24,18 @@ impl Coordinator {
     /// The recovery pass on acquiring a seat (boot included): fence every run to this lease
     /// first, then take each over as its status says.
     pub async fn recover(&self, fence: &Fence) -> Result<(), Error> {
+        let span = crate::spans::open(
+            crate::spans::Op::Recover,
+            crate::spans::Ids {
+                node: &self.node,
+                seat: &fence.seat,
+                ..crate::spans::Ids::default()
+            },
+        );
+        tracing::Instrument::instrument(Box::pin(self.recover_fenced(fence)), span).await
+    }
+
+    async fn recover_fenced(&self, fence: &Fence) -> Result<(), Error> {
         let runs = self
             .runs
             .fence_seat_runs_for(fence, Some(&self.incarnation))

@@ -105,6 +105,21 @@ impl Coordinator {
         let Some(run) = self.runs.read(turn_id).await? else {
             return Err(Error::NotFound(format!("run {turn_id} is gone")));
         };
+        let span = self.span_of(crate::spans::Op::Settle, &run.record);
+        tracing::Instrument::instrument(
+            Box::pin(self.settle_read(run, turn_id, launch_id, settle)),
+            span,
+        )
+        .await
+    }
+
+    async fn settle_read(
+        &self,
+        run: boxfleet_cluster::runs::Versioned,
+        turn_id: &str,
+        launch_id: &str,
+        settle: Settle,
+    ) -> Result<Option<String>, Error> {
         let fence = self.in_flight_fence(&run.record.seat).await?;
         let guard = EndingGuard::Claim {
             launch_id: launch_id.to_owned(),

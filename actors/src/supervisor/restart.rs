@@ -249,6 +249,8 @@ impl SupervisorState {
                         child.cell = Some(cell);
                         child.state = ChildState::Running;
                         child.restart_count += 1;
+                        boxfleet_cluster::metrics::metrics()
+                            .restarted(&actor_kind(&child.spec.name));
                         let error = if member == index {
                             cause.to_string()
                         } else {
@@ -371,5 +373,27 @@ async fn shut_down(cell: &ActorCell, shutdown: Shutdown) {
         Err(_) => {
             let _ = cell.wait(Some(bound.unwrap_or(KILL_WAIT))).await;
         }
+    }
+}
+
+/// What kind of actor a name is, without its node and without a seat's, run's or box's own
+/// id (a metric's label stays bounded): `node-a/run/t-1` is `run`, `node-a/waiter` is `waiter`.
+fn actor_kind(name: &str) -> String {
+    let mut parts = name.split('/');
+    let first = parts.next().unwrap_or_default();
+    let second = parts.next();
+    match second {
+        None => first.to_owned(),
+        Some(kind) => kind.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod kind_tests {
+    #[test]
+    fn an_actors_kind_drops_its_node_and_its_id() {
+        assert_eq!(super::actor_kind("node-a/run/turn-1"), "run");
+        assert_eq!(super::actor_kind("node-a/waiter"), "waiter");
+        assert_eq!(super::actor_kind("root"), "root");
     }
 }

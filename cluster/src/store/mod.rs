@@ -17,6 +17,7 @@ pub mod etcd;
 #[cfg(feature = "failpoints")]
 pub mod failpoint;
 pub mod health;
+pub mod metered;
 
 use std::fmt;
 use std::pin::Pin;

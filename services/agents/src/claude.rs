@@ -373,6 +373,15 @@ impl Runner for ClaudeCodeRunner {
         Ok(common::finish_cli_collect(sandbox, collected, errors, failure.as_deref()).await)
     }
 
+    async fn follow_errors(
+        &self,
+        sandbox: &dyn Sandbox,
+        job: &JobHandle,
+        from: u64,
+    ) -> Result<Followed, BoxError> {
+        crate::common::follow_errors(sandbox, job, from).await
+    }
+
     async fn follow(
         &self,
         sandbox: &dyn Sandbox,

@@ -234,6 +234,14 @@ impl Runner for CommandRunner {
         let (text, start, end) = whole_chars(&tail.bytes, tail.offset);
         Ok(Followed { text, start, end })
     }
+    async fn follow_errors(
+        &self,
+        sandbox: &dyn Sandbox,
+        job: &JobHandle,
+        from: u64,
+    ) -> Result<Followed, BoxError> {
+        crate::common::follow_errors(sandbox, job, from).await
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use boxfleet_actors::ports::{BoxError, Collected, JobHandle, JobState, LaunchSpec, Sandbox};
+use boxfleet_actors::ports::{
+    BoxError, Collected, Followed, JobHandle, JobState, LaunchSpec, Sandbox,
+};
 
 use crate::ask;
 use crate::layout::{self, sh_quote};
@@ -241,6 +243,21 @@ pub(crate) async fn read_report(
 }
 
 /// Stderr's end, redacted whole, its unread start said by size.
+/// The error stream of a job from `from` (the live tail's fallback while the job's output has
+/// said nothing): its last window at most, in whole characters.
+pub(crate) async fn follow_errors(
+    sandbox: &dyn Sandbox,
+    job: &JobHandle,
+    from: u64,
+) -> Result<Followed, BoxError> {
+    let stderr = layout::in_job(&job.dir, layout::STDERR);
+    let tail = sandbox
+        .read_tail(&stderr, from, crate::command::FOLLOW_WINDOW_BYTES)
+        .await?;
+    let (text, start, end) = whole_chars(&tail.bytes, tail.offset);
+    Ok(Followed { text, start, end })
+}
+
 pub(crate) async fn read_stderr(
     sandbox: &dyn Sandbox,
     job: &JobHandle,

@@ -18,6 +18,7 @@ pub mod reload;
 mod reserve;
 mod routing;
 mod store_link;
+mod traces;
 mod trust;
 
 use clap::Parser as _;
@@ -26,7 +27,9 @@ use clap::Parser as _;
 pub fn main() -> ! {
     memory::configure_allocator();
     let cli = cli::Cli::parse();
-    init_logs(cli.log_format);
+    // traces are a node's (and the demo's, which runs one); a client command exports none
+    let exports_traces = matches!(cli.command, cli::Command::Node(_) | cli::Command::Demo(_));
+    init_logs(cli.log_format, exports_traces);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_keep_alive(memory::BLOCKING_THREAD_KEEP_ALIVE)
@@ -39,6 +42,7 @@ pub fn main() -> ! {
         }
     };
     let code = runtime.block_on(run(cli.command));
+    traces::flush();
     std::process::exit(code);
 }
 
@@ -49,20 +53,25 @@ pub const DEFAULT_LOG_FILTER: &str = "warn,boxfleet_node=info,boxfleet_actors=in
 boxfleet_cluster=info,boxfleet_sandbox=info,boxfleet_agents=info,boxfleet_auth=info";
 
 /// The log on stderr: `BOXFLEET_LOG` (a tracing filter) or [`DEFAULT_LOG_FILTER`]; text with
-/// colour only on a terminal and without `NO_COLOR`, or one JSON object per line.
-fn init_logs(format: cli::LogFormat) {
+/// colour only on a terminal and without `NO_COLOR`, or one JSON object per line. With
+/// `traces`, the operation spans are exported too when an endpoint is configured
+/// ([`traces`]), whatever the log's filter.
+fn init_logs(format: cli::LogFormat, traces: bool) {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = tracing_subscriber::EnvFilter::try_from_env("BOXFLEET_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
     // colour only on a terminal: a log redirected to a file or a collector reads as plain text
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
         && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        cli::LogFormat::Text => logs.with_ansi(ansi).init(),
-        cli::LogFormat::Json => logs.json().with_ansi(false).init(),
-    }
+    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let logs = match format {
+        cli::LogFormat::Text => logs.with_ansi(ansi).with_filter(filter).boxed(),
+        cli::LogFormat::Json => logs.json().with_ansi(false).with_filter(filter).boxed(),
+    };
+    let spans = if traces { traces::layer() } else { None };
+    tracing_subscriber::registry().with(logs).with(spans).init();
 }
 
 async fn run(command: cli::Command) -> i32 {

@@ -29,7 +29,7 @@ use boxfleet_actors::names::NodeRefs;
 use boxfleet_actors::supervisor::{
     ChildSpec, Restart, Strategy, Supervisor, SupervisorArgs, SupervisorMsg,
 };
-use boxfleet_actors::tail::{JobOutput, TailOwner};
+use boxfleet_actors::tail::{JobOutput, TailArgs, TailOwner};
 use boxfleet_actors::tree::NodeTree;
 use boxfleet_actors::workers::{
     Collectors, CollectorsArgs, Observed, Placement, PlacementArgs, SessionArgs, SessionKeeper,
@@ -177,6 +177,10 @@ impl Workers {
             keys: self.coordinator.keys.clone(),
         };
         let output: Arc<dyn JobOutput> = self.coordinator.access.clone();
+        let tail = TailArgs {
+            output,
+            read_bound: self.poll_interval,
+        };
         let api = ApiArgs {
             addr: self.addr,
             listener: self.listener.clone(),
@@ -224,9 +228,7 @@ impl Workers {
                 (Collectors, collectors.clone())
             }))
             .with_child(Self::worker(refs.board(), move || (Board, board.clone())))
-            .with_child(Self::worker(refs.tail(), move || {
-                (TailOwner, output.clone())
-            }))
+            .with_child(Self::worker(refs.tail(), move || (TailOwner, tail.clone())))
             .with_child(Self::worker(refs.api(), move || (Api, api.clone())))
             // last: rest_for_one restarts only later siblings, and nothing depends on the poll
             .with_child(Self::worker(refs.waiter(), move || {
@@ -251,6 +253,10 @@ impl Node {
         let store = crate::store_link::open(&config).await?;
         let outages = crate::store_link::log_outages(store.health(), config.id.clone());
         let keys = Keys::new(config.store.prefix.clone());
+        // every txn, lease renewal and event counted for `/metrics`
+        let store: Arc<dyn boxfleet_cluster::Store> = Arc::new(
+            boxfleet_cluster::store::metered::Metered::new(store, keys.events()),
+        );
         let id = config.id.clone();
         let incarnation = format!("{id}-{}", uuid::Uuid::new_v4().simple());
         // the first read: a store that does not answer is named with what to do
@@ -286,6 +292,7 @@ impl Node {
             })?;
         let addr = listener.local_addr()?;
         let info = node_info(&config, &incarnation, addr, &trust);
+        let grpc_addr = info.addr.clone();
         let session = Session::open(store.as_ref(), &keys, info, config.lease_ttl_seconds as i64)
             .await
             .with_context(store_remedy)?;
@@ -315,7 +322,12 @@ impl Node {
             config.clone(),
         ));
         // the HTTP listener: the tool bridge and the OTLP receiver a box calls back on
-        let http = crate::http::start(&config, engines.clone(), trust.clone())
+        let dashboard = Arc::new(crate::http::dashboard::Dashboard::new(
+            trust.clone(),
+            config.id.clone(),
+            grpc_addr,
+        ));
+        let http = crate::http::start(&config, engines.clone(), trust.clone(), dashboard)
             .await?
             .map(|(listener, endpoints)| {
                 if endpoints.bridge.is_some() || endpoints.receiver.is_some() {

@@ -113,6 +113,8 @@ impl tonic::service::Interceptor for Outgoing {
 pub type FleetPeer = FleetClient<InterceptedService<Channel, Outgoing>>;
 /// An Ops client that carries a caller's credential.
 pub type OpsPeer = pb::ops_client::OpsClient<InterceptedService<Channel, Outgoing>>;
+/// A Runs client that carries a caller's credential.
+pub type RunsPeer = pb::runs_client::RunsClient<InterceptedService<Channel, Outgoing>>;
 
 /// Clients to the other nodes, one channel per address, over TLS when this node has it.
 #[derive(Debug)]
@@ -153,6 +155,17 @@ impl Peers {
         };
         self.channel(node, addr)
             .map(|channel| pb::ops_client::OpsClient::with_interceptor(channel, outgoing))
+    }
+
+    /// The Runs client of the node at `addr`, asked under `caller`'s own credential (the
+    /// dashboard asks its own node's API as the viewer).
+    pub fn runs(&self, node: &str, addr: &str, caller: &str) -> Result<RunsPeer, GrpcStatus> {
+        let outgoing = Outgoing {
+            credential: caller.to_owned(),
+            caller: None,
+        };
+        self.channel(node, addr)
+            .map(|channel| pb::runs_client::RunsClient::with_interceptor(channel, outgoing))
     }
 
     fn channel(&self, node: &str, addr: &str) -> Result<Channel, GrpcStatus> {

@@ -90,7 +90,29 @@ pub(crate) struct Claim {
 /// Each rule thus sees what a second pass would see — a token already a marker where a value
 /// or a key's line meets it — which is what makes redacting twice change nothing.
 pub fn redact(text: &str) -> String {
-    stages(text, false).redacted.into_owned()
+    let redacted = stages(text, false).redacted;
+    counted(text.len(), matches!(redacted, Cow::Owned(_)));
+    redacted.into_owned()
+}
+
+/// Bytes of text redacted so far in this process, and the bytes of those texts in which a
+/// secret was found (the node's `boxfleet_redaction_bytes_total`).
+static READ_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static CHANGED_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn counted(len: usize, changed: bool) {
+    use std::sync::atomic::Ordering::Relaxed;
+    READ_BYTES.fetch_add(len as u64, Relaxed);
+    if changed {
+        CHANGED_BYTES.fetch_add(len as u64, Relaxed);
+    }
+}
+
+/// `(read, changed)`: bytes passed through redaction in this process, and the bytes of the
+/// texts among them that held a secret.
+pub fn bytes_counted() -> (u64, u64) {
+    use std::sync::atomic::Ordering::Relaxed;
+    (READ_BYTES.load(Relaxed), CHANGED_BYTES.load(Relaxed))
 }
 
 /// Whether [`redact`] would change the text.
@@ -479,6 +501,7 @@ impl Stream {
         }
         let complete = memchr::memrchr(b'\n', self.pending.as_bytes()).map_or(0, |at| at + 1);
         let shown = if settled.len == complete {
+            counted(settled.len, matches!(body, Cow::Owned(_)));
             body.into_owned()
         } else {
             redact(&self.pending[..settled.len])

@@ -212,6 +212,7 @@ impl Members {
 
     /// A member failed a call (or a watch on it ended): calls go to the next one first.
     pub(super) fn passed_over(&self, index: usize) {
+        crate::metrics::metrics().store_retries.inc();
         let count = self.members.len().max(1);
         let _ = self.preferred.compare_exchange(
             index,

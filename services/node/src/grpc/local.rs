@@ -8,7 +8,7 @@ use boxfleet_actors::lifecycle::{
     self, AnswerOutcome, Answerer, Coordinator, LaunchOutcome, RefusalClass,
 };
 use boxfleet_actors::names::NodeRefs;
-use boxfleet_actors::tail::TailMsg;
+use boxfleet_actors::tail::{FollowError, Holding, TailMsg, TailStream, TailView};
 use boxfleet_auth::{Call, Principal, Role};
 use boxfleet_cluster::inbox::{Delivery, Enqueued};
 use boxfleet_cluster::record::Status;
@@ -251,43 +251,43 @@ impl Local {
         };
         let budget = std::time::Duration::from_millis(u64::from(r.budget_ms.clamp(500, 10_000)));
         let launch_id = record.launch_id.clone();
+        let holding = Holding {
+            epoch: r.epoch,
+            after: r.after,
+            digest: r.digest.clone(),
+        };
         let asked = owner
             .call(
                 |reply| TailMsg::Read {
                     record: Box::new(record),
-                    epoch: r.epoch,
-                    after: r.after,
+                    holding,
+                    // an answer waits for the box at most three quarters of the asker's budget
+                    wait: budget * 3 / 4,
                     reply,
                 },
-                // an answer waits for the box at most three quarters of the asker's budget
-                Some(budget * 3 / 4),
+                Some(budget),
             )
             .await;
         match asked {
-            Ok(ractor::rpc::CallResult::Success(Ok(view))) => Ok(Response::new(pb::TailReply {
-                outcome: if view.reset {
-                    Outcome::Reset
-                } else {
-                    Outcome::Tail
-                } as i32,
-                text: view.text,
-                start: view.start,
-                end: view.end,
-                epoch: view.epoch,
-                digest: String::new(),
-                launch_id,
-                detail: view
-                    .stale_ms
-                    .map(|ms| format!("from a reading {ms} ms old: the box is slow"))
-                    .unwrap_or_default(),
-                held: view.held,
-                front: view.front,
-            })),
-            Ok(ractor::rpc::CallResult::Success(Err(error))) => Err(GrpcStatus::unavailable(
-                format!("the box of run {} could not be read: {error}", r.turn_id),
-            )),
+            Ok(ractor::rpc::CallResult::Success(Ok(view))) => {
+                Ok(Response::new(tail_reply(view, launch_id)))
+            }
+            Ok(ractor::rpc::CallResult::Success(Err(FollowError::Paused(why)))) => {
+                Ok(Response::new(pb::TailReply {
+                    outcome: Outcome::BoxPaused as i32,
+                    launch_id,
+                    detail: format!("the box is paused and is left so ({why})"),
+                    ..pb::TailReply::default()
+                }))
+            }
+            Ok(ractor::rpc::CallResult::Success(Err(FollowError::Failed(error)))) => {
+                Err(GrpcStatus::unavailable(format!(
+                    "the box of run {} could not be read: {error}",
+                    r.turn_id
+                )))
+            }
             Ok(_) | Err(_) => Err(GrpcStatus::deadline_exceeded(format!(
-                "the box of run {} did not answer inside the budget; ask again",
+                "the node's tail owner did not answer run {} inside the budget; ask again",
                 r.turn_id
             ))),
         }
@@ -385,4 +385,32 @@ fn operator_id(caller: &boxfleet_auth::Principal) -> String {
         caller.subject,
         caller.key_id
     )
+}
+
+/// A reading's view as the API sends it.
+fn tail_reply(view: TailView, launch_id: String) -> pb::TailReply {
+    use pb::tail_reply::Outcome;
+    let mut detail = Vec::new();
+    if view.stream == TailStream::Errors {
+        detail.push("the job's error stream: its output has said nothing yet".to_owned());
+    }
+    if let Some(ms) = view.stale_ms {
+        detail.push(format!("from a reading {ms} ms old: the box is slow"));
+    }
+    pb::TailReply {
+        outcome: if view.reset {
+            Outcome::Reset
+        } else {
+            Outcome::Tail
+        } as i32,
+        text: view.text,
+        start: view.start,
+        end: view.end,
+        epoch: view.epoch,
+        digest: view.digest,
+        launch_id,
+        detail: detail.join("; "),
+        held: view.held,
+        front: view.front,
+    }
 }

@@ -20,7 +20,6 @@ use std::time::Duration;
 
 use boxfleet_actors::ports::{JobEndpoints, JobIdentity, McpTransport, RenderedMcp, RunEndpoints};
 use boxfleet_auth::run_token::RunGrant;
-use sha2::{Digest, Sha256};
 
 use crate::trust::Trust;
 
@@ -118,43 +117,16 @@ fn telemetry_env(endpoint: &str, job: &JobIdentity) -> BTreeMap<String, String> 
 }
 
 /// The job's W3C trace context: the turn's own when the launch carried a valid one (the job's
-/// spans nest under the turn), else one derived from the turn and the job.
+/// spans nest under the turn), else the one derived from the turn — the same parent the
+/// node's own spans of the run have ([`boxfleet_actors::spans`]).
 fn traceparent(job: &JobIdentity) -> String {
-    if let Some(trace) = job.trace.as_deref().filter(|t| valid_traceparent(t)) {
-        return trace.to_owned();
-    }
-    let hex = |text: &str, bytes: usize| -> String {
-        let digest = Sha256::digest(text.as_bytes());
-        digest[..bytes].iter().map(|b| format!("{b:02x}")).collect()
-    };
-    format!(
-        "00-{}-{}-01",
-        hex(&format!("boxfleet trace/{}", job.turn_id), 16),
-        hex(&format!("boxfleet span/{}", job.launch_id), 8)
-    )
-}
-
-/// `00-{32 hex}-{16 hex}-{2 hex}`, the ids not all zero.
-fn valid_traceparent(text: &str) -> bool {
-    let parts: Vec<&str> = text.split('-').collect();
-    let hex = |part: &str, len: usize| {
-        part.len() == len
-            && part
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-    };
-    parts.len() == 4
-        && parts[0] == "00"
-        && hex(parts[1], 32)
-        && hex(parts[2], 16)
-        && hex(parts[3], 2)
-        && parts[1].bytes().any(|b| b != b'0')
-        && parts[2].bytes().any(|b| b != b'0')
+    boxfleet_actors::spans::traceparent(&job.turn_id, job.trace.as_deref())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use boxfleet_actors::spans::valid_traceparent;
 
     fn job(runner: &str, trace: Option<&str>) -> JobIdentity {
         JobIdentity {
@@ -194,7 +166,7 @@ mod tests {
         assert_eq!(
             made,
             traceparent(&job("command", None)),
-            "derived from the job"
+            "derived from the turn"
         );
     }
 }

@@ -1,7 +1,10 @@
 //! The node's HTTP listener (DESIGN §14): one beside the gRPC port, serving what a box calls
 //! back on — the tool bridge ([`bridge`], `/mcp/{token}`) and the per-run OTLP receiver
 //! ([`otlp`], `/otlp/{token}/v1/{signal}`) — each admitting only a per-run token of its own
-//! audience ([`endpoints`] mints them into a job's environment). `GET /healthz` answers `ok`.
+//! audience ([`endpoints`] mints them into a job's environment); and what an SRE opens —
+//! the [`dashboard`] (`/`, `/runs/{turn}`, `/fleet`, its `/api/…`) and Prometheus metrics
+//! ([`metrics`], `/metrics`), both under the gRPC API's credentials. `GET /healthz` answers
+//! `ok`.
 //!
 //! It follows the gRPC listener's rule: beyond loopback it serves TLS (the node's certificate,
 //! `node.tls`), or plain HTTP only when told `--insecure-listen`.
@@ -10,7 +13,9 @@
 //! what a job is given; `bridge` and `otlp` the two endpoints.
 
 pub mod bridge;
+pub mod dashboard;
 pub mod endpoints;
+pub mod metrics;
 pub mod otlp;
 mod tls;
 
@@ -55,6 +60,7 @@ pub async fn start(
     config: &NodeConfig,
     engines: Arc<Engines>,
     trust: Arc<Trust>,
+    dashboard: Arc<dashboard::Dashboard>,
 ) -> anyhow::Result<Option<(HttpListener, endpoints::BoxEndpoints)>> {
     let Some(listen) = config.http.listen else {
         return Ok(None);
@@ -103,6 +109,11 @@ pub async fn start(
     let receiver = Arc::new(otlp::Receiver::new(trust, config.http.upstream.clone()));
     let router = Router::new()
         .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/metrics",
+            get(metrics::serve).with_state(dashboard.clone()),
+        )
+        .merge(dashboard::router(dashboard))
         .route("/mcp/{token}", any(bridge::serve).with_state(bridge))
         .route(
             "/otlp/{token}/v1/{signal}",

@@ -1,0 +1,347 @@
+//! The node's Prometheus metrics (issue 18), one registry per process, served at `/metrics`
+//! by the node's HTTP listener. Every name starts `boxfleet_`; counters end `_total`, and
+//! latencies are histograms in seconds.
+//!
+//! | metric | labels | moved by |
+//! |---|---|---|
+//! | `boxfleet_runs` (gauge) | `status` | the board, read at each scrape |
+//! | `boxfleet_launches_total` | `outcome` (launched, refused), `class` | a launch's outcome |
+//! | `boxfleet_polls_total` | `outcome` (running, done, failed) | the completion poll |
+//! | `boxfleet_poll_seconds` | | one poll of one run's box |
+//! | `boxfleet_collections_total` | `outcome` (collected, failed), `reason` | a collection |
+//! | `boxfleet_store_txns_total` | `outcome` (applied, compare_failed, error) | every store txn |
+//! | `boxfleet_store_txn_seconds` | | every store txn |
+//! | `boxfleet_store_retries_total` | | an etcd call passed on to another member |
+//! | `boxfleet_lease_renewals_total` | `outcome` (renewed, lost, failed) | seat, session and duty leases |
+//! | `boxfleet_seats_held` (gauge) | | this node's seats, read at each scrape |
+//! | `boxfleet_actor_restarts_total` | `actor` | a supervisor restarting a child |
+//! | `boxfleet_tail_requests_total` | | a viewer asking a run's tail here |
+//! | `boxfleet_tail_readers` (gauge) | | viewers waiting on a box read now |
+//! | `boxfleet_tail_box_reads_total` | `outcome` (read, paused, failed) | the tail reading a box |
+//! | `boxfleet_events_published_total` | `type` | an event committed to the outbox |
+//! | `boxfleet_redaction_bytes_total` | `what` (read, changed) | text passed through redaction, and the texts that held a secret |
+
+use std::sync::LazyLock;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// One label, `outcome`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Outcome {
+    pub outcome: String,
+}
+
+/// `outcome` and the class of a refusal or the reason of a failure.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeClass {
+    pub outcome: String,
+    pub class: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeReason {
+    pub outcome: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Status {
+    pub status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ActorName {
+    pub actor: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EventType {
+    pub r#type: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct What {
+    pub what: String,
+}
+
+/// The statuses a run in flight can have (each exposed, at zero when no run has it).
+const RUN_STATUSES: [&str; 7] = [
+    "launching",
+    "running",
+    "resumed",
+    "awaiting_clarification",
+    "answered",
+    "reseed",
+    "ending",
+];
+
+/// Every metric the node keeps.
+#[derive(Debug)]
+pub struct Metrics {
+    pub runs: Family<Status, Gauge>,
+    pub launches: Family<OutcomeClass, Counter>,
+    pub polls: Family<Outcome, Counter>,
+    pub poll_seconds: Histogram,
+    pub collections: Family<OutcomeReason, Counter>,
+    pub store_txns: Family<Outcome, Counter>,
+    pub store_txn_seconds: Histogram,
+    pub store_retries: Counter,
+    pub lease_renewals: Family<Outcome, Counter>,
+    pub seats_held: Gauge,
+    pub actor_restarts: Family<ActorName, Counter>,
+    pub tail_requests: Counter,
+    pub tail_readers: Gauge,
+    pub tail_box_reads: Family<Outcome, Counter>,
+    pub events_published: Family<EventType, Counter>,
+    pub redaction_bytes: Family<What, Counter>,
+    registry: Registry,
+}
+
+fn latency() -> Histogram {
+    // 1 ms to about 65 s
+    Histogram::new(exponential_buckets(0.001, 2.0, 17))
+}
+
+impl Metrics {
+    fn new() -> Self {
+        let m = Metrics {
+            runs: Family::default(),
+            launches: Family::default(),
+            polls: Family::default(),
+            poll_seconds: latency(),
+            collections: Family::default(),
+            store_txns: Family::default(),
+            store_txn_seconds: latency(),
+            store_retries: Counter::default(),
+            lease_renewals: Family::default(),
+            seats_held: Gauge::default(),
+            actor_restarts: Family::default(),
+            tail_requests: Counter::default(),
+            tail_readers: Gauge::default(),
+            tail_box_reads: Family::default(),
+            events_published: Family::default(),
+            redaction_bytes: Family::default(),
+            registry: Registry::with_prefix("boxfleet"),
+        };
+        m.registered()
+    }
+
+    fn registered(mut self) -> Self {
+        let r = &mut self.registry;
+        r.register(
+            "runs",
+            "Runs in flight on the fleet, by status",
+            self.runs.clone(),
+        );
+        r.register(
+            "launches",
+            "Launches, by outcome and refusal class",
+            self.launches.clone(),
+        );
+        r.register(
+            "polls",
+            "Completion polls of a run's box, by outcome",
+            self.polls.clone(),
+        );
+        r.register(
+            "poll_seconds",
+            "One completion poll's latency",
+            self.poll_seconds.clone(),
+        );
+        r.register(
+            "collections",
+            "Collections of a finished job, by outcome and failure reason",
+            self.collections.clone(),
+        );
+        r.register(
+            "store_txns",
+            "Store transactions, by outcome",
+            self.store_txns.clone(),
+        );
+        r.register(
+            "store_txn_seconds",
+            "One store transaction's latency",
+            self.store_txn_seconds.clone(),
+        );
+        r.register(
+            "store_retries",
+            "Store calls passed on to another etcd member",
+            self.store_retries.clone(),
+        );
+        r.register(
+            "lease_renewals",
+            "Lease renewals (seat, session, duty), by outcome",
+            self.lease_renewals.clone(),
+        );
+        r.register(
+            "seats_held",
+            "Seats this node holds",
+            self.seats_held.clone(),
+        );
+        r.register(
+            "actor_restarts",
+            "Restarts of a supervised actor, by actor",
+            self.actor_restarts.clone(),
+        );
+        r.register(
+            "tail_requests",
+            "Live-tail requests this node answered as a run's owner",
+            self.tail_requests.clone(),
+        );
+        r.register(
+            "tail_readers",
+            "Viewers waiting on a box read now",
+            self.tail_readers.clone(),
+        );
+        r.register(
+            "tail_box_reads",
+            "Box reads for the live tail, by outcome",
+            self.tail_box_reads.clone(),
+        );
+        r.register(
+            "events_published",
+            "Lifecycle events committed to the outbox, by type",
+            self.events_published.clone(),
+        );
+        r.register("redaction_bytes", "Bytes of text passed through redaction (read), and of the texts that held a secret (changed)", self.redaction_bytes.clone());
+        self
+    }
+
+    /// The registry in the Prometheus text format.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        // writing into a String cannot fail
+        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        text
+    }
+
+    pub fn launched(&self, outcome: &str, class: &str) {
+        self.launches
+            .get_or_create(&OutcomeClass {
+                outcome: outcome.into(),
+                class: class.into(),
+            })
+            .inc();
+    }
+
+    pub fn polled(&self, outcome: &str, seconds: f64) {
+        self.polls
+            .get_or_create(&Outcome {
+                outcome: outcome.into(),
+            })
+            .inc();
+        self.poll_seconds.observe(seconds);
+    }
+
+    pub fn collected(&self, outcome: &str, reason: &str) {
+        self.collections
+            .get_or_create(&OutcomeReason {
+                outcome: outcome.into(),
+                reason: reason.into(),
+            })
+            .inc();
+    }
+
+    pub fn renewed(&self, outcome: &str) {
+        self.lease_renewals
+            .get_or_create(&Outcome {
+                outcome: outcome.into(),
+            })
+            .inc();
+    }
+
+    pub fn restarted(&self, actor: &str) {
+        self.actor_restarts
+            .get_or_create(&ActorName {
+                actor: actor.into(),
+            })
+            .inc();
+    }
+
+    pub fn tail_read(&self, outcome: &str) {
+        self.tail_box_reads
+            .get_or_create(&Outcome {
+                outcome: outcome.into(),
+            })
+            .inc();
+    }
+
+    /// Brings the redaction counters up to the redactor's own totals (`read`: bytes passed
+    /// through redaction; `changed`: bytes of the texts among them that held a secret).
+    pub fn redacted_so_far(&self, read: u64, changed: u64) {
+        for (what, total) in [("read", read), ("changed", changed)] {
+            let counter = self
+                .redaction_bytes
+                .get_or_create(&What { what: what.into() });
+            let behind = total.saturating_sub(counter.get());
+            counter.inc_by(behind);
+        }
+    }
+
+    /// Sets the runs gauge to `counts`, every status not named to zero.
+    pub fn set_runs<'a>(&self, counts: impl IntoIterator<Item = (&'a str, i64)>) {
+        self.runs.clear();
+        for status in RUN_STATUSES {
+            self.runs
+                .get_or_create(&Status {
+                    status: status.into(),
+                })
+                .set(0);
+        }
+        for (status, count) in counts {
+            self.runs
+                .get_or_create(&Status {
+                    status: status.into(),
+                })
+                .set(count);
+        }
+    }
+}
+
+/// The process's metrics.
+pub fn metrics() -> &'static Metrics {
+    static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+    &METRICS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_family_is_exposed_under_its_name_and_a_counter_moves() {
+        let m = Metrics::new();
+        m.launched("refused", "budget");
+        m.polled("running", 0.004);
+        m.redacted_so_far(100, 20);
+        let text = m.encode();
+        assert!(
+            text.contains("boxfleet_launches_total{outcome=\"refused\",class=\"budget\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("boxfleet_redaction_bytes_total{what=\"changed\"} 20"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE boxfleet_poll_seconds histogram"),
+            "{text}"
+        );
+        for name in [
+            "store_retries_total",
+            "seats_held",
+            "tail_readers",
+            "tail_requests_total",
+        ] {
+            assert!(
+                text.contains(&format!("boxfleet_{name} ")),
+                "{name}: {text}"
+            );
+        }
+    }
+}
