@@ -128,7 +128,53 @@ impl Metrics {
             redaction_bytes: Family::default(),
             registry: Registry::with_prefix("boxfleet"),
         };
-        m.registered()
+        m.at_zero()
+    }
+
+    /// The series a family has before anything happened, exposed at zero so a dashboard (and
+    /// an alert on `rate()`) finds them from the first scrape.
+    fn at_zero(self) -> Self {
+        let outcomes = |family: &Family<Outcome, Counter>, outcomes: &[&str]| {
+            for outcome in outcomes {
+                let _ = family.get_or_create(&Outcome {
+                    outcome: (*outcome).into(),
+                });
+            }
+        };
+        let _ = self.launches.get_or_create(&OutcomeClass {
+            outcome: "launched".into(),
+            class: String::new(),
+        });
+        for class in ["unavailable", "busy", "refused", "budget"] {
+            let _ = self.launches.get_or_create(&OutcomeClass {
+                outcome: "refused".into(),
+                class: class.into(),
+            });
+        }
+        outcomes(&self.polls, &["running", "done", "failed"]);
+        let _ = self.collections.get_or_create(&OutcomeReason {
+            outcome: "collected".into(),
+            reason: String::new(),
+        });
+        outcomes(&self.store_txns, &["applied", "compare_failed", "error"]);
+        outcomes(&self.lease_renewals, &["renewed", "lost", "failed"]);
+        outcomes(&self.tail_box_reads, &["read", "paused", "failed"]);
+        for kind in [
+            crate::events::kind::RUN_STARTED,
+            crate::events::kind::CLARIFICATION_REQUESTED,
+            crate::events::kind::PHASE_COMPLETED,
+            crate::events::kind::RUN_FAILED,
+        ] {
+            let _ = self.events_published.get_or_create(&EventType {
+                r#type: kind.into(),
+            });
+        }
+        for what in ["read", "changed"] {
+            let _ = self
+                .redaction_bytes
+                .get_or_create(&What { what: what.into() });
+        }
+        self.registered()
     }
 
     fn registered(mut self) -> Self {

@@ -16,6 +16,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message as _;
 
 /// One export the collector received.
@@ -26,7 +27,61 @@ pub struct Export {
     pub body: Bytes,
 }
 
+/// One span of a traces export, its ids in hex and its attributes as text.
+#[derive(Debug, Clone)]
+pub struct ReceivedSpan {
+    pub name: String,
+    pub trace_id: String,
+    pub span_id: String,
+    pub parent_span_id: String,
+    pub attributes: std::collections::BTreeMap<String, String>,
+    /// the `service.name` of its resource
+    pub service: String,
+}
+
 impl Export {
+    /// The spans in a traces export (OTLP/HTTP protobuf, `/v1/traces`).
+    pub fn spans(&self) -> Vec<ReceivedSpan> {
+        use opentelemetry_proto::tonic::common::v1::any_value::Value;
+        let text = |value: Option<&opentelemetry_proto::tonic::common::v1::AnyValue>| match value
+            .and_then(|v| v.value.as_ref())
+        {
+            Some(Value::StringValue(s)) => s.clone(),
+            Some(Value::IntValue(i)) => i.to_string(),
+            Some(Value::BoolValue(b)) => b.to_string(),
+            Some(other) => format!("{other:?}"),
+            None => String::new(),
+        };
+        let Ok(request) = ExportTraceServiceRequest::decode(self.body.clone()) else {
+            return Vec::new();
+        };
+        let mut spans = Vec::new();
+        for resource in request.resource_spans {
+            let service = resource
+                .resource
+                .iter()
+                .flat_map(|r| &r.attributes)
+                .find(|kv| kv.key == "service.name")
+                .map(|kv| text(kv.value.as_ref()))
+                .unwrap_or_default();
+            for span in resource.scope_spans.into_iter().flat_map(|s| s.spans) {
+                spans.push(ReceivedSpan {
+                    name: span.name.clone(),
+                    trace_id: hex::encode(&span.trace_id),
+                    span_id: hex::encode(&span.span_id),
+                    parent_span_id: hex::encode(&span.parent_span_id),
+                    attributes: span
+                        .attributes
+                        .iter()
+                        .map(|kv| (kv.key.clone(), text(kv.value.as_ref())))
+                        .collect(),
+                    service: service.clone(),
+                });
+            }
+        }
+        spans
+    }
+
     /// The metric names in a metrics export.
     pub fn metric_names(&self) -> Vec<String> {
         ExportMetricsServiceRequest::decode(self.body.clone())

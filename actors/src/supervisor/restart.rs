@@ -336,6 +336,12 @@ impl SupervisorState {
 
 /// Runs a child's start function and checks that the child is linked to `supervisor`.
 async fn start(supervisor: &ActorCell, spec: &ChildSpec) -> Result<ActorCell, String> {
+    // every supervised kind is exposed, at zero until it restarts
+    let _ = boxfleet_cluster::metrics::metrics()
+        .actor_restarts
+        .get_or_create(&boxfleet_cluster::metrics::ActorName {
+            actor: actor_kind(&spec.name),
+        });
     let cell = (spec.start)(supervisor.clone())
         .await
         .map_err(|err| err.to_string())?;

@@ -245,6 +245,7 @@ async fn tail_until_asked(
     println!("\n--- live tail while the job runs");
     let mut after = 0;
     let mut epoch = 0;
+    let mut digest = String::new();
     let mut tail_lines = 0;
     let mut question = None;
     let deadline = Instant::now() + Duration::from_secs(40);
@@ -255,6 +256,7 @@ async fn tail_until_asked(
                 launch_id: job.launch_id.clone(),
                 epoch,
                 after,
+                digest: digest.clone(),
                 ..pb::TailRequest::default()
             })
             .await?
@@ -268,6 +270,7 @@ async fn tail_until_asked(
             }
             after = tail.end;
             epoch = tail.epoch;
+            digest = tail.digest;
         }
         while let Ok(event) = events.try_recv() {
             if event.turn_id == job.turn_id && event.kind == kind::CLARIFICATION_REQUESTED {
