@@ -84,6 +84,19 @@ impl Fleet {
         sandbox: &str,
         llm_base_url: Option<&str>,
     ) -> Fleet {
+        Self::start_with_company(etcd_url, names, ttl_seconds, sandbox, llm_base_url, "")
+    }
+
+    /// [`Fleet::start_with_llm`] with more of the company document (`chart`: its `roles:` and
+    /// `seats:`, as YAML lines indented under `company:`).
+    pub fn start_with_company(
+        etcd_url: &str,
+        names: &[&str],
+        ttl_seconds: u64,
+        sandbox: &str,
+        llm_base_url: Option<&str>,
+        chart: &str,
+    ) -> Fleet {
         let dir = tempfile::tempdir().expect("tempdir");
         let boxes = dir.path().join("boxes");
         std::fs::create_dir_all(&boxes).expect("boxes dir");
@@ -95,7 +108,7 @@ impl Fleet {
         std::fs::write(
             &config,
             format!(
-                "company:\n  providers:\n    llm:\n      default: {{ provider: anthropic, model: {MODEL}, api_key: sk-ant-fleet-test{} }}\n    sandbox: {{ default_coding_agent: claude-code{} }}\n",
+                "company:\n  providers:\n    llm:\n      default: {{ provider: anthropic, model: {MODEL}, api_key: sk-ant-fleet-test{} }}\n    sandbox: {{ default_coding_agent: claude-code{} }}\n{chart}",
                 llm_base_url.map_or(String::new(), |url| format!(", base_url: \"{url}\"")),
                 if sandbox.is_empty() {
                     ", local: {}, default_run_in: direct".to_owned()

@@ -95,7 +95,7 @@ impl Dashboard {
             .map(str::trim);
         let token = bearer.or_else(|| cookie(headers, COOKIE)).ok_or(Failure {
             status: StatusCode::UNAUTHORIZED,
-            message: "no credential: sign in at /login with a token (`boxfleet token mint`), or \
+            message: "no credential: sign in at /login with a token (`boxfleet token issue`), or \
                       send Authorization: Bearer <token>"
                 .into(),
         })?;

@@ -128,14 +128,15 @@ function share(part, whole) {
 
 // The spec's card: tokens with cache shares, cost, model receipt, refs, transcript, failure.
 function phaseCard(event) {
-  const p = event.body || {};
+  // the event's body carries the phase record under `record`
+  const p = (event.body && event.body.record) || {};
   const input = (p.input_tokens || 0) + (p.cache_read_tokens || 0) + (p.cache_write_tokens || 0);
   const model = p.model || {};
   const lines = p.activity_transcript || [];
   const elided = p.activity_transcript_elided_lines || 0;
   const kept = lines.length;
   const fold = el("details", { class: "activity" },
-    el("summary", {}, "Activity — " + (elided ? kept + " of " + number(kept + elided) + " lines" : kept + " lines")
+    el("summary", {}, "Activity — " + (elided ? kept + " of " + number(kept + elided) + " lines" : kept + (kept === 1 ? " line" : " lines"))
       + (p.activity_transcript_elided_bytes ? ", " + number(p.activity_transcript_elided_bytes) + " bytes of one line left out" : "")),
     el("pre", {}, lines.join("\n")));
   const refs = p.delivered_refs || [];
@@ -149,7 +150,7 @@ function phaseCard(event) {
       el("dt", {}, "Cost"), el("dd", {}, p.cost_usd == null ? "not reported" : "$" + p.cost_usd.toFixed(4)),
       el("dt", {}, "Model"), el("dd", { class: "model" },
         (model.effective || model.requested || "unknown") + " (" + (model.status || "unreported") + (model.source ? ", from " + model.source : "") + ")"),
-      el("dt", {}, "Ran"), el("dd", {}, p.job_runtime_ms != null ? (p.job_runtime_ms / 1000).toFixed(1) + " s, collected " + ((p.collect_lag_ms || 0) / 1000).toFixed(1) + " s after" : (p.duration_ms / 1000).toFixed(1) + " s"),
+      el("dt", {}, "Ran"), el("dd", {}, p.job_runtime_ms != null ? (p.job_runtime_ms / 1000).toFixed(1) + " s, collected " + ((p.collect_lag_ms || 0) / 1000).toFixed(1) + " s after" : ((p.duration_ms || 0) / 1000).toFixed(1) + " s"),
       el("dt", {}, "Exit"), el("dd", {}, p.exit_code == null ? "—" : p.exit_code),
       el("dt", {}, "Delivered"), el("dd", { class: "refs" },
         refs.length ? refs.join(", ") : "nothing",
@@ -188,7 +189,7 @@ function runPage() {
       const notes = [];
       if (t.front) notes.push("the stream's start is not shown");
       if (t.held) notes.push(t.held + " bytes written are held back until what follows settles how they redact");
-      if (t.detail) notes.push(t.detail);
+      if (t.detail && t.outcome !== "not_running" && t.outcome !== "owner_silent" && t.outcome !== "failure") notes.push(t.detail);
       if (t.outcome === "launching") notes.push("the job's box is still being made");
       if (t.outcome === "box_paused") notes.push("the box is paused; it is not woken to be read");
       if (t.outcome === "owner_silent") notes.push("the node driving the run (" + t.detail + ") did not answer");
