@@ -31,16 +31,23 @@ const STEP: Duration = Duration::from_secs(90);
 /// The company the fleet runs: one agent seat under a role whose sandbox is on, with its own id.
 const CHART: &str = "  roles: [{ name: engineer, sandbox: { enabled: true } }]\n  seats: [{ handle: web-seat, id: agent-7, kind: agent, role: engineer }]\n";
 
-/// The job: progress, a question, and once answered a report (the demo's shape).
-const JOB: &str = r#"if [ -z "${BOXFLEET_ANSWER:-}" ]; then
+/// The job: progress, a question once the browser has seen the progress (the test's signal
+/// `SIGNALS/ask`), and once answered a report (the demo's shape).
+fn job(signals: &Path) -> String {
+    format!(
+        r#"if [ -z "${{BOXFLEET_ANSWER:-}}" ]; then
   echo "step 1/4: reading the repository"; sleep 1
-  echo "step 2/4: drafted the cache layer"; sleep 12
+  echo "step 2/4: drafted the cache layer"
+  while [ ! -e '{ask}' ]; do sleep 0.2; done
   echo "step 3/4: asking"
   boxfleet-ask "Should the cache write through to PostgreSQL or to SQLite?"
   exit 0
 fi
 echo "step 4/4: resuming with $BOXFLEET_ANSWER"
-echo "Findings: the cache writes through to $BOXFLEET_ANSWER." > "$BOXFLEET_REPORT""#;
+echo "Findings: the cache writes through to $BOXFLEET_ANSWER." > "$BOXFLEET_REPORT""#,
+        ask = signals.join("ask").display()
+    )
+}
 
 fn playwright_core() -> PathBuf {
     fn runs(bin: &Path) -> Result<String, String> {
@@ -189,12 +196,16 @@ fn the_dashboard_shows_a_run_its_tail_its_question_its_card_and_a_lost_node() {
         "--runner",
         "command",
         "--command",
-        JOB,
+        &job(&fleet.dir.path().join("signals")),
     ]);
     assert_eq!(code, 0, "{out}{err}\n{}", fleet.logs());
     let (turn, launch) = launched_turn_and_job(&out);
     browser.say(&format!("run {turn} {launch}"));
-    for step in ["board", "tail", "parked", "answered", "card", "fleet"] {
+    browser.step("board", &fleet);
+    browser.step("tail", &fleet);
+    // the page followed the job's progress: now it may ask
+    fleet.signal("ask");
+    for step in ["parked", "answered", "card", "fleet"] {
         browser.step(step, &fleet);
     }
     fleet.node_mut("n3").kill();

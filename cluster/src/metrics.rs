@@ -8,7 +8,7 @@
 //! | `boxfleet_launches_total` | `outcome` (launched, refused), `class` | a launch's outcome |
 //! | `boxfleet_polls_total` | `outcome` (running, done, failed) | the completion poll |
 //! | `boxfleet_poll_seconds` | | one poll of one run's box |
-//! | `boxfleet_collections_total` | `outcome` (collected, failed), `reason` | a collection |
+//! | `boxfleet_collections_total` | `outcome` (succeeded, job_failed, failed), `reason` | a collection: of a job that succeeded, of one that failed (`reason`: the phase record's, empty for its exit status alone), or one that itself failed (`box_unread`, `retried`, `collect_unreachable`) |
 //! | `boxfleet_store_txns_total` | `outcome` (applied, compare_failed, error) | every store txn |
 //! | `boxfleet_store_txn_seconds` | | every store txn |
 //! | `boxfleet_store_retries_total` | | an etcd call passed on to another member |
@@ -152,10 +152,12 @@ impl Metrics {
             });
         }
         outcomes(&self.polls, &["running", "done", "failed"]);
-        let _ = self.collections.get_or_create(&OutcomeReason {
-            outcome: "collected".into(),
-            reason: String::new(),
-        });
+        for outcome in ["succeeded", "job_failed"] {
+            let _ = self.collections.get_or_create(&OutcomeReason {
+                outcome: outcome.into(),
+                reason: String::new(),
+            });
+        }
         outcomes(&self.store_txns, &["applied", "compare_failed", "error"]);
         outcomes(&self.lease_renewals, &["renewed", "lost", "failed"]);
         outcomes(&self.tail_box_reads, &["read", "paused", "failed"]);
@@ -201,7 +203,7 @@ impl Metrics {
         );
         r.register(
             "collections",
-            "Collections of a finished job, by outcome and failure reason",
+            "Collections of a finished job: succeeded, job_failed (by the phase record's reason) or failed (the collection itself, by why)",
             self.collections.clone(),
         );
         r.register(

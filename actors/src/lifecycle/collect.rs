@@ -86,10 +86,7 @@ impl Coordinator {
         crash::point(crash::COLLECT_AFTER_CLAIM);
         let metrics = boxfleet_cluster::metrics::metrics();
         match self.collect_claimed(&fence, &claimed).await {
-            Ok(()) => {
-                metrics.collected("collected", "");
-                Ok(())
-            }
+            Ok(()) => Ok(()),
             Err(Failed::Unread(error)) if collect_allowance_spent(&claimed, Utc::now()) => {
                 metrics.collected("failed", "collect_unreachable");
                 // past the allowance the box is given up on: torn down, the run ended
@@ -240,6 +237,17 @@ impl Coordinator {
         }
         self.publish(fence, run, &evidence, &assessment, usage, &sandbox_id)
             .await?;
+        // a collection, by how its job went: succeeded, or failed and why beyond its exit
+        boxfleet_cluster::metrics::metrics().collected(
+            if assessment.failed {
+                "job_failed"
+            } else {
+                "succeeded"
+            },
+            &assessment
+                .reason
+                .map_or_else(String::new, |reason| reason.as_str().to_owned()),
+        );
         info!(
             turn_id,
             launch_id,
