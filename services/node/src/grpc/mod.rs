@@ -134,7 +134,16 @@ async fn serve(
     };
     let reflection = reflected().build_v1()?;
     let reflection_v1alpha = reflected().build_v1alpha()?;
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    // every reply leaves at once: with Nagle on, a reply written as headers then body waits
+    // out the caller's delayed ACK (40 ms a call on Linux loopback)
+    let incoming = tokio_stream::StreamExt::map(
+        tokio_stream::wrappers::TcpListenerStream::new(listener),
+        |accepted| {
+            accepted.inspect(|stream| {
+                let _ = stream.set_nodelay(true);
+            })
+        },
+    );
     let trust = args.trust.clone();
     let peers = Arc::new(Peers::new(trust.clone()));
     args.coordinator

@@ -124,6 +124,10 @@ pub async fn start(
     let task = match tls {
         Some(tls) => tokio::spawn(tls::serve(listener, tls, router)),
         None => tokio::spawn(async move {
+            // a tail's events and a page's replies leave at once (no Nagle wait)
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             if let Err(error) = axum::serve(listener, router).await {
                 warn!(%error, "node_http_listener_stopped");
             }

@@ -40,6 +40,7 @@ pub async fn serve(listener: tokio::net::TcpListener, tls: Arc<ServerConfig>, ro
         let Ok((stream, peer)) = listener.accept().await else {
             continue;
         };
+        let _ = stream.set_nodelay(true);
         let (acceptor, router) = (acceptor.clone(), router.clone());
         tokio::spawn(async move {
             let stream = match acceptor.accept(stream).await {
