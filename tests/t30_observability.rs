@@ -8,6 +8,8 @@
 //! - The live tail, through the gRPC API: the error stream while the job's output has said
 //!   nothing, a reset when the output begins (another reading), a continuation for a viewer
 //!   whose digest matches, and a reset for one whose digest does not.
+//! - A TLS node serves the dashboard's API and `/metrics` over TLS (asking its own API over TLS
+//!   as the viewer); plain HTTP gets nothing.
 //!
 //! The dashboard in a real browser is `t31_dashboard`.
 
@@ -360,4 +362,45 @@ async fn the_tail_shows_the_error_stream_then_the_output_and_checks_the_viewers_
     let wrong = ask(tail_request(&turn, Some(&output), Some("0123abcd"))).await;
     assert_eq!(wrong.outcome, Outcome::Reset as i32, "{wrong:?}");
     assert_eq!(wrong.text, output.text);
+}
+
+/// A node serving TLS serves its dashboard and metrics over TLS, asking its own API over TLS
+/// as the viewer; plain HTTP gets nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tls_node_serves_its_dashboard_and_metrics_over_tls() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tls = boxfleet_tests::tls::TlsFiles::make(dir.path());
+    let args = tls.node_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let data = dir.path().join("node");
+    std::fs::create_dir_all(&data).expect("the data dir");
+    let node = NodeProcess::start("secured", &data, &args);
+    let token = token(&node);
+    let https = node.http_url().replacen("http://", "https://", 1);
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(&tls.ca).expect("the CA"))
+        .expect("a PEM certificate");
+    let client = reqwest::Client::builder()
+        .add_root_certificate(ca)
+        .build()
+        .expect("a client");
+    for path in ["/api/whoami", "/api/board", "/api/fleet", "/metrics"] {
+        let reply = client
+            .get(format!("{https}{path}"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {path} over TLS: {e}\n{}", node.log()));
+        let status = reply.status();
+        let body = reply.text().await.expect("the body");
+        assert_eq!(status, 200, "{path}: {body}\n{}", node.log());
+        if path == "/api/board" {
+            let board: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+            assert!(board["runs"].is_array(), "{body}");
+        }
+    }
+    let plain = reqwest::get(format!("{}/api/board", node.http_url())).await;
+    assert!(
+        plain.is_err() || !plain.expect("a reply").status().is_success(),
+        "plain HTTP to a TLS listener gets nothing"
+    );
 }
