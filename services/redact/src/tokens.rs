@@ -37,7 +37,7 @@ enum Claimed {
     Whole,
     /// what follows the last of these bytes (a prefix such as `Bearer ` is kept)
     AfterLast(&'static [u8]),
-    /// a URL's password: between the first `:` after `://` and the closing `@`
+    /// a URL's password: between the first `:` after `://` and the last `@` of the userinfo
     UrlPassword,
 }
 
@@ -127,7 +127,10 @@ const SHAPES: &[Shape] = &[
     Shape {
         name: "github_token",
         opens: |m| m.starts_with(b"gh"),
-        pattern: r"\b(?P<s>gh[pousr]_[A-Za-z0-9]{36,})",
+        // GitHub's documented forms: 36 or more of the base62 body (a newer installation
+        // token's body holds `_` too), or an App's installation token as `ghs_<app id>_<JWT>`
+        // (a JWT's three dotted base64url segments), read first so the JWT is taken whole
+        pattern: r"\b(?P<s>gh[pousr]_(?:[0-9]+_eyJ[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+){1,2}|[A-Za-z0-9_]{36,}))",
         claimed: Claimed::Whole,
         check: Check::Plain,
     },
@@ -141,7 +144,16 @@ const SHAPES: &[Shape] = &[
     Shape {
         name: "gitlab_token",
         opens: |m| m.starts_with(b"gl"),
-        pattern: r"\b(?P<s>(?:glpat|gldt|glrt|glptt|gloas|glcbt|glft|glimt|glsoat)-[A-Za-z0-9_-]{20,})",
+        // GitLab's documented prefixes; an agent's token (`glagent-`) is 50 or more
+        pattern: r"\b(?P<s>(?:glpat|gldt|glrt|glptt|gloas|glcbt|glft|glimt|glsoat)-[A-Za-z0-9_-]{20,}|glagent-[A-Za-z0-9_-]{50,})",
+        claimed: Claimed::Whole,
+        check: Check::Plain,
+    },
+    Shape {
+        name: "gitlab_runner_registration_token",
+        opens: |m| m.starts_with(b"GR1348941"),
+        // the legacy runner registration token: `GR1348941` and a 20-character body
+        pattern: r"\b(?P<s>GR1348941[A-Za-z0-9_-]{20,})",
         claimed: Claimed::Whole,
         check: Check::Plain,
     },
@@ -183,7 +195,9 @@ const SHAPES: &[Shape] = &[
     Shape {
         name: "pypi_token",
         opens: |m| m.starts_with(b"pypi-"),
-        pattern: r"\b(?P<s>pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,})",
+        // a macaroon whose location is `pypi.org` (`AgEIcHlwaS5vcmc`) or `test.pypi.org`
+        // (`AgENdGVzdC5weXBpLm9yZw`, TestPyPI's)
+        pattern: r"\b(?P<s>pypi-Ag(?:EIcHlwaS5vcmc|ENdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50,})",
         claimed: Claimed::Whole,
         check: Check::Plain,
     },
@@ -192,7 +206,9 @@ const SHAPES: &[Shape] = &[
         opens: |m| m.starts_with(b"://"),
         // the user may be empty (redis://:password@host); the scheme is checked by hand, so
         // the regex keeps `://` as its literal prefix
-        pattern: r"://[A-Za-z0-9._~%!$&'()*+,;=-]*:(?P<s>[A-Za-z0-9._~%!$&'()*+,;=:-]+)@",
+        // a raw `@` inside the password is the password's: the userinfo ends at the last `@`
+        // before the host (the password's class holds no `/`, so it never reaches a path)
+        pattern: r"://[A-Za-z0-9._~%!$&'()*+,;=-]*:(?P<s>[A-Za-z0-9._~%!$&'()*+,;=:@-]+)@",
         claimed: Claimed::UrlPassword,
         check: Check::Url,
     },

@@ -575,3 +575,73 @@ proptest! {
         prop_assert_eq!(redact(&once), once);
     }
 }
+
+// ---- issue 19: forms the claim used to leak ----
+
+#[test]
+fn a_url_password_holding_a_raw_at_is_redacted_whole() {
+    for (text, want) in [
+        (
+            "postgres://app:myR3alP@ssw0rd@db.internal:5432/app",
+            "postgres://app:[REDACTED:url_credentials]@db.internal:5432/app",
+        ),
+        (
+            "https://u:a@b@c@example.com/path/x@y",
+            "https://u:[REDACTED:url_credentials]@example.com/path/x@y",
+        ),
+    ] {
+        assert_eq!(redact(text), want, "{text}");
+        assert_eq!(redact(want), want, "redacting again changes nothing");
+    }
+    // an `@` in the path is not the password's
+    let text = "https://u:pw@host/users/@me";
+    assert_eq!(
+        redact(text),
+        "https://u:[REDACTED:url_credentials]@host/users/@me"
+    );
+}
+
+#[test]
+fn github_installation_tokens_in_their_newer_forms() {
+    let underscored = format!("{}_{}_{}", "ghs", body(MIXED, 20), body(MIXED, 24));
+    let app_jwt = format!(
+        "{}_{}_{}",
+        "ghs",
+        "123456",
+        "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiIxMjM0NTYifQ.".to_owned() + &body(MIXED, 40)
+    );
+    for token in [underscored, app_jwt] {
+        let text = format!("GITHUB_TOKEN={token} git push");
+        assert_eq!(
+            redact(&text),
+            "GITHUB_TOKEN=[REDACTED:github_token] git push",
+            "{token}"
+        );
+    }
+    // a word that only starts like one stays
+    let text = "ghs_is_not_a_token here";
+    assert_eq!(redact(text), text);
+}
+
+#[test]
+fn gitlab_runner_and_agent_tokens_and_testpypi_tokens() {
+    let runner = format!("{}{}", "GR1348941", body(MIXED, 20));
+    assert_eq!(
+        redact(&format!("--registration-token {runner}")),
+        "--registration-token [REDACTED:gitlab_runner_registration_token]"
+    );
+    let agent = format!("{}-{}", "glagent", body(MIXED, 50));
+    assert_eq!(
+        redact(&format!("token: {agent}")),
+        "token: [REDACTED:gitlab_token]"
+    );
+    let testpypi = format!("pypi-AgENdGVzdC5weXBpLm9yZw{}", body(MIXED, 60));
+    assert_eq!(
+        redact(&format!("TWINE_PASSWORD={testpypi}")),
+        "TWINE_PASSWORD=[REDACTED:pypi_token]"
+    );
+    // look-alikes stay: a short agent id, a runner prefix with too short a body
+    for clean in ["glagent-config", "GR1348941abc", "pypi-AgENdGVzdC5"] {
+        assert_eq!(redact(clean), clean);
+    }
+}
