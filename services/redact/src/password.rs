@@ -1,7 +1,8 @@
 //! Password values: the value after a password's key, in every form a text writes it, the value
 //! alone replaced.
 //!
-//! A key is a name ending in `password`, `passwd`, `passphrase` or `pwd` (any case), closed by
+//! A key is a name ending in `password`, `passwd`, `passphrase` or `pwd` (any case; not the
+//! shell's own `PWD` and `OLDPWD`), closed by
 //! its own string's quote or by the markup it is written in, and followed by `:`, `=`, `:=`,
 //! `==`, `===` or `=>`. The value is read on the key's line, or — when nothing follows the
 //! separator there but the punctuation a wrapping writes after every line — on the first line
@@ -158,6 +159,12 @@ fn key_at(
             break;
         }
         name -= 1;
+    }
+    // The shell's working directories (`PWD=/home/…`, `OLDPWD=/tmp`, `-v $PWD:/app`) are no
+    // password: an `env` dump in a transcript keeps them. Written so, in capitals, they are the
+    // shell's variables; an ODBC string's `Pwd=` is still a key.
+    if matches!(&text[name..word_end], "PWD" | "OLDPWD") {
+        return None;
     }
     // A name run into a letter of another script is part of a longer word, and one after a
     // path's slash is a file's name (`/etc/passwd: No such file`), not a key.

