@@ -665,3 +665,34 @@ fn an_unsigned_jwt_is_redacted_with_or_without_its_last_dot() {
         );
     }
 }
+
+#[test]
+fn a_bare_aws_secret_beside_its_key_id_is_redacted() {
+    let (id, secret) = (aws_id(), aws_secret());
+    for (text, want) in [
+        (
+            format!("{id} {secret}\n"),
+            "[REDACTED:aws_access_key_id] [REDACTED:aws_secret_access_key]\n",
+        ),
+        (
+            format!("deploy-bot,{id},{secret},2024-01-01\n"),
+            "deploy-bot,[REDACTED:aws_access_key_id],[REDACTED:aws_secret_access_key],2024-01-01\n",
+        ),
+        (
+            format!("aws configure set --access-key {id} --secret-key {secret}"),
+            "aws configure set --access-key [REDACTED:aws_access_key_id] --secret-key [REDACTED:aws_secret_access_key]",
+        ),
+    ] {
+        assert_eq!(redact(&text), want, "{text}");
+        assert_eq!(redact(want), want);
+    }
+    // a 40-character hex digest beside an id, and a secret-shaped word with no id on its line,
+    // stay (the second is a commit's or a hash's as often as a key's)
+    let digest = "da39a3ee5e6b4b0d3255bfef95601890afd80709";
+    assert_eq!(
+        redact(&format!("{id} {digest}")),
+        format!("[REDACTED:aws_access_key_id] {digest}")
+    );
+    let alone = format!("checksum {secret}");
+    assert_eq!(redact(&alone), alone);
+}
