@@ -2,7 +2,7 @@
 //! alone replaced.
 //!
 //! A key is a name ending in `password`, `passwd`, `passphrase` or `pwd` (any case; not the
-//! shell's own `PWD` and `OLDPWD`), closed by
+//! shell's own `PWD` and `OLDPWD`), or in a `pass` segment (`db_pass`, `SMTP-PASS`), closed by
 //! its own string's quote or by the markup it is written in, and followed by `:`, `=`, `:=`,
 //! `==`, `===` or `=>`. The value is read on the key's line, or — when nothing follows the
 //! separator there but the punctuation a wrapping writes after every line — on the first line
@@ -20,7 +20,11 @@ use crate::lines::Line;
 use crate::{Claim, Kind, MARKER_PREFIX};
 
 /// The words a key's name ends in.
-const KEY_WORDS: &[&str] = &["password", "passwd", "passphrase", "pwd"];
+const KEY_WORDS: &[&str] = &["password", "passwd", "passphrase", "pwd", "pass"];
+
+/// The key word that is one only as its name's last segment (`db_pass`, `SMTP-PASS`,
+/// `mysql.pass`, `--pass`): alone (`PASS: test_x`) or run into a word (`bypass`) it is none.
+const SEGMENT_WORD: &str = "pass";
 
 /// How far back from its last word a key's name is read (`db_password`, `user.password`).
 const NAME_BACK_LIMIT: usize = 256;
@@ -133,6 +137,11 @@ fn key_at(
 ) -> Option<Key> {
     let line = lines[line_index];
     let bytes = text.as_bytes();
+    if text[word_start..word_end].eq_ignore_ascii_case(SEGMENT_WORD)
+        && !(word_start > line.start && matches!(bytes[word_start - 1], b'_' | b'-' | b'.'))
+    {
+        return None;
+    }
     // The key word ends the name: `passwords` and `password_hash` are no keys.
     if let Some(next) = text[word_end..line.end].chars().next() {
         if next.is_alphanumeric() || next == '_' {

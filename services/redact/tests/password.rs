@@ -546,3 +546,19 @@ fn the_shells_working_directories_are_left_alone() {
     );
     check("db_pwd=Hunter2x9\n", "db_pwd=[REDACTED:password]\n");
 }
+
+/// Issue 19: a name whose last segment is `pass` is a password's key; `pass` alone (a test
+/// runner's `PASS:`) or run into a word (`bypass`, `compass`) is none.
+#[test]
+fn a_pass_segment_ends_a_keys_name() {
+    check("DB_PASS=Hunter2x9\n", "DB_PASS={R}\n");
+    check("smtp-pass: Hunter2x9\n", "smtp-pass: {R}\n");
+    check(
+        "mysql --pass=Hunter2x9 -u root\n",
+        "mysql --pass={R} -u root\n",
+    );
+    check("{\"db_pass\": \"Hunter2x9\"}\n", "{\"db_pass\": \"{R}\"}\n");
+    untouched("PASS: test_login\nFAIL: test_logout\n");
+    untouched("bypass = true\ncompass: north\n");
+    untouched("tests pass: 12 of 12\n");
+}
