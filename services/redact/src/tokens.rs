@@ -278,6 +278,9 @@ impl Compiled {
     fn scan(&self, text: &str, start: usize, end: usize, out: &mut Vec<Claim>) {
         let haystack = &text[..end];
         let mut at = start;
+        // a URL's user that is the credential itself, claimed after everything else so that a
+        // token shape read in it names it first
+        let mut users = Vec::new();
         while at < end {
             let Some(found) = self.regex.find_at(haystack, at) else {
                 break;
@@ -298,6 +301,20 @@ impl Compiled {
                         // read the userinfo again from after `://`: a token written as the
                         // URL's user (https://ghp_…:x-oauth-basic@) is claimed as itself
                         next = found.start() + 3;
+                        let user = (found.start() + 3, from.saturating_sub(1));
+                        // GitHub's documented form puts the token in the user and the literal
+                        // `x-oauth-basic` in the password: the user is the credential, whatever
+                        // its shape
+                        if text[from..to].eq_ignore_ascii_case("x-oauth-basic")
+                            && user.0 < user.1
+                            && after_scheme(text, found.start())
+                        {
+                            users.push(Claim {
+                                start: user.0,
+                                end: user.1,
+                                kind: Kind::Token(shape.name),
+                            });
+                        }
                         after_scheme(text, found.start()).then_some((from, to))
                     }
                 };
@@ -311,6 +328,7 @@ impl Compiled {
             }
             at = next;
         }
+        out.append(&mut users);
     }
 }
 
@@ -531,7 +549,9 @@ mod tests {
             claims(&text),
             [
                 ("x-oauth-basic".to_owned(), "url_credentials"),
-                (ghp, "github_token")
+                (ghp.clone(), "github_token"),
+                // the user of x-oauth-basic, claimed last: the token's own claim names it
+                (ghp, "url_credentials")
             ]
         );
     }

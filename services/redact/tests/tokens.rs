@@ -696,3 +696,24 @@ fn a_bare_aws_secret_beside_its_key_id_is_redacted() {
     let alone = format!("checksum {secret}");
     assert_eq!(redact(&alone), alone);
 }
+
+#[test]
+fn a_token_of_any_shape_as_the_user_of_x_oauth_basic_is_redacted() {
+    // a classic OAuth token (40 hex characters) is no shape of its own; x-oauth-basic says it
+    // is the credential
+    let text = "git clone https://0123456789abcdef0123456789abcdef01234567:x-oauth-basic@github.com/o/r.git";
+    let want = "git clone https://[REDACTED:url_credentials]:[REDACTED:url_credentials]@github.com/o/r.git";
+    assert_eq!(redact(text), want);
+    assert_eq!(redact(want), want);
+    // a known shape keeps its own name (the user claimed as the token it is)
+    let text = format!("https://{}:x-oauth-basic@github.com/o/r.git", github());
+    assert_eq!(
+        redact(&text),
+        "https://[REDACTED:github_token]:[REDACTED:url_credentials]@github.com/o/r.git"
+    );
+    // any other password leaves the user alone
+    assert_eq!(
+        redact("https://deploy:s3cret@git.example.com/o/r"),
+        "https://deploy:[REDACTED:url_credentials]@git.example.com/o/r"
+    );
+}
