@@ -24,6 +24,9 @@ mod keys;
 mod lines;
 mod password;
 mod tokens;
+mod vendors;
+
+pub use vendors::{Checksum, Rule, base62_padded, checksum_holds, rules};
 
 use std::borrow::Cow;
 use std::fmt;

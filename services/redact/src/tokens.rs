@@ -374,6 +374,7 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
         start = armour + 5;
     }
     scan(start, text.len());
+    crate::vendors::find(text, out);
     secrets_beside_key_ids(text, out);
 }
 

@@ -1,0 +1,270 @@
+//! Vendor token rules as data: one row per documented token format in [`table`], found by
+//! one aho-corasick pass over every row's keywords and read at each keyword by that row's
+//! shape, anchored where the keyword starts.
+//!
+//! A row's keyword is a literal every token of its shape starts with (a prefix such as
+//! `SG.` or `dop_v1_`, or a key the value follows, such as `AccountKey=`); its shape is an
+//! ASCII regex that must match at the keyword, with an optional `(?P<s>…)` group naming the
+//! part redacted (the whole match otherwise). A match is claimed when:
+//! - the keyword starts a word: the byte before it is no ASCII letter, digit or `_`, or is
+//!   the letter of an escape (`\n`, `\t`, `\r`: a JSON string's or a log's escaped break) —
+//!   unless the row has a checksum, which is evidence enough for a token glued to a word;
+//! - the match ends a word: no ASCII letter or digit follows it (a longer run is some other
+//!   string);
+//! - its checksum holds, for a row whose vendor documents one ([`Checksum`]).
+//!
+//! Like every token, a match is one line: it is read inside the keyword's line, never across
+//! an armour (`-----`), and never longer than the shape allows ([`MAX_UNBOUNDED`] for a
+//! shape with no upper bound). That bound is what keeps the rule linear: each keyword is read
+//! over at most its shape's longest match.
+
+mod table;
+
+use std::sync::LazyLock;
+
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use memchr::memmem;
+use regex::Regex;
+
+use crate::{Claim, Kind};
+
+pub(crate) use table::RULES;
+
+/// A checksum a vendor documents inside its tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checksum {
+    /// none documented: the shape alone decides
+    None,
+    /// GitHub's (and npm's) format: after the `prefix_`, 30 base62 characters and then the
+    /// CRC32 of those 30, in base62 (`0-9A-Za-z`), left-padded with `0` to 6 characters.
+    Crc32Base62,
+}
+
+/// One vendor token format.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    /// the vendor, as it names itself
+    pub vendor: &'static str,
+    /// the marker's name: what the token is
+    pub kind: &'static str,
+    /// literals a token of this shape starts with, matched case-sensitively
+    pub keywords: &'static [&'static str],
+    /// the shape, an ASCII regex matched where a keyword starts
+    pub shape: &'static str,
+    pub checksum: Checksum,
+}
+
+/// The longest a shape with no upper bound is read.
+pub const MAX_UNBOUNDED: usize = 1024;
+
+/// The rows, compiled.
+struct Compiled {
+    /// every row's keywords; pattern `i` is `keywords[i]`
+    finder: AhoCorasick,
+    keywords: Vec<&'static str>,
+    /// for each keyword, the rows that start with it
+    rows_of: Vec<Vec<usize>>,
+    /// each row's anchored regex, whether it names a claimed group, and its longest match
+    shapes: Vec<(Regex, bool, usize)>,
+}
+
+fn compile(rules: &[Rule]) -> Compiled {
+    let mut keywords: Vec<&'static str> = Vec::new();
+    let mut rows_of: Vec<Vec<usize>> = Vec::new();
+    let mut shapes = Vec::with_capacity(rules.len());
+    for (row, rule) in rules.iter().enumerate() {
+        for &keyword in rule.keywords {
+            match keywords.iter().position(|&k| k == keyword) {
+                Some(at) => rows_of[at].push(row),
+                None => {
+                    keywords.push(keyword);
+                    rows_of.push(vec![row]);
+                }
+            }
+        }
+        let pattern = format!("(?-u)^(?:{})", rule.shape);
+        let regex = Regex::new(&pattern)
+            .unwrap_or_else(|e| panic!("the shape of {} is no regex: {e}", rule.kind));
+        let longest = regex_syntax::ParserBuilder::new()
+            .unicode(false)
+            .utf8(false)
+            .build()
+            .parse(&pattern)
+            .ok()
+            .and_then(|hir| hir.properties().maximum_len())
+            .unwrap_or(MAX_UNBOUNDED)
+            .min(MAX_UNBOUNDED);
+        let grouped = regex.capture_names().flatten().any(|name| name == "s");
+        shapes.push((regex, grouped, longest));
+    }
+    let finder = AhoCorasick::builder()
+        .match_kind(MatchKind::Standard)
+        .kind(Some(AhoCorasickKind::DFA))
+        .build(&keywords)
+        .expect("the vendor keywords build an automaton");
+    Compiled {
+        finder,
+        keywords,
+        rows_of,
+        shapes,
+    }
+}
+
+static COMPILED: LazyLock<Compiled> = LazyLock::new(|| compile(RULES));
+static ARMOUR: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new("-----"));
+
+/// Whether a keyword at `at` starts a word.
+fn starts_word(bytes: &[u8], at: usize) -> bool {
+    let Some(&before) = at.checked_sub(1).and_then(|i| bytes.get(i)) else {
+        return true;
+    };
+    if !(before.is_ascii_alphanumeric() || before == b'_') {
+        return true;
+    }
+    // an escaped break or tab, as a JSON string or a log writes it
+    matches!(before, b'n' | b't' | b'r') && at >= 2 && bytes[at - 2] == b'\\'
+}
+
+/// Pushes one claim per vendor token in the text.
+pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
+    let compiled = &*COMPILED;
+    find_with(compiled, RULES, text, out);
+}
+
+fn find_with(compiled: &Compiled, rules: &[Rule], text: &str, out: &mut Vec<Claim>) {
+    let bytes = text.as_bytes();
+    // per row, where its last claim ended: a keyword inside it is read no further
+    let mut claimed_to = vec![0usize; rules.len()];
+    for hit in compiled.finder.find_overlapping_iter(text) {
+        let start = hit.start();
+        let keyword = compiled.keywords[hit.pattern().as_usize()];
+        let keyword_is_word = keyword
+            .as_bytes()
+            .first()
+            .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
+        let word_starts = !keyword_is_word || starts_word(bytes, start);
+        for &row in &compiled.rows_of[hit.pattern().as_usize()] {
+            let rule = &rules[row];
+            // a checksum is evidence enough: such a token is read even glued to a word
+            if start < claimed_to[row] || (!word_starts && rule.checksum == Checksum::None) {
+                continue;
+            }
+            let (regex, grouped, longest) = &compiled.shapes[row];
+            let mut end = (start + longest).min(text.len());
+            if let Some(at) = memchr::memchr(b'\n', &bytes[start..end]) {
+                end = start + at;
+            }
+            if let Some(at) = ARMOUR.find(&bytes[start..end]) {
+                end = start + at;
+            }
+            let window = &text[start..end];
+            let Some(found) = regex.find(window) else {
+                continue;
+            };
+            let after = start + found.end();
+            if bytes.get(after).is_some_and(u8::is_ascii_alphanumeric) {
+                continue;
+            }
+            if !checksum_holds(rule.checksum, found.as_str()) {
+                continue;
+            }
+            let (from, to) = if *grouped {
+                regex
+                    .captures(window)
+                    .and_then(|caps| caps.name("s"))
+                    .map_or((found.start(), found.end()), |s| (s.start(), s.end()))
+            } else {
+                (found.start(), found.end())
+            };
+            if from < to {
+                claimed_to[row] = after;
+                out.push(Claim {
+                    start: start + from,
+                    end: start + to,
+                    kind: Kind::Token(rule.kind),
+                });
+            }
+        }
+    }
+}
+
+/// Whether a token carries the checksum its vendor documents.
+pub fn checksum_holds(checksum: Checksum, token: &str) -> bool {
+    match checksum {
+        Checksum::None => true,
+        Checksum::Crc32Base62 => {
+            let Some((_, body)) = token.rsplit_once('_') else {
+                return false;
+            };
+            if body.len() != 36 || !body.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                return false;
+            }
+            let (random, check) = body.split_at(30);
+            base62_padded(crc32fast::hash(random.as_bytes()), 6) == check
+        }
+    }
+}
+
+/// `value` in base62 (`0-9A-Za-z`), left-padded with `0` to `width`.
+pub fn base62_padded(mut value: u32, width: usize) -> String {
+    const DIGITS: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut digits = Vec::new();
+    while value > 0 {
+        digits.push(DIGITS[(value % 62) as usize]);
+        value /= 62;
+    }
+    while digits.len() < width {
+        digits.push(b'0');
+    }
+    digits.reverse();
+    String::from_utf8(digits).expect("base62 digits are ASCII")
+}
+
+/// The table as the crate shows it: each row's vendor, kind and keywords.
+pub fn rules() -> &'static [Rule] {
+    RULES
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_row_compiles_and_names_a_keyword() {
+        let compiled = &*COMPILED;
+        assert_eq!(compiled.shapes.len(), RULES.len());
+        for rule in RULES {
+            assert!(!rule.keywords.is_empty(), "{} has no keyword", rule.kind);
+            for keyword in rule.keywords {
+                // the shape must be able to start with each of its keywords
+                assert!(keyword.len() >= 2, "{}: keyword {keyword:?} too short", rule.kind);
+            }
+        }
+    }
+
+    #[test]
+    fn the_github_checksum_is_crc32_in_base62() {
+        let random = "abcdefghijklmnopqrstuvwxyz0123";
+        let check = base62_padded(crc32fast::hash(random.as_bytes()), 6);
+        assert_eq!(check.len(), 6);
+        assert!(checksum_holds(
+            Checksum::Crc32Base62,
+            &format!("ghp_{random}{check}")
+        ));
+        assert!(!checksum_holds(
+            Checksum::Crc32Base62,
+            &format!("ghp_{random}000000")
+        ));
+        assert_eq!(base62_padded(0, 6), "000000");
+        assert_eq!(base62_padded(61, 2), "0z");
+        assert_eq!(base62_padded(62, 2), "10");
+    }
+
+    #[test]
+    fn a_keyword_after_an_escaped_break_starts_a_word() {
+        let bytes = br"x\nSG.";
+        assert!(starts_word(bytes, 3));
+        assert!(!starts_word(b"xnSG.", 2));
+        assert!(starts_word(b" SG.", 1));
+    }
+}

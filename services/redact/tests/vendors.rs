@@ -1,0 +1,246 @@
+//! One test per vendor row: a positive built from the row's documented format must vanish in
+//! every wrapping a transcript puts a token in, named by the row's kind; a lookalike (the
+//! prefix with the wrong length or alphabet, a word that merely starts so) must stay.
+//!
+//! The positives are built from each format by [`Gen`], never written out, so no string here
+//! is a live credential's shape by accident of copying.
+
+use boxfleet_redact::{Checksum, base62_padded, redact, rules};
+
+/// A deterministic source of characters from the alphabets token formats use.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn from(&mut self, alphabet: &[u8], n: usize) -> String {
+        (0..n)
+            .map(|_| alphabet[(self.next() % alphabet.len() as u64) as usize] as char)
+            .collect()
+    }
+
+    /// lower-case hex
+    fn hex(&mut self, n: usize) -> String {
+        self.from(b"0123456789abcdef", n)
+    }
+    fn upper_hex(&mut self, n: usize) -> String {
+        self.from(b"0123456789ABCDEF", n)
+    }
+    fn digits(&mut self, n: usize) -> String {
+        self.from(b"0123456789", n)
+    }
+    fn letters(&mut self, n: usize) -> String {
+        self.from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", n)
+    }
+    fn lower(&mut self, n: usize) -> String {
+        self.from(b"abcdefghijklmnopqrstuvwxyz0123456789", n)
+    }
+    fn upper(&mut self, n: usize) -> String {
+        self.from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", n)
+    }
+    /// base62
+    fn alnum(&mut self, n: usize) -> String {
+        self.from(
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+            n,
+        )
+    }
+    fn b64url(&mut self, n: usize) -> String {
+        self.from(
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+            n,
+        )
+    }
+    fn b64(&mut self, n: usize) -> String {
+        self.from(
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+            n,
+        )
+    }
+    /// GitHub's base62 body: 30 random characters and their CRC32, base62, in 6
+    fn crc32_body(&mut self) -> String {
+        let random = self.alnum(30);
+        let check = base62_padded(crc32fast_hash(random.as_bytes()), 6);
+        format!("{random}{check}")
+    }
+}
+
+/// CRC32 (IEEE), computed here independently of the crate's.
+fn crc32fast_hash(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// A positive: the text a token is written as, and the part of it that is secret.
+struct Positive {
+    text: String,
+    secret: String,
+}
+
+fn whole(text: String) -> Positive {
+    Positive {
+        secret: text.clone(),
+        text,
+    }
+}
+
+/// `keyword` kept, `secret` after it.
+fn after(keyword: &str, secret: String) -> Positive {
+    Positive {
+        text: format!("{keyword}{secret}"),
+        secret,
+    }
+}
+
+/// One row's sample: its kind, a positive built from its format, and a lookalike.
+struct Sample {
+    kind: &'static str,
+    positive: fn(&mut Gen) -> Positive,
+    lookalike: fn(&mut Gen) -> String,
+}
+
+const SAMPLES: &[Sample] = &[
+    Sample {
+        kind: "github_token",
+        // glued to a word: only the checksum row reads it
+        positive: |g| {
+            let token = format!("ghp_{}", g.crc32_body());
+            Positive {
+                text: format!("token{token}"),
+                secret: token,
+            }
+        },
+        lookalike: |g| format!("xghp_{}", g.alnum(36)),
+    },
+    Sample {
+        kind: "npm_token",
+        positive: |g| whole(format!("npm_{}", g.crc32_body())),
+        lookalike: |g| format!("npm_{}", g.lower(20)),
+    },
+    Sample {
+        kind: "twilio_api_key",
+        positive: |g| whole(format!("SK{}", g.hex(32))),
+        lookalike: |g| format!("SK{}", g.upper_hex(32)),
+    },
+    Sample {
+        kind: "sendgrid_api_key",
+        positive: |g| whole(format!("SG.{}.{}", g.b64url(22), g.b64url(43))),
+        lookalike: |g| format!("SG.{}.{}", g.b64url(12), g.b64url(43)),
+    },
+    Sample {
+        kind: "huggingface_token",
+        positive: |g| whole(format!("hf_{}", g.letters(34))),
+        lookalike: |g| format!("hf_{}", g.letters(20)),
+    },
+    Sample {
+        kind: "huggingface_org_token",
+        positive: |g| whole(format!("api_org_{}", g.letters(34))),
+        lookalike: |_| "api_org_settings_page".to_owned(),
+    },
+    Sample {
+        kind: "digitalocean_token",
+        positive: |g| whole(format!("dop_v1_{}", g.hex(64))),
+        lookalike: |g| format!("dop_v1_{}", g.hex(40)),
+    },
+    Sample {
+        kind: "azure_storage_key",
+        positive: |g| after("AccountKey=", format!("{}==", g.b64(86))),
+        lookalike: |_| "AccountKey=<your-storage-key>".to_owned(),
+    },
+];
+
+/// The wrappings a transcript puts a token in.
+fn wrappings(token: &str) -> Vec<String> {
+    vec![
+        token.to_owned(),
+        format!("SOME_SETTING={token}"),
+        format!("export SOME_SETTING=\"{token}\""),
+        format!("{{\"setting\": \"{token}\", \"next\": 1}}"),
+        format!("setting: '{token}'"),
+        format!("using {token} for the call."),
+        format!("\"first line\\n{token}\\nlast\""),
+        format!("+    value = \"{token}\";"),
+    ]
+}
+
+#[test]
+fn every_vendor_row_has_a_sample_and_every_sample_a_row() {
+    let kinds: Vec<&str> = rules().iter().map(|rule| rule.kind).collect();
+    let mut unique = kinds.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), kinds.len(), "two rows share a kind");
+    for kind in &kinds {
+        assert!(
+            SAMPLES.iter().any(|s| s.kind == *kind),
+            "the row {kind} has no sample"
+        );
+    }
+    for sample in SAMPLES {
+        assert!(
+            kinds.contains(&sample.kind),
+            "the sample {} names no row",
+            sample.kind
+        );
+    }
+}
+
+#[test]
+fn every_vendor_rows_positive_vanishes_and_its_lookalike_stays() {
+    let mut failures = Vec::new();
+    for (i, sample) in SAMPLES.iter().enumerate() {
+        let mut g = Gen(0x5EED_0000 + i as u64 * 7919);
+        for _ in 0..4 {
+            let positive = (sample.positive)(&mut g);
+            for text in wrappings(&positive.text) {
+                let out = redact(&text);
+                let marker = format!("[REDACTED:{}]", sample.kind);
+                if !out.contains(&marker) || out.contains(&positive.secret) {
+                    failures.push(format!("{}: {text:?} came out {out:?}", sample.kind));
+                }
+                if redact(&out) != out {
+                    failures.push(format!("{}: redacting {out:?} again changed it", sample.kind));
+                }
+            }
+            let lookalike = (sample.lookalike)(&mut g);
+            for text in wrappings(&lookalike) {
+                let out = redact(&text);
+                if out != text {
+                    failures.push(format!("{}: lookalike {text:?} came out {out:?}", sample.kind));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn the_table_covers_the_vendors_it_claims() {
+    let mut vendors: Vec<&str> = rules().iter().map(|rule| rule.vendor).collect();
+    vendors.sort_unstable();
+    vendors.dedup();
+    println!("{} rows, {} vendors", rules().len(), vendors.len());
+    assert!(rules().iter().all(|rule| !rule.keywords.is_empty()));
+    assert!(
+        rules()
+            .iter()
+            .filter(|rule| rule.checksum != Checksum::None)
+            .count()
+            >= 2
+    );
+}
