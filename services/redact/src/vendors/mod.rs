@@ -157,6 +157,10 @@ fn find_with(compiled: &Compiled, rules: &[Rule], text: &str, out: &mut Vec<Clai
             if let Some(at) = ARMOUR.find(&bytes[start..end]) {
                 end = start + at;
             }
+            // a shape is ASCII: a window cut inside a character ends before it
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
             let window = &text[start..end];
             let Some(found) = regex.find(window) else {
                 continue;
@@ -237,7 +241,11 @@ mod tests {
             assert!(!rule.keywords.is_empty(), "{} has no keyword", rule.kind);
             for keyword in rule.keywords {
                 // the shape must be able to start with each of its keywords
-                assert!(keyword.len() >= 2, "{}: keyword {keyword:?} too short", rule.kind);
+                assert!(
+                    keyword.len() >= 2,
+                    "{}: keyword {keyword:?} too short",
+                    rule.kind
+                );
             }
         }
     }
