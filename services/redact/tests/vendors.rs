@@ -214,20 +214,14 @@ fn every_vendor_rows_positive_vanishes_and_its_lookalike_stays() {
                     failures.push(format!("{}: {text:?} came out {out:?}", sample.kind));
                 }
                 if redact(&out) != out {
-                    failures.push(format!(
-                        "{}: redacting {out:?} again changed it",
-                        sample.kind
-                    ));
+                    failures.push(format!("{}: redacting {out:?} again changed it", sample.kind));
                 }
             }
             let lookalike = (sample.lookalike)(&mut g);
             for text in wrappings(&lookalike) {
                 let out = redact(&text);
                 if out != text {
-                    failures.push(format!(
-                        "{}: lookalike {text:?} came out {out:?}",
-                        sample.kind
-                    ));
+                    failures.push(format!("{}: lookalike {text:?} came out {out:?}", sample.kind));
                 }
             }
         }

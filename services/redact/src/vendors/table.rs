@@ -53,12 +53,7 @@ pub(crate) static RULES: &[Rule] = &[
         r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}",
     ),
     // Hugging Face: user access tokens `hf_` and 34 letters; organisation tokens `api_org_`
-    row(
-        "Hugging Face",
-        "huggingface_token",
-        &["hf_"],
-        r"hf_[A-Za-z]{34}",
-    ),
+    row("Hugging Face", "huggingface_token", &["hf_"], r"hf_[A-Za-z]{34}"),
     row(
         "Hugging Face",
         "huggingface_org_token",
