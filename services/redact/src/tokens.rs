@@ -295,7 +295,7 @@ impl Compiled {
                     Check::OpenAi => (!kebab(&text[from + 3..to])).then_some((from, to)),
                     Check::Credential => {
                         let to = from + text[from..to].trim_end_matches('.').len();
-                        (to - from >= 16).then_some((from, to))
+                        (to - from >= 16 && !challenge_param(&text[from..to])).then_some((from, to))
                     }
                     Check::Url => {
                         // read the userinfo again from after `://`: a token written as the
@@ -315,7 +315,8 @@ impl Compiled {
                                 kind: Kind::Token(shape.name),
                             });
                         }
-                        after_scheme(text, found.start()).then_some((from, to))
+                        (after_scheme(text, found.start()) && !reference(&text[from..to]))
+                            .then_some((from, to))
                     }
                 };
                 if let Some((from, to)) = claim {
@@ -339,6 +340,47 @@ fn kebab(body: &str) -> bool {
         && !body
             .bytes()
             .any(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
+}
+
+/// Whether what follows `Bearer` is a challenge's parameter (`WWW-Authenticate: Bearer
+/// resource_metadata="…"`, RFC 6750 §3 and RFC 9728 §5.1), not a credential.
+fn challenge_param(credential: &str) -> bool {
+    const PARAMS: &[&str] = &[
+        "realm=",
+        "scope=",
+        "error=",
+        "error_description=",
+        "error_uri=",
+        "resource_metadata=",
+        "charset=",
+    ];
+    PARAMS
+        .iter()
+        .any(|param| credential.eq_ignore_ascii_case(param))
+}
+
+/// Whether a URL's password is a variable's reference (`$(PGPASSWORD)`, `$DB_PASS`,
+/// `%(password)s`): a make file's, a shell's or a format's, to be filled in later.
+fn reference(password: &str) -> bool {
+    let ident = |s: &str| {
+        s.bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    };
+    if let Some(inner) = password
+        .strip_prefix("$(")
+        .and_then(|p| p.strip_suffix(')'))
+    {
+        return ident(inner);
+    }
+    if let Some(inner) = password
+        .strip_prefix("%(")
+        .and_then(|p| p.strip_suffix(")s"))
+    {
+        return ident(inner);
+    }
+    password.strip_prefix('$').is_some_and(ident)
 }
 
 /// Whether the `://` at `at` follows a URL scheme's last character.
@@ -375,6 +417,7 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
     }
     scan(start, text.len());
     crate::vendors::find(text, out);
+    crate::context::find(text, out);
     secrets_beside_key_ids(text, out);
 }
 

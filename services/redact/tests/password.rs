@@ -538,11 +538,9 @@ fn the_shells_working_directories_are_left_alone() {
     untouched("PWD=/home/user/project\nOLDPWD=/tmp\nSHELL=/bin/bash\n");
     untouched("docker run -v $PWD:/app -w /app image\n");
     untouched("export PWD=/srv/build; make\n");
-    // (the value's read takes the closing `;` with it: the structure the issue's third item
-    // asks the rule to keep is not kept yet)
     check(
         "Driver={ODBC};Server=db;Uid=sa;Pwd=Hunter2x9;",
-        "Driver={ODBC};Server=db;Uid=sa;Pwd=[REDACTED:password]",
+        "Driver={ODBC};Server=db;Uid=sa;Pwd={R};",
     );
     check("db_pwd=Hunter2x9\n", "db_pwd=[REDACTED:password]\n");
 }
@@ -561,4 +559,73 @@ fn a_pass_segment_ends_a_keys_name() {
     untouched("PASS: test_login\nFAIL: test_logout\n");
     untouched("bypass = true\ncompass: north\n");
     untouched("tests pass: 12 of 12\n");
+}
+
+/// Issue 19: code that names a password without holding one keeps its text — a type, a call,
+/// a variable, a reference, structure, an enum's number, a format's argument — while every
+/// literal beside it is still a password.
+#[test]
+fn code_that_names_a_password_is_left_alone() {
+    for code in [
+        "fn connect(user: &str, password: &str) -> Conn {",
+        "    password: String,",
+        "    password: String::new(),",
+        "    pub password: Option<SecretString>,",
+        "    pwd: *mut passwd,",
+        "    pub pw_passwd: *mut c_char,",
+        "    password: impl Into<String>,",
+        "    password: new_password,",
+        "    self.0.password = password;",
+        "    self.0.password = password.into();",
+        "    let password = config.password();",
+        "    options: Some(Options { no_password: true }),",
+        "    in_filter_pass: Cell<usize>,",
+        "fn set_basic_auth<T, U>(&mut self, username: T, password: U) {",
+        "    NETKIT_PASS = 0,",
+        "    NL80211_ATTR_SAE_PASSWORD = 277,",
+        "pub const IORING_MSG_RING_FLAGS_PASS: u32 = 2;",
+        "pub const USER_PASSWORD: crate::ObjectIdentifier =",
+        "    if in_current_pass == 0 {",
+        "    password?: string;",
+        "    \"password\": [",
+        "    \"password\": {",
+        "    let should_pass = [",
+        "    db_password: ${DB_PASSWORD}",
+        "    password=$(PGPASSWORD)",
+        "    PASSWORD=$DB_PASS",
+        "    password: {{ .Values.db.password }}",
+        "    password: <your-password>",
+        "    password = %(password)s",
+        "    connect(host=h, password=settings.db_password)",
+        "    println!(\"expected {expected_password:?}, got {password:?}\");",
+        "nagios ALL=NOPASSWD: /usr/sbin/needrestart -p",
+        "psql postgres://$(PGUSER):$(PGPASSWORD)@db:5432/app",
+        "DATABASE_URL=postgres://app:$DB_PASS@db/app",
+        "WWW-Authenticate: Bearer resource_metadata=\"https://mcp.example.com/prm\"",
+    ] {
+        untouched(&format!("{code}\n"));
+    }
+}
+
+#[test]
+fn literals_beside_code_are_still_passwords() {
+    check("password: hunter2\n", "password: {R}\n");
+    check("password = \"hunter2\";\n", "password = \"{R}\";\n");
+    check("    password: \"hunter2\",\n", "    password: \"{R}\",\n");
+    // a shell's assignment has no spaces: its `;` ends a command, not a statement of code
+    check("PGPASSWORD=my_secret_pw; psql\n", "PGPASSWORD={R}; psql\n");
+    check("export DB_PASS=hunter2x9;\n", "export DB_PASS={R};\n");
+    // a comparison's literal, on either side
+    check("if password == \"hunter2\":\n", "if password == \"{R}\":\n");
+    check("if \"hunter2\" == password:\n", "if \"{R}\" == password:\n");
+    check(
+        "assert 'hunter2' != user.pwd\n",
+        "assert '{R}' != user.pwd\n",
+    );
+    // a connection string's fields around its password stay
+    check(
+        "Server=db;Password=Hunter2x9;Encrypt=yes\n",
+        "Server=db;Password={R};Encrypt=yes\n",
+    );
+    check("Password=Hunter2x9;Server=db\n", "Password={R};Server=db\n");
 }

@@ -73,6 +73,11 @@ pub(super) fn key_at(
     if matches!(&text[name..word_end], "PWD" | "OLDPWD") {
         return None;
     }
+    // sudoers' tags (`ALL=NOPASSWD: /usr/bin/x`) say no password is asked
+    if matches!(&text[name..word_end], "NOPASSWD" | "PASSWD") {
+        return None;
+    }
+
     // A name run into a letter of another script is part of a longer word, and one after a
     // path's slash is a file's name (`/etc/passwd: No such file`), not a key.
     if text[line.start..name]
@@ -116,11 +121,18 @@ pub(super) fn key_at(
     } else {
         return None;
     };
+    // an operand of a comparison (`"v" == password:`) is no key: the literal it is compared
+    // with is the value (code::compared_literals)
+    if super::code::compared(text, line.start, name).is_some() {
+        return None;
+    }
     let sep_end = at + sep;
     let (rest, pipe) = close_markup(text, opener, sep_end, line.end, true);
     Some(Key {
         line: line_index,
         start,
+        name,
+        sep_at: at,
         sep_end,
         rest: skip_blanks(text, rest, line.end),
         pipe: pipe.is_some(),

@@ -16,6 +16,7 @@ use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
+mod code;
 mod key;
 
 use crate::lines::Line;
@@ -70,6 +71,10 @@ struct Key {
     line: usize,
     /// where the key starts: its own string's opening quote, or its name
     start: usize,
+    /// where its name starts
+    name: usize,
+    /// where its separator starts
+    sep_at: usize,
     /// where its separator ends
     sep_end: usize,
     /// where what follows the separator starts, past the markup closing the key and spaces
@@ -416,6 +421,10 @@ fn read(
     if stops_value(text, key.rest) {
         return out;
     }
+    // code naming a password without holding one: a type, a call, a variable, a reference
+    if code::is_code(text, &key, key.rest, line.end) {
+        return out;
+    }
     // A quote closing the string the key was written in, then more: the next field.
     for quote in ["\\\"", "\"", "'"] {
         if rest.starts_with(quote) && count(opener, quote) % 2 == 1 {
@@ -472,6 +481,8 @@ fn read(
         stops.push(b'*');
     }
     let end = word_end(text, key.rest, line.end, &stops);
+    // a connection string's next field (`Pwd=x;Encrypt=yes`) is not the value's
+    let end = code::field_end(text, &key, key.rest, end);
     push_value(text, key.rest, end, &mut out.values);
     out.consumed = end;
     out
@@ -658,6 +669,13 @@ pub(crate) fn find_with_names(
     names: &mut Vec<Claim>,
     reads: &mut Vec<(usize, usize)>,
 ) {
+    let mut compared = Vec::new();
+    code::compared_literals(text, lines, &mut compared);
+    values.extend(compared.into_iter().map(|(start, end)| Claim {
+        start,
+        end,
+        kind: Kind::Password,
+    }));
     scan(text, lines, |read| {
         // the lines the read looked at: its key's, and those below it up to what decided it
         let last = read.below.or(read.decided_by).unwrap_or(read.key.line);
@@ -755,6 +773,10 @@ mod tests {
     fn separators() {
         assert_eq!(claims("password := x"), ["x"]);
         assert_eq!(claims("password == x"), ["x"]);
+        assert_eq!(claims("password == \"x\""), ["x"]);
+        // a comparison with a number or with code's own name is no password
+        assert!(claims("in_current_pass == 0 {").is_empty());
+        assert!(claims("if password == self.password {").is_empty());
         assert_eq!(claims("password => x"), ["x"]);
         assert_eq!(claims("password=x"), ["x"]);
         assert!(claims("password::hash(x)").is_empty());

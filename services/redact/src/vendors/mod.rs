@@ -241,7 +241,11 @@ mod tests {
             assert!(!rule.keywords.is_empty(), "{} has no keyword", rule.kind);
             for keyword in rule.keywords {
                 // the shape must be able to start with each of its keywords
-                assert!(keyword.len() >= 2, "{}: keyword {keyword:?} too short", rule.kind);
+                assert!(
+                    keyword.len() >= 2,
+                    "{}: keyword {keyword:?} too short",
+                    rule.kind
+                );
             }
         }
     }

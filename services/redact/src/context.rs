@@ -1,0 +1,285 @@
+//! Secrets known by their key: a high-entropy value assigned to a name that says it holds one
+//! (`*_SECRET`, `*_TOKEN`, `*_KEY`, `apiKey`, `client_secret`, `credentials`), in the forms env
+//! files, YAML, JSON, TOML, shell and code write it — the value alone redacted, as
+//! `generic_secret`.
+//!
+//! A value counts only when it reads as random: 16 to 512 characters of a token's alphabet,
+//! letters and digits both, and at least [`MIN_ENTROPY`] bits of Shannon entropy per character
+//! (a hex digest's 32 characters have about 3.6), and not a list of words (`my_secret_value_2`). Everything is read on the key's line and after its key only, so the
+//! rule is line-local (a stream's settled lines read it as the whole text does) and linear
+//! (each keyword reads at most one value's length ahead).
+
+use std::sync::LazyLock;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+
+use crate::{Claim, Kind};
+
+/// The marker's name.
+pub const KIND: &str = "generic_secret";
+
+/// The words a secret's name ends in (any case; `key` only after another word: `api_key`,
+/// `apiKey`, `SIGNING_KEY`, never `key` alone).
+const NAME_WORDS: &[&str] = &[
+    "secret",
+    "token",
+    "key",
+    "apikey",
+    "credential",
+    "credentials",
+];
+
+/// Shannon entropy per character a value must reach, in bits.
+pub const MIN_ENTROPY: f64 = 3.0;
+
+const MIN_LEN: usize = 16;
+const MAX_LEN: usize = 512;
+
+static WORDS: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::LeftmostLongest)
+        .build(NAME_WORDS)
+        .expect("the name words build an automaton")
+});
+
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
+}
+
+fn is_value_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'_' | b'-' | b'.' | b'~')
+}
+
+/// Pushes a claim for each secret-named key's high-entropy value.
+pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
+    let bytes = text.as_bytes();
+    let mut after_last = 0;
+    for hit in WORDS.find_iter(text) {
+        let (start, end) = (hit.start(), hit.end());
+        if start < after_last {
+            continue;
+        }
+        // the word ends the name
+        if bytes
+            .get(end)
+            .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            continue;
+        }
+        let word = &text[start..end];
+        if word.eq_ignore_ascii_case("key") && !key_follows_a_word(bytes, start) {
+            continue;
+        }
+        // the name's own start: not inside a longer word (`monkey`, `turnkey`), unless a
+        // camel-case joint (`apiKey`) or a separator (`api_key`) leads to it
+        if start > 0 && bytes[start - 1].is_ascii_alphanumeric() {
+            let joint = bytes[start].is_ascii_uppercase() && bytes[start - 1].is_ascii_lowercase();
+            if !joint {
+                continue;
+            }
+        }
+        if let Some((from, to)) = value_after(text, end) {
+            if random_enough(&text[from..to]) {
+                out.push(Claim {
+                    start: from,
+                    end: to,
+                    kind: Kind::Token(KIND),
+                });
+                after_last = to;
+            }
+        }
+    }
+}
+
+/// Whether `key` at `at` ends a name of more than one word (`api_key`, `apiKey`, `SIGNING-KEY`).
+fn key_follows_a_word(bytes: &[u8], at: usize) -> bool {
+    match at.checked_sub(1).map(|i| bytes[i]) {
+        Some(b'_' | b'-' | b'.') => at >= 2 && bytes[at - 2].is_ascii_alphanumeric(),
+        Some(b) => b.is_ascii_lowercase() && bytes[at].is_ascii_uppercase(),
+        None => false,
+    }
+}
+
+/// The value assigned after a name ending at `at`: past the name's closing quote, spaces, the
+/// separator (`=`, `:`, `:=`, `=>`) and an opening quote, the run of a token's alphabet, which
+/// must end the value (a closing quote, a space, `,` `;` `)` `}` `&` or the line's end).
+fn value_after(text: &str, at: usize) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let mut pos = at;
+    let skip = |pos: &mut usize, set: &[u8]| {
+        while *pos < bytes.len() && set.contains(&bytes[*pos]) {
+            *pos += 1;
+        }
+    };
+    // the name's own closing quote (`"apiKey":`, `\"token\":`)
+    if bytes[pos..].starts_with(b"\\\"") {
+        pos += 2;
+    } else if matches!(bytes.get(pos), Some(b'"' | b'\'')) {
+        pos += 1;
+    }
+    skip(&mut pos, b" \t");
+    let sep = [":=", "=>", "=", ":"]
+        .into_iter()
+        .find(|sep| bytes[pos..].starts_with(sep.as_bytes()))?;
+    pos += sep.len();
+    // `==` is a comparison, `::` a path
+    if matches!(bytes.get(pos), Some(b'=' | b':')) {
+        return None;
+    }
+    skip(&mut pos, b" \t");
+    if bytes[pos..].starts_with(b"\\\"") {
+        pos += 2;
+    } else if matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
+        pos += 1;
+    }
+    let from = pos;
+    let limit = bytes.len().min(from + MAX_LEN + 1);
+    while pos < limit && is_value_byte(bytes[pos]) {
+        pos += 1;
+    }
+    let len = pos - from;
+    if !(MIN_LEN..=MAX_LEN).contains(&len) {
+        return None;
+    }
+    let ends = match bytes.get(pos) {
+        None => true,
+        Some(&b) => matches!(
+            b,
+            b'"' | b'\''
+                | b'`'
+                | b'\\'
+                | b' '
+                | b'\t'
+                | b'\r'
+                | b'\n'
+                | b','
+                | b';'
+                | b')'
+                | b'}'
+                | b'&'
+        ),
+    };
+    ends.then_some((from, pos))
+}
+
+/// Whether a value reads as random: letters and digits both, not a path or a dotted name, and
+/// [`MIN_ENTROPY`] bits per character.
+fn random_enough(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    let digits = bytes.iter().filter(|b| b.is_ascii_digit()).count();
+    let letters = bytes.iter().filter(|b| b.is_ascii_alphabetic()).count();
+    if digits == 0 || letters == 0 {
+        return false;
+    }
+    // a path (`/usr/lib/x86_64`) or a dotted name (`config.auth.token_v2`)
+    let slashes = bytes.iter().filter(|&&b| b == b'/').count();
+    if slashes >= 2 && bytes.windows(2).all(|w| w != b"//") && !value.ends_with('=') {
+        let words = value.split('/').filter(|part| part.len() >= 3).count();
+        if words >= 2 {
+            return false;
+        }
+    }
+    if value.split('.').count() >= 3
+        && value.split('.').all(|part| {
+            part.chars()
+                .all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit())
+        })
+    {
+        return false;
+    }
+    // words joined (`my_secret_token_value_2`, `prod-api-key-v1`): three or more parts, each
+    // lower-case letters with at most trailing digits
+    let parts: Vec<&str> = value.split(['_', '-', '.']).collect();
+    let wordy = |part: &&str| {
+        let letters = part.trim_end_matches(|c: char| c.is_ascii_digit());
+        !letters.is_empty() && letters.bytes().all(|b| b.is_ascii_lowercase())
+            || letters.bytes().all(|b| b.is_ascii_uppercase())
+    };
+    if parts.len() >= 3 && parts.iter().all(wordy) {
+        return false;
+    }
+    entropy(bytes) >= MIN_ENTROPY
+}
+
+/// Shannon entropy per character, in bits.
+pub fn entropy(bytes: &[u8]) -> f64 {
+    let mut counts = [0u32; 256];
+    for &b in bytes {
+        counts[b as usize] += 1;
+    }
+    let n = bytes.len() as f64;
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = c as f64 / n;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims(text: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        find(text, &mut out);
+        out.iter().map(|c| &text[c.start..c.end]).collect()
+    }
+
+    const HEX: &str = "9f86d081884c7d659a2feaa0c55ad015";
+    const B62: &str = "q8Zk2LmN4pR7sT1vW3xY5aB6cD9eF0gH";
+
+    #[test]
+    fn every_form_of_assignment() {
+        for text in [
+            format!("API_SECRET={B62}"),
+            format!("export STRIPE_TOKEN=\"{B62}\""),
+            format!("client_secret: {B62}"),
+            format!("{{\"apiKey\": \"{B62}\"}}"),
+            format!("secret_key = '{B62}'"),
+            format!("const SIGNING_KEY = \"{HEX}\";"),
+            format!("token := \"{HEX}\""),
+            format!("'credentials' => '{B62}',"),
+            format!("--api-key={B62} --verbose"),
+            format!("{{\\\"authToken\\\":\\\"{B62}\\\"}}"),
+        ] {
+            let found = claims(&text);
+            assert_eq!(found.len(), 1, "{text}: {found:?}");
+            assert!(found[0] == B62 || found[0] == HEX, "{text}: {found:?}");
+        }
+    }
+
+    #[test]
+    fn names_and_values_that_are_not_secrets() {
+        for text in [
+            format!("key={B62}"),
+            format!("monkey={B62}"),
+            format!("KEYBOARD_LAYOUT={B62}"),
+            "API_SECRET=changeme".to_owned(),
+            "token: my_secret_token_value".to_owned(),
+            "GITHUB_TOKEN=${{ secrets.GITHUB_TOKEN }}".to_owned(),
+            "secret_key = os.environ['SECRET_KEY']".to_owned(),
+            "api_key: config.services.payments.api_key".to_owned(),
+            "cache_key = /var/cache/app/v2/build".to_owned(),
+            format!("if token == \"{B62}\""),
+            "next_token: null".to_owned(),
+            "token_type: Bearer".to_owned(),
+            "primary_key: 1234567890123456".to_owned(),
+        ] {
+            assert!(claims(&text).is_empty(), "{text}: {:?}", claims(&text));
+        }
+    }
+
+    #[test]
+    fn entropy_of_known_strings() {
+        assert!(entropy(HEX.as_bytes()) > 3.5);
+        assert!(entropy(b"aaaaaaaaaaaaaaaa") < 0.1);
+        assert!(random_enough(HEX) && random_enough(B62));
+        assert!(!random_enough("my_secret_token_value_2"));
+        assert!(!random_enough("prod-api-key-v1-staging"));
+        assert!(!random_enough("a1a1a1a1a1a1a1a1a1"));
+    }
+}
