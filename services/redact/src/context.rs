@@ -7,11 +7,8 @@
 //! letters and digits both, and at least [`MIN_ENTROPY`] bits of Shannon entropy per character
 //! (a hex digest's 32 characters have about 3.6), and not a list of words (`my_secret_value_2`). Everything is read on the key's line and after its key only, so the
 //! rule is line-local (a stream's settled lines read it as the whole text does) and linear
-//! (each keyword reads at most one value's length ahead).
-
-use std::sync::LazyLock;
-
-use aho_corasick::{AhoCorasick, MatchKind};
+//! (each keyword reads at most one value's length ahead). Its name words are found by the
+//! vendor rules' search ([`crate::vendors`]), in the same pass.
 
 use crate::{Claim, Kind};
 
@@ -35,59 +32,67 @@ pub const MIN_ENTROPY: f64 = 3.0;
 const MIN_LEN: usize = 16;
 const MAX_LEN: usize = 512;
 
-static WORDS: LazyLock<AhoCorasick> = LazyLock::new(|| {
-    AhoCorasick::builder()
-        .ascii_case_insensitive(true)
-        .match_kind(MatchKind::LeftmostLongest)
-        .build(NAME_WORDS)
-        .expect("the name words build an automaton")
-});
-
-fn is_name_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
+/// The name words as a case-sensitive search finds them: each as written in lower case, in
+/// capitals and capitalised (`secret`, `SECRET`, `Secret`), which is every way a name writes
+/// a word (`client_secret`, `API_SECRET`, `clientSecret`); `apikey` also as `ApiKey`.
+pub(crate) fn spellings() -> Vec<String> {
+    let mut out = Vec::new();
+    for word in NAME_WORDS {
+        let mut capitalised = word.to_string();
+        capitalised[..1].make_ascii_uppercase();
+        out.extend([word.to_string(), word.to_ascii_uppercase(), capitalised]);
+    }
+    out.extend(["ApiKey".to_owned(), "APIKey".to_owned()]);
+    out.sort();
+    out.dedup();
+    out
 }
 
 fn is_value_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'_' | b'-' | b'.' | b'~')
 }
 
-/// Pushes a claim for each secret-named key's high-entropy value.
-pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
+/// Reads the name word found at `start..end`: when it ends a secret's name and a random
+/// value is assigned to that name, claims the value. `after_last` is where the last claimed
+/// value ended (a word inside it is no name).
+pub(crate) fn at_word(
+    text: &str,
+    start: usize,
+    end: usize,
+    after_last: &mut usize,
+    out: &mut Vec<Claim>,
+) {
     let bytes = text.as_bytes();
-    let mut after_last = 0;
-    for hit in WORDS.find_iter(text) {
-        let (start, end) = (hit.start(), hit.end());
-        if start < after_last {
-            continue;
+    if start < *after_last {
+        return;
+    }
+    // the word ends the name
+    if bytes
+        .get(end)
+        .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        return;
+    }
+    let word = &text[start..end];
+    if word.eq_ignore_ascii_case("key") && !key_follows_a_word(bytes, start) {
+        return;
+    }
+    // the name's own start: not inside a longer word (`monkey`, `turnkey`), unless a
+    // camel-case joint (`apiKey`) or a separator (`api_key`) leads to it
+    if start > 0 && bytes[start - 1].is_ascii_alphanumeric() {
+        let joint = bytes[start].is_ascii_uppercase() && bytes[start - 1].is_ascii_lowercase();
+        if !joint {
+            return;
         }
-        // the word ends the name
-        if bytes
-            .get(end)
-            .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
-        {
-            continue;
-        }
-        let word = &text[start..end];
-        if word.eq_ignore_ascii_case("key") && !key_follows_a_word(bytes, start) {
-            continue;
-        }
-        // the name's own start: not inside a longer word (`monkey`, `turnkey`), unless a
-        // camel-case joint (`apiKey`) or a separator (`api_key`) leads to it
-        if start > 0 && bytes[start - 1].is_ascii_alphanumeric() {
-            let joint = bytes[start].is_ascii_uppercase() && bytes[start - 1].is_ascii_lowercase();
-            if !joint {
-                continue;
-            }
-        }
-        if let Some((from, to)) = value_after(text, end) {
-            if random_enough(&text[from..to]) {
-                out.push(Claim {
-                    start: from,
-                    end: to,
-                    kind: Kind::Token(KIND),
-                });
-                after_last = to;
-            }
+    }
+    if let Some((from, to)) = value_after(text, end) {
+        if random_enough(&text[from..to]) {
+            out.push(Claim {
+                start: from,
+                end: to,
+                kind: Kind::Token(KIND),
+            });
+            *after_last = to;
         }
     }
 }
@@ -225,7 +230,8 @@ mod tests {
 
     fn claims(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
-        find(text, &mut out);
+        crate::vendors::find(text, &mut out);
+        out.retain(|c| c.kind == Kind::Token(KIND));
         out.iter().map(|c| &text[c.start..c.end]).collect()
     }
 

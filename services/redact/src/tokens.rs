@@ -417,7 +417,6 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
     }
     scan(start, text.len());
     crate::vendors::find(text, out);
-    crate::context::find(text, out);
     secrets_beside_key_ids(text, out);
 }
 

@@ -599,6 +599,7 @@ fn code_that_names_a_password_is_left_alone() {
         "    connect(host=h, password=settings.db_password)",
         "    println!(\"expected {expected_password:?}, got {password:?}\");",
         "nagios ALL=NOPASSWD: /usr/sbin/needrestart -p",
+        "gpg: The option --passphrase= can be empty.",
         "psql postgres://$(PGUSER):$(PGPASSWORD)@db:5432/app",
         "DATABASE_URL=postgres://app:$DB_PASS@db/app",
         "WWW-Authenticate: Bearer resource_metadata=\"https://mcp.example.com/prm\"",

@@ -161,6 +161,10 @@ pub(super) fn is_code(text: &str, key: &Key, at: usize, end: usize) -> bool {
     }
     let sep = &text[key.sep_at..key.sep_end];
     let colon = sep == ":";
+    // an option named in prose (`the option --passphrase= can be empty`): a space after its `=`
+    if sep == "=" && bytes[key.name] == b'-' && bytes.get(key.sep_end) == Some(&b' ') {
+        return true;
+    }
     // a comparison with a number (`in_current_pass == 0 {`)
     let comparison = matches!(sep, "==" | "===");
     let digits = value.bytes().take_while(u8::is_ascii_digit).count();

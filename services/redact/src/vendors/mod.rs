@@ -57,30 +57,41 @@ pub struct Rule {
 /// The longest a shape with no upper bound is read.
 pub const MAX_UNBOUNDED: usize = 1024;
 
+/// What a keyword found by the search is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// a vendor row's keyword
+    Row(usize),
+    /// a word a secret's name ends in ([`crate::context`]), of this length
+    NameWord(usize),
+}
+
 /// The rows, compiled.
 struct Compiled {
-    /// every row's keywords; pattern `i` is `keywords[i]`
+    /// every row's keywords and the context rule's name words, searched leftmost-longest
     finder: AhoCorasick,
-    keywords: Vec<&'static str>,
-    /// for each keyword, the rows that start with it
-    rows_of: Vec<Vec<usize>>,
+    keywords: Vec<String>,
+    /// for each keyword, what it and every shorter keyword it starts with are: a keyword found
+    /// stands for all of them (the search reports the longest at each start)
+    found_as: Vec<Vec<Found>>,
     /// each row's anchored regex, whether it names a claimed group, and its longest match
     shapes: Vec<(Regex, bool, usize)>,
 }
 
 fn compile(rules: &[Rule]) -> Compiled {
-    let mut keywords: Vec<&'static str> = Vec::new();
-    let mut rows_of: Vec<Vec<usize>> = Vec::new();
+    let mut keywords: Vec<String> = Vec::new();
+    let mut own: Vec<Vec<Found>> = Vec::new();
+    let mut add = |keyword: &str, found: Found| match keywords.iter().position(|k| k == keyword) {
+        Some(at) => own[at].push(found),
+        None => {
+            keywords.push(keyword.to_owned());
+            own.push(vec![found]);
+        }
+    };
     let mut shapes = Vec::with_capacity(rules.len());
     for (row, rule) in rules.iter().enumerate() {
         for &keyword in rule.keywords {
-            match keywords.iter().position(|&k| k == keyword) {
-                Some(at) => rows_of[at].push(row),
-                None => {
-                    keywords.push(keyword);
-                    rows_of.push(vec![row]);
-                }
-            }
+            add(keyword, Found::Row(row));
         }
         let pattern = format!("(?-u)^(?:{})", rule.shape);
         let regex = Regex::new(&pattern)
@@ -97,15 +108,31 @@ fn compile(rules: &[Rule]) -> Compiled {
         let grouped = regex.capture_names().flatten().any(|name| name == "s");
         shapes.push((regex, grouped, longest));
     }
+    for word in crate::context::spellings() {
+        add(&word, Found::NameWord(word.len()));
+    }
+    let found_as = keywords
+        .iter()
+        .map(|keyword| {
+            let mut all: Vec<Found> = Vec::new();
+            for (other, found) in keywords.iter().zip(&own) {
+                if keyword.starts_with(other.as_str()) {
+                    all.extend(found.iter().copied());
+                }
+            }
+            all.dedup();
+            all
+        })
+        .collect();
     let finder = AhoCorasick::builder()
-        .match_kind(MatchKind::Standard)
+        .match_kind(MatchKind::LeftmostLongest)
         .kind(Some(AhoCorasickKind::DFA))
         .build(&keywords)
         .expect("the vendor keywords build an automaton");
     Compiled {
         finder,
         keywords,
-        rows_of,
+        found_as,
         shapes,
     }
 }
@@ -125,71 +152,96 @@ fn starts_word(bytes: &[u8], at: usize) -> bool {
     matches!(before, b'n' | b't' | b'r') && at >= 2 && bytes[at - 2] == b'\\'
 }
 
-/// Pushes one claim per vendor token in the text.
+/// Pushes one claim per vendor token in the text, and one per secret-named key's random
+/// value ([`crate::context`]), in one search.
 pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
     let compiled = &*COMPILED;
-    find_with(compiled, RULES, text, out);
-}
-
-fn find_with(compiled: &Compiled, rules: &[Rule], text: &str, out: &mut Vec<Claim>) {
     let bytes = text.as_bytes();
     // per row, where its last claim ended: a keyword inside it is read no further
-    let mut claimed_to = vec![0usize; rules.len()];
-    for hit in compiled.finder.find_overlapping_iter(text) {
+    let mut claimed_to: Vec<(usize, usize)> = Vec::new();
+    let mut context_after = 0;
+    let mut at = 0;
+    // every start: the search reports the longest keyword at the leftmost start, and resumes
+    // one byte on, so a keyword starting inside another is found too
+    while let Some(hit) = compiled
+        .finder
+        .find(aho_corasick::Input::new(text).span(at..text.len()))
+    {
         let start = hit.start();
-        let keyword = compiled.keywords[hit.pattern().as_usize()];
-        let keyword_is_word = keyword
+        at = start + 1;
+        let pattern = hit.pattern().as_usize();
+        let keyword_is_word = compiled.keywords[pattern]
             .as_bytes()
             .first()
             .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
         let word_starts = !keyword_is_word || starts_word(bytes, start);
-        for &row in &compiled.rows_of[hit.pattern().as_usize()] {
-            let rule = &rules[row];
-            // a checksum is evidence enough: such a token is read even glued to a word
-            if start < claimed_to[row] || (!word_starts && rule.checksum == Checksum::None) {
-                continue;
-            }
-            let (regex, grouped, longest) = &compiled.shapes[row];
-            let mut end = (start + longest).min(text.len());
-            if let Some(at) = memchr::memchr(b'\n', &bytes[start..end]) {
-                end = start + at;
-            }
-            if let Some(at) = ARMOUR.find(&bytes[start..end]) {
-                end = start + at;
-            }
-            // a shape is ASCII: a window cut inside a character ends before it
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            let window = &text[start..end];
-            let Some(found) = regex.find(window) else {
-                continue;
-            };
-            let after = start + found.end();
-            if bytes.get(after).is_some_and(u8::is_ascii_alphanumeric) {
-                continue;
-            }
-            if !checksum_holds(rule.checksum, found.as_str()) {
-                continue;
-            }
-            let (from, to) = if *grouped {
-                regex
-                    .captures(window)
-                    .and_then(|caps| caps.name("s"))
-                    .map_or((found.start(), found.end()), |s| (s.start(), s.end()))
-            } else {
-                (found.start(), found.end())
-            };
-            if from < to {
-                claimed_to[row] = after;
-                out.push(Claim {
-                    start: start + from,
-                    end: start + to,
-                    kind: Kind::Token(rule.kind),
-                });
+        for &found in &compiled.found_as[pattern] {
+            match found {
+                Found::NameWord(len) => {
+                    crate::context::at_word(text, start, start + len, &mut context_after, out);
+                }
+                Found::Row(row) => {
+                    let rule = &RULES[row];
+                    let until = claimed_to
+                        .iter()
+                        .find(|(r, _)| *r == row)
+                        .map_or(0, |(_, to)| *to);
+                    // a checksum is evidence enough: such a token is read even glued to a word
+                    if start < until || (!word_starts && rule.checksum == Checksum::None) {
+                        continue;
+                    }
+                    if let Some(claim) = read_row(compiled, row, text, start) {
+                        match claimed_to.iter_mut().find(|(r, _)| *r == row) {
+                            Some(entry) => entry.1 = claim.end,
+                            None => claimed_to.push((row, claim.end)),
+                        }
+                        out.push(claim);
+                    }
+                }
             }
         }
     }
+}
+
+/// Reads row `row`'s shape at `start`: its claim, when the shape matches there, ends a word and
+/// carries its checksum.
+fn read_row(compiled: &Compiled, row: usize, text: &str, start: usize) -> Option<Claim> {
+    let bytes = text.as_bytes();
+    let rule = &RULES[row];
+    let (regex, grouped, longest) = &compiled.shapes[row];
+    let mut end = (start + longest).min(text.len());
+    if let Some(at) = memchr::memchr(b'\n', &bytes[start..end]) {
+        end = start + at;
+    }
+    if let Some(at) = ARMOUR.find(&bytes[start..end]) {
+        end = start + at;
+    }
+    // a shape is ASCII: a window cut inside a character ends before it
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let window = &text[start..end];
+    let found = regex.find(window)?;
+    let after = start + found.end();
+    if bytes.get(after).is_some_and(u8::is_ascii_alphanumeric) {
+        return None;
+    }
+    if !checksum_holds(rule.checksum, found.as_str()) {
+        return None;
+    }
+    let (from, to) = if *grouped {
+        regex
+            .captures(window)
+            .and_then(|caps| caps.name("s"))
+            .map_or((found.start(), found.end()), |s| (s.start(), s.end()))
+    } else {
+        (found.start(), found.end())
+    };
+    (from < to).then(|| Claim {
+        start: start + from,
+        end: start + to,
+        kind: Kind::Token(rule.kind),
+    })
 }
 
 /// Whether a token carries the checksum its vendor documents.
