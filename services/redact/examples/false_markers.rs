@@ -4,8 +4,11 @@
 //!
 //! ```text
 //! cargo run --release -p boxfleet-redact --example false_markers -- \
-//!     [--ext rs] [--sample 40] [--max-mb 60] PATH...
+//!     [--ext rs] [--sample 40] [--max-mb 60] [--fail-above 0.5] PATH...
 //! ```
+//!
+//! With `--fail-above`, it exits 1 when the corpus has more markers per MB than that (the
+//! README's test command runs it so on the crate sources it built from).
 //!
 //! A clean corpus is one with no live secret in it: the crate sources under
 //! `~/.cargo/registry/src`, Debian's `/usr/share/doc`, the man pages. Every marker found there is
@@ -21,6 +24,7 @@ struct Args {
     ext: Option<String>,
     sample: usize,
     max_bytes: usize,
+    fail_above: Option<f64>,
     paths: Vec<PathBuf>,
 }
 
@@ -29,6 +33,7 @@ fn args() -> Args {
         ext: None,
         sample: 40,
         max_bytes: 60 << 20,
+        fail_above: None,
         paths: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -39,11 +44,14 @@ fn args() -> Args {
             "--max-mb" => {
                 args.max_bytes = it.next().and_then(|n| n.parse().ok()).unwrap_or(60) << 20
             }
+            "--fail-above" => args.fail_above = it.next().and_then(|n| n.parse().ok()),
             _ => args.paths.push(PathBuf::from(arg)),
         }
     }
     if args.paths.is_empty() {
-        eprintln!("usage: false_markers [--ext EXT] [--sample N] [--max-mb MB] PATH...");
+        eprintln!(
+            "usage: false_markers [--ext EXT] [--sample N] [--max-mb MB] [--fail-above PER_MB] PATH..."
+        );
         std::process::exit(2);
     }
     args
@@ -124,10 +132,8 @@ fn main() {
     }
     let markers: usize = kinds.values().sum();
     let mb = bytes as f64 / 1e6;
-    println!(
-        "{read_files} files, {mb:.1} MB, {markers} markers, {:.3} markers per MB",
-        markers as f64 / mb.max(1e-9)
-    );
+    let per_mb = markers as f64 / mb.max(1e-9);
+    println!("{read_files} files, {mb:.1} MB, {markers} markers, {per_mb:.3} markers per MB");
     for (kind, n) in &kinds {
         println!("  {kind:<32} {n}");
     }
@@ -142,5 +148,12 @@ fn main() {
         let short = file.components().rev().take(3).collect::<Vec<_>>();
         let short: PathBuf = short.into_iter().rev().collect();
         println!("{:<60} {}", short.display(), line);
+    }
+    if let Some(limit) = args.fail_above {
+        if per_mb > limit {
+            eprintln!("{per_mb:.3} markers per MB is above the limit of {limit}");
+            std::process::exit(1);
+        }
+        println!("at most {limit} markers per MB: met");
     }
 }

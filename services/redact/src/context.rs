@@ -85,15 +85,15 @@ pub(crate) fn at_word(
             return;
         }
     }
-    if let Some((from, to)) = value_after(text, end) {
-        if random_enough(&text[from..to]) {
-            out.push(Claim {
-                start: from,
-                end: to,
-                kind: Kind::Token(KIND),
-            });
-            *after_last = to;
-        }
+    if let Some((from, to)) = value_after(text, end)
+        && random_enough(&text[from..to])
+    {
+        out.push(Claim {
+            start: from,
+            end: to,
+            kind: Kind::Token(KIND),
+        });
+        *after_last = to;
     }
 }
 

@@ -1,12 +1,22 @@
 //! The vendor rows. Each is written from the vendor's documented token format: the prefix it
 //! issues, the length and alphabet of what follows, a checksum where one is documented. A row
-//! whose format has no prefix of its own is keyed on the name it is written after (`AccountKey=`)
-//! and redacts the value alone. `tests/vendors.rs` builds a positive from each row's format and
-//! a lookalike that must stay.
+//! whose format has no prefix of its own is keyed on the name it is written after (`AccountKey=`,
+//! an environment variable the vendor's own tools read, a header) and redacts the value alone.
+//! `tests/vendors.rs` builds a positive from each row's format and a lookalike that must stay.
 //!
 //! The shapes of tokens.rs (Anthropic, OpenAI, GitHub, GitLab, Slack, AWS, Google, Stripe, npm,
 //! PyPI, JWTs, bearer credentials, URL credentials) are read there, with the checks their
 //! formats need; a row here for one of those vendors reads a form tokens.rs does not.
+//!
+//! Each row's comment says its format in words. Where it names the vendor's docs (or changelog,
+//! or source), that is where the format is documented; where it names none, the format is the
+//! one the public scanner rule sets (gitleaks, trufflehog, Nosey Parker, Kingfisher) agree on.
+//!
+//! The rows are kept by field, one file each, and joined into [`RULES`] at compile time:
+//! [`cloud`] (clouds, hosting, databases, infrastructure and secret managers), [`devtools`]
+//! (source hosting, CI, package registries, productivity), [`observability`] (monitoring,
+//! analytics, feature flags, identity), [`comms`] (messaging, mail, support and CRM, social),
+//! [`commerce`] (payments, shops, shipping) and [`ai`].
 
 use super::{Checksum, Rule};
 
@@ -26,53 +36,88 @@ const fn row(
     }
 }
 
-pub(crate) static RULES: &[Rule] = &[
-    // GitHub: a classic token glued to a word (tokens.rs reads it at a word's start); its
-    // CRC32 is the evidence
-    Rule {
-        vendor: "GitHub",
-        kind: "github_token",
-        keywords: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
-        shape: r"gh[pousr]_[A-Za-z0-9]{36}",
-        checksum: Checksum::Crc32Base62,
-    },
-    Rule {
-        vendor: "npm",
-        kind: "npm_token",
-        keywords: &["npm_"],
-        shape: r"npm_[A-Za-z0-9]{36}",
-        checksum: Checksum::Crc32Base62,
-    },
-    // Twilio: an API key's SID is `SK` and 32 lower-case hex
-    row("Twilio", "twilio_api_key", &["SK"], r"SK[0-9a-f]{32}"),
-    // SendGrid: `SG.`, a 22-character key id and a 43-character secret, both base64url
-    row(
-        "SendGrid",
-        "sendgrid_api_key",
-        &["SG."],
-        r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}",
-    ),
-    // Hugging Face: user access tokens `hf_` and 34 letters; organisation tokens `api_org_`
-    row("Hugging Face", "huggingface_token", &["hf_"], r"hf_[A-Za-z]{34}"),
-    row(
-        "Hugging Face",
-        "huggingface_org_token",
-        &["api_org_"],
-        r"api_org_[A-Za-z]{34}",
-    ),
-    // DigitalOcean: personal (`dop_v1_`), OAuth (`doo_v1_`) and refresh (`dor_v1_`) tokens,
-    // each 64 lower-case hex
-    row(
-        "DigitalOcean",
-        "digitalocean_token",
-        &["dop_v1_", "doo_v1_", "dor_v1_"],
-        r"do[por]_v1_[a-f0-9]{64}",
-    ),
-    // Azure Storage: a connection string's AccountKey, 88 base64 ending `==`
-    row(
-        "Azure",
-        "azure_storage_key",
-        &["AccountKey="],
-        r"AccountKey=(?P<s>[A-Za-z0-9+/]{86}==)",
-    ),
+/// A shape for a value written after one of these names: the name, the separator a shell, a
+/// config file, a JSON document or a header writes (`=`, `:`, `:=`, `=>` or a space, with the
+/// quotes and escaped quotes around the name and the value), then the value, the only part
+/// redacted.
+macro_rules! keyed {
+    ($first:literal $(, $rest:literal)*; $value:expr) => {
+        concat!(
+            "(?:",
+            $first,
+            $("|", $rest,)*
+            r#")\\?["']?[ \t]*(?:=>|:=|[:=]|[ \t])[ \t]*\\?["']?(?P<s>"#,
+            $value,
+            ")"
+        )
+    };
+}
+
+/// A row keyed on names (see [`keyed!`]): each name is a keyword, the value is redacted.
+macro_rules! keyed_row {
+    ($vendor:literal, $kind:literal, [$first:literal $(, $rest:literal)*], $value:expr) => {
+        row(
+            $vendor,
+            $kind,
+            &[$first $(, $rest)*],
+            keyed!($first $(, $rest)*; $value),
+        )
+    };
+}
+
+/// A UUID in lower-case hex (8-4-4-4-12), as a regex.
+macro_rules! uuid {
+    () => {
+        "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    };
+}
+
+mod ai;
+mod cloud;
+mod commerce;
+mod comms;
+mod devtools;
+mod observability;
+
+/// The fields' rows, in the order they are joined.
+const PARTS: &[&[Rule]] = &[
+    cloud::ROWS,
+    devtools::ROWS,
+    observability::ROWS,
+    comms::ROWS,
+    commerce::ROWS,
+    ai::ROWS,
 ];
+
+/// How many rows all the parts hold.
+const fn total(parts: &[&[Rule]]) -> usize {
+    let mut sum = 0;
+    let mut i = 0;
+    while i < parts.len() {
+        sum += parts[i].len();
+        i += 1;
+    }
+    sum
+}
+
+/// The parts' rows, one after another.
+const fn joined<const N: usize>(parts: &[&[Rule]]) -> [Rule; N] {
+    let mut out = [row("", "", &[], ""); N];
+    let mut at = 0;
+    let mut i = 0;
+    while i < parts.len() {
+        let mut j = 0;
+        while j < parts[i].len() {
+            out[at] = parts[i][j];
+            at += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    assert!(at == N, "the joined table holds every part's rows");
+    out
+}
+
+static ALL: [Rule; total(PARTS)] = joined(PARTS);
+
+pub(crate) static RULES: &[Rule] = &ALL;
