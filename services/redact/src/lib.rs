@@ -27,7 +27,7 @@ mod password;
 mod tokens;
 mod vendors;
 
-pub use vendors::{Checksum, Rule, base62_padded, checksum_holds, rules};
+pub use vendors::{Checksum, Rule, base62_padded, checksum_holds, keyword_hits, rules};
 
 use std::borrow::Cow;
 use std::fmt;

@@ -1,0 +1,126 @@
+//! What the key rule holds back of a stream's text: the blocks a settled prefix never cuts,
+//! a BEGIN still open, and a run of lines that read like a key's body, which waits until enough
+//! lines that cannot be one follow it.
+
+use super::*;
+
+/// What the key rule holds back in `text` (complete lines only, tokens already markers, the
+/// password values `claimed`): the earliest line whose redaction could still change with what
+/// is written after it, and the blocks, which a settled prefix never cuts in two.
+pub(crate) fn hold(text: &str, lines: &[Line], claimed: &[Claim]) -> crate::Hold {
+    if lines.is_empty() {
+        return crate::Hold::default();
+    }
+    let bytes = text.as_bytes();
+    let private_marker = Kind::PrivateKey.to_string();
+    if memchr::memmem::find(bytes, b"-----").is_none()
+        && memchr::memmem::find(bytes, private_marker.as_bytes()).is_none()
+    {
+        // no armour and no key's marker: no block, and no segment holds an arm; only the
+        // lines that read like a key's body can hold (what `Scan` would find, without it)
+        return crate::Hold {
+            line: chain_start(text, lines, plain_segments(text, lines)),
+            spans: Vec::new(),
+            soft: Vec::new(),
+        };
+    }
+    let scan = Scan::new(text, lines, claimed);
+    let found = find_blocks(&scan);
+    let mut h: Option<usize> = None;
+    let at = |line: usize, h: &mut Option<usize>| {
+        *h = Some(h.map_or(line, |x| x.min(line)));
+    };
+    for &seg in &found.open_begins {
+        at(scan.segs[seg].line, &mut h);
+    }
+    let segs = scan.segs.iter().enumerate().map(|(si, seg)| SegRead {
+        start: seg.start,
+        end: seg.end,
+        line: seg.line,
+        armed: !seg.arms.is_empty(),
+        owned: found.owned[si],
+    });
+    if let Some(line) = chain_start(text, lines, segs) {
+        at(line, &mut h);
+    }
+    crate::Hold {
+        line: h,
+        spans: found.blocks.iter().map(|b| (b.start, b.end)).collect(),
+        soft: Vec::new(),
+    }
+}
+
+/// What the chain of key-like lines reads of one segment.
+struct SegRead {
+    start: usize,
+    end: usize,
+    line: usize,
+    /// it holds an armour or a key's marker
+    armed: bool,
+    /// a forward block's line
+    owned: bool,
+}
+
+/// The segments of a text with no armour and no key's marker: its lines, cut at escaped
+/// breaks, as `Scan` cuts them.
+fn plain_segments<'a>(text: &'a str, lines: &'a [Line]) -> impl Iterator<Item = SegRead> + 'a {
+    let mut escapes = escape_re().find_iter(text).peekable();
+    lines.iter().enumerate().flat_map(move |(index, line)| {
+        let mut out = Vec::new();
+        let mut start = line.start;
+        while let Some(m) = escapes.next_if(|m| m.start() < line.end) {
+            out.push((start, m.start()));
+            start = m.end();
+        }
+        out.push((start, line.end));
+        out.into_iter().map(move |(start, end)| SegRead {
+            start,
+            end,
+            line: index,
+            armed: false,
+            owned: false,
+        })
+    })
+}
+
+/// The line a run of lines that read like a key's body holds from: such a line waits until
+/// enough lines that cannot be one follow it (an armour or a key's marker ends the run).
+fn chain_start(text: &str, lines: &[Line], segs: impl Iterator<Item = SegRead>) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut chain: Option<usize> = None;
+    let mut count = 0usize;
+    let mut need = 4usize;
+    for s in segs {
+        if s.armed {
+            chain = None;
+            continue;
+        }
+        let seg = &bytes[s.start..s.end];
+        let (mut k, exact) = keyish(seg);
+        // a forward block's line: a back-read landing on it takes the whole block
+        k |= s.owned;
+        if k {
+            if chain.is_none() {
+                chain = Some(s.line);
+            }
+            count = 0;
+            need = if exact { 5 } else { 4 };
+        } else if chain.is_some()
+            && (seg.iter().any(u8::is_ascii_alphanumeric) || seg.iter().any(|&b| b >= 0x80))
+        {
+            // (with no run open, what a line is does not matter until a key's line opens one)
+            if is_prompt(&text[s.start..s.end]) {
+                continue;
+            }
+            count += 1;
+            if count >= need {
+                chain = None;
+            }
+        }
+    }
+    chain.map(|line| {
+        let floor = text.len().saturating_sub(MAX_KEY_BLOCK_BYTES);
+        let cap = lines.partition_point(|l| l.start < floor);
+        line.max(cap.min(lines.len() - 1))
+    })
+}
