@@ -259,3 +259,27 @@ fn the_table_covers_the_vendors_it_claims() {
             >= 2
     );
 }
+
+/// A token of a variable-length format longer than its documented longest (a 1Password service
+/// account token, an AWS session token) is still read whole, while an exact-length format's
+/// longer run (a Twilio key's 32 hex, then more) is another string.
+#[test]
+fn a_variable_length_token_past_its_longest_is_read_whole() {
+    let mut g = Gen(0x10_7E55);
+    for (prefix, body) in [
+        ("ops_eyJ", g.b64url(1500)),
+        ("IQoJb3JpZ2luX2Vj", g.b64(1400)),
+    ] {
+        let token = format!("{prefix}{body}");
+        for text in wrappings(&token) {
+            let out = redact(&text);
+            assert!(
+                !out.contains(&body[body.len() - 40..]) && !out.contains(&body[..40]),
+                "{prefix}…: {}",
+                &out[..out.len().min(200)]
+            );
+        }
+    }
+    let longer = format!("SK{}", g.hex(40));
+    assert_eq!(redact(&longer), longer);
+}

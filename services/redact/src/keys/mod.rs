@@ -1424,52 +1424,188 @@ fn find_in(text: &str, lines: &[Line], claimed: &[Claim], offset: usize, out: &m
 
 /// Whether a segment could be read back as a key's line by an END written later.
 fn keyish(bytes: &[u8]) -> (bool, bool) {
-    let mut i = 0;
+    // one pass: each byte's classes from a table; a run of base64 (and `=`) and a run of a
+    // path's characters (base64, `.` `_` `-` `=`) are each judged where they end
     let mut found = false;
     let mut exact = false;
-    while i < bytes.len() {
-        if !(is_b64(bytes[i]) || bytes[i] == b'=') {
-            i += 1;
-            continue;
+    let mut b64 = Run::default();
+    let mut path = Run::default();
+    for &b in bytes {
+        let class = BYTE_CLASS[b as usize];
+        if class & B64_RUN != 0 {
+            b64.take(b, class);
+        } else if b64.len > 0 {
+            let (f, e) = b64.judge_b64();
+            found |= f;
+            exact |= e;
+            b64 = Run::default();
         }
-        let s = i;
-        while i < bytes.len() && (is_b64(bytes[i]) || bytes[i] == b'=') {
-            i += 1;
-        }
-        let run = &bytes[s..i];
-        let (u, l, d) = cases(run);
-        if u && l && (run.len() >= MIN_FULL_BACK || (run.len() >= MIN_PIECE && d)) {
-            found = true;
-            let w = run.len();
-            exact |= (60..=80).contains(&w) || w + 1 == 64 || w + 1 == 70 || w + 1 == 76;
-        }
-        if memchr::memchr(b'=', run)
-            .is_some_and(|at| run.len() - at >= 5 && run[..at].iter().all(|&b| b == b'+'))
-        {
-            // could be OpenPGP's checksum, with something before it (a diff's + reads as
-            // base64, and joins the run)
-            found = true;
+        if class & PATH_RUN != 0 {
+            path.take(b, class);
+        } else if path.len > 0 {
+            found |= path.judge_path();
+            path = Run::default();
         }
     }
-    // a mixed-case path as wide as a full line read back
-    let mut i = 0;
-    while !found && i < bytes.len() {
-        if !is_path_char(bytes[i]) {
-            i += 1;
-            continue;
-        }
-        let s = i;
-        while i < bytes.len() && is_path_char(bytes[i]) {
-            i += 1;
-        }
-        found |= is_path_like(&bytes[s..i]);
+    if b64.len > 0 {
+        let (f, e) = b64.judge_b64();
+        found |= f;
+        exact |= e;
+    }
+    if path.len > 0 {
+        found |= path.judge_path();
     }
     (found, exact)
+}
+
+const B64_RUN: u8 = 1;
+const PATH_RUN: u8 = 2;
+const UPPER: u8 = 4;
+const LOWER: u8 = 8;
+const DIGIT: u8 = 16;
+
+/// Each byte's classes for [`keyish`].
+static BYTE_CLASS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        let mut class = 0;
+        if byte.is_ascii_uppercase() {
+            class |= UPPER | B64_RUN | PATH_RUN;
+        } else if byte.is_ascii_lowercase() {
+            class |= LOWER | B64_RUN | PATH_RUN;
+        } else if byte.is_ascii_digit() {
+            class |= DIGIT | B64_RUN | PATH_RUN;
+        } else if byte == b'+' || byte == b'/' || byte == b'=' {
+            class |= B64_RUN | PATH_RUN;
+        } else if byte == b'.' || byte == b'_' || byte == b'-' {
+            class |= PATH_RUN;
+        }
+        table[b] = class;
+        b += 1;
+    }
+    table
+};
+
+/// A run of bytes [`keyish`] is reading.
+#[derive(Default)]
+struct Run {
+    len: usize,
+    /// the classes of its bytes, or'd
+    classes: u8,
+    /// where its first `=` is, from its start
+    first_eq: Option<usize>,
+    /// a byte other than `+` came before its first `=`
+    other_before_eq: bool,
+}
+
+impl Run {
+    fn take(&mut self, byte: u8, class: u8) {
+        if byte == b'=' && self.first_eq.is_none() {
+            self.first_eq = Some(self.len);
+        } else if self.first_eq.is_none() && byte != b'+' {
+            self.other_before_eq = true;
+        }
+        self.classes |= class;
+        self.len += 1;
+    }
+
+    fn cases(&self) -> (bool, bool, bool) {
+        (
+            self.classes & UPPER != 0,
+            self.classes & LOWER != 0,
+            self.classes & DIGIT != 0,
+        )
+    }
+
+    /// A run of base64: found when it is mixed-case and as wide as a full line read back (or a
+    /// piece's width with a digit); exact at a key's line widths; or OpenPGP's checksum
+    /// (`=` and four or more after it, with only `+` before it: a diff's `+` joins the run).
+    fn judge_b64(&self) -> (bool, bool) {
+        let (u, l, d) = self.cases();
+        let w = self.len;
+        let mut found = false;
+        let mut exact = false;
+        if u && l && (w >= MIN_FULL_BACK || (w >= MIN_PIECE && d)) {
+            found = true;
+            exact = (60..=80).contains(&w) || w + 1 == 64 || w + 1 == 70 || w + 1 == 76;
+        }
+        if self
+            .first_eq
+            .is_some_and(|at| w - at >= 5 && !self.other_before_eq)
+        {
+            found = true;
+        }
+        (found, exact)
+    }
+
+    /// A mixed-case path as wide as a full line read back.
+    fn judge_path(&self) -> bool {
+        let (u, l, _) = self.cases();
+        self.len >= MIN_FULL_BACK && u && l
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `keyish` as it was written before its one-pass form, to check the two agree.
+    fn keyish_reference(bytes: &[u8]) -> (bool, bool) {
+        let mut i = 0;
+        let mut found = false;
+        let mut exact = false;
+        while i < bytes.len() {
+            if !(is_b64(bytes[i]) || bytes[i] == b'=') {
+                i += 1;
+                continue;
+            }
+            let s = i;
+            while i < bytes.len() && (is_b64(bytes[i]) || bytes[i] == b'=') {
+                i += 1;
+            }
+            let run = &bytes[s..i];
+            let (u, l, d) = cases(run);
+            if u && l && (run.len() >= MIN_FULL_BACK || (run.len() >= MIN_PIECE && d)) {
+                found = true;
+                let w = run.len();
+                exact |= (60..=80).contains(&w) || w + 1 == 64 || w + 1 == 70 || w + 1 == 76;
+            }
+            if memchr::memchr(b'=', run)
+                .is_some_and(|at| run.len() - at >= 5 && run[..at].iter().all(|&b| b == b'+'))
+            {
+                found = true;
+            }
+        }
+        let mut i = 0;
+        while !found && i < bytes.len() {
+            if !is_path_char(bytes[i]) {
+                i += 1;
+                continue;
+            }
+            let s = i;
+            while i < bytes.len() && is_path_char(bytes[i]) {
+                i += 1;
+            }
+            found |= is_path_like(&bytes[s..i]);
+        }
+        (found, exact)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn keyish_in_one_pass_reads_as_it_did(
+            pieces in proptest::collection::vec(proptest::sample::select(vec![
+                "A", "b", "9", "+", "/", "=", ".", "_", "-", " ", "é", "==", "+++=",
+                "AbCdEfGh", "abcdefgh", "ABCDEFGH", "12345678", "a/B.c_D-e",
+                "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo", "=AbCd", "+=Ab12",
+            ]), 0..24)
+        ) {
+            let line = pieces.concat();
+            proptest::prop_assert_eq!(keyish(line.as_bytes()), keyish_reference(line.as_bytes()));
+        }
+    }
 
     fn b64(seed: u64, width: usize) -> String {
         const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

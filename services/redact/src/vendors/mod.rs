@@ -54,6 +54,9 @@ pub struct Rule {
     pub checksum: Checksum,
 }
 
+/// A shape whose length varies up to this or more is a long token's ([`Shape::variable`]).
+const LONG_TOKEN: usize = 256;
+
 /// The longest a shape with no upper bound is read.
 pub const MAX_UNBOUNDED: usize = 1024;
 
@@ -74,8 +77,21 @@ struct Compiled {
     /// for each keyword, what it and every shorter keyword it starts with are: a keyword found
     /// stands for all of them (the search reports the longest at each start)
     found_as: Vec<Vec<Found>>,
-    /// each row's anchored regex, whether it names a claimed group, and its longest match
-    shapes: Vec<(Regex, bool, usize)>,
+    shapes: Vec<Shape>,
+}
+
+/// A row's shape, compiled.
+struct Shape {
+    /// anchored where the keyword starts
+    regex: Regex,
+    /// it names the part claimed (`(?P<s>…)`)
+    grouped: bool,
+    /// its longest match, at most [`MAX_UNBOUNDED`]: how far a keyword is read
+    longest: usize,
+    /// its length varies up to hundreds of characters (`{250,1000}`, `{40,}`): a token
+    /// running on past the longest is still the token, read to its run's end (an exact or a
+    /// short format's longer run is another string)
+    variable: bool,
 }
 
 fn compile(rules: &[Rule]) -> Compiled {
@@ -96,17 +112,25 @@ fn compile(rules: &[Rule]) -> Compiled {
         let pattern = format!("(?-u)^(?:{})", rule.shape);
         let regex = Regex::new(&pattern)
             .unwrap_or_else(|e| panic!("the shape of {} is no regex: {e}", rule.kind));
-        let longest = regex_syntax::ParserBuilder::new()
+        let hir = regex_syntax::ParserBuilder::new()
             .unicode(false)
             .utf8(false)
             .build()
             .parse(&pattern)
-            .ok()
-            .and_then(|hir| hir.properties().maximum_len())
+            .ok();
+        let properties = hir.as_ref().map(|hir| hir.properties());
+        let longest = properties
+            .and_then(|p| p.maximum_len())
             .unwrap_or(MAX_UNBOUNDED)
             .min(MAX_UNBOUNDED);
+        let shortest = properties.and_then(|p| p.minimum_len()).unwrap_or(0);
         let grouped = regex.capture_names().flatten().any(|name| name == "s");
-        shapes.push((regex, grouped, longest));
+        shapes.push(Shape {
+            regex,
+            grouped,
+            longest,
+            variable: shortest < longest && longest >= LONG_TOKEN,
+        });
     }
     for word in crate::context::spellings() {
         add(&word, Found::NameWord(word.len()));
@@ -232,7 +256,12 @@ pub fn keyword_hits(text: &str) -> Vec<(String, usize)> {
 fn read_row(compiled: &Compiled, row: usize, text: &str, start: usize) -> Option<Claim> {
     let bytes = text.as_bytes();
     let rule = &RULES[row];
-    let (regex, grouped, longest) = &compiled.shapes[row];
+    let Shape {
+        regex,
+        grouped,
+        longest,
+        variable,
+    } = &compiled.shapes[row];
     let mut end = (start + longest).min(text.len());
     if let Some(at) = memchr::memchr(b'\n', &bytes[start..end]) {
         end = start + at;
@@ -247,13 +276,23 @@ fn read_row(compiled: &Compiled, row: usize, text: &str, start: usize) -> Option
     let window = &text[start..end];
     let found = regex.find(window)?;
     let after = start + found.end();
+    // a longer run is another string, unless a variable-length token ran past its longest
+    let mut run_end = after;
     if bytes.get(after).is_some_and(u8::is_ascii_alphanumeric) {
-        return None;
+        if !*variable {
+            return None;
+        }
+        while run_end < text.len()
+            && is_token_byte(bytes[run_end])
+            && !bytes[run_end..].starts_with(b"-----")
+        {
+            run_end += 1;
+        }
     }
     if !checksum_holds(rule.checksum, found.as_str()) {
         return None;
     }
-    let (from, to) = if *grouped {
+    let (from, mut to) = if *grouped {
         regex
             .captures(window)
             .and_then(|caps| caps.name("s"))
@@ -261,11 +300,19 @@ fn read_row(compiled: &Compiled, row: usize, text: &str, start: usize) -> Option
     } else {
         (found.start(), found.end())
     };
+    if to == found.end() {
+        to = run_end - start;
+    }
     (from < to).then(|| Claim {
         start: start + from,
         end: start + to,
         kind: Kind::Token(rule.kind),
     })
+}
+
+/// A byte a token's run is made of: base64's and base64url's alphabets, `.` `~` and `=`.
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'_' | b'-' | b'.' | b'~')
 }
 
 /// Whether a token carries the checksum its vendor documents.
@@ -313,6 +360,7 @@ mod tests {
     fn every_row_compiles_and_names_a_keyword() {
         let compiled = &*COMPILED;
         assert_eq!(compiled.shapes.len(), RULES.len());
+        assert!(compiled.shapes.iter().any(|shape| shape.variable));
         for rule in RULES {
             assert!(!rule.keywords.is_empty(), "{} has no keyword", rule.kind);
             for keyword in rule.keywords {
