@@ -228,6 +228,9 @@ const JWT_SHAPES: &[Shape] = &[Shape {
 /// A compiled set of shapes: the regex of their alternatives, in order.
 struct Compiled {
     regex: Regex,
+    /// the same alternatives anchored at the start of what is searched: read after an escaped
+    /// break (`\n`), where the letter before a token hides its word boundary
+    anchored: Regex,
     shapes: &'static [Shape],
 }
 
@@ -242,7 +245,13 @@ impl Compiled {
         // and `(?i)` folds ASCII only. Every class is ASCII, so matches are on char boundaries.
         let pattern = format!("(?-u)(?:{})", alternatives.join("|"));
         let regex = Regex::new(&pattern).expect("the token shapes are a valid regex");
-        Compiled { regex, shapes }
+        let anchored = Regex::new(&format!("(?-u)^(?:{})", alternatives.join("|")))
+            .expect("the token shapes are a valid regex");
+        Compiled {
+            regex,
+            anchored,
+            shapes,
+        }
     }
 
     /// Which shape a match is, and the part of it redacted, relative to the match.
@@ -286,50 +295,82 @@ impl Compiled {
                 break;
             };
             // every shape matches at least one byte, so the search always moves on
-            let mut next = found.end().max(at + 1);
-            if let Some((index, from, to)) = self.classify(found.as_str().as_bytes()) {
-                let shape = &self.shapes[index];
-                let (from, to) = (found.start() + from, found.start() + to);
-                let claim = match shape.check {
-                    Check::Plain => Some((from, to)),
-                    Check::OpenAi => (!kebab(&text[from + 3..to])).then_some((from, to)),
-                    Check::Credential => {
-                        let to = from + text[from..to].trim_end_matches('.').len();
-                        (to - from >= 16 && !challenge_param(&text[from..to])).then_some((from, to))
-                    }
-                    Check::Url => {
-                        // read the userinfo again from after `://`: a token written as the
-                        // URL's user (https://ghp_…:x-oauth-basic@) is claimed as itself
-                        next = found.start() + 3;
-                        let user = (found.start() + 3, from.saturating_sub(1));
-                        // GitHub's documented form puts the token in the user and the literal
-                        // `x-oauth-basic` in the password: the user is the credential, whatever
-                        // its shape
-                        if text[from..to].eq_ignore_ascii_case("x-oauth-basic")
-                            && user.0 < user.1
-                            && after_scheme(text, found.start())
-                        {
-                            users.push(Claim {
-                                start: user.0,
-                                end: user.1,
-                                kind: Kind::Token(shape.name),
-                            });
-                        }
-                        (after_scheme(text, found.start()) && !reference(&text[from..to]))
-                            .then_some((from, to))
-                    }
-                };
-                if let Some((from, to)) = claim {
-                    out.push(Claim {
-                        start: from,
-                        end: to,
+            at = self
+                .claim(text, found.start(), found.end(), out, &mut users)
+                .max(at + 1);
+        }
+        // a token right after an escaped break or tab (`"…\nsk-ant-…"`, a JSON string's
+        // lines): the escape's letter hides the token's word boundary, so each is read again
+        // from where it starts; no shape's body holds a `\`, so each such read ends before the
+        // next escape and the pass stays linear
+        let bytes = text.as_bytes();
+        for slash in memchr::memchr_iter(b'\\', &bytes[start..end]) {
+            let p = start + slash + 2;
+            if p >= end
+                || !matches!(bytes[p - 1], b'n' | b't' | b'r')
+                || !bytes[p].is_ascii_alphanumeric()
+            {
+                continue;
+            }
+            if let Some(found) = self.anchored.find(&haystack[p..]) {
+                self.claim(text, p + found.start(), p + found.end(), out, &mut users);
+            }
+        }
+        out.append(&mut users);
+    }
+
+    /// Claims the match at `start..end`, read as the shape it opens with: where the search
+    /// goes on from.
+    fn claim(
+        &self,
+        text: &str,
+        start: usize,
+        end: usize,
+        out: &mut Vec<Claim>,
+        users: &mut Vec<Claim>,
+    ) -> usize {
+        let mut next = end;
+        let Some((index, from, to)) = self.classify(&text.as_bytes()[start..end]) else {
+            return next;
+        };
+        let shape = &self.shapes[index];
+        let (from, to) = (start + from, start + to);
+        let claim = match shape.check {
+            Check::Plain => Some((from, to)),
+            Check::OpenAi => (!kebab(&text[from + 3..to])).then_some((from, to)),
+            Check::Credential => {
+                let to = from + text[from..to].trim_end_matches('.').len();
+                (to - from >= 16 && !challenge_param(&text[from..to])).then_some((from, to))
+            }
+            Check::Url => {
+                // read the userinfo again from after `://`: a token written as the URL's user
+                // (https://ghp_…:x-oauth-basic@) is claimed as itself
+                next = start + 3;
+                let user = (start + 3, from.saturating_sub(1));
+                // GitHub's documented form puts the token in the user and the literal
+                // `x-oauth-basic` in the password: the user is the credential, whatever its
+                // shape
+                if text[from..to].eq_ignore_ascii_case("x-oauth-basic")
+                    && user.0 < user.1
+                    && after_scheme(text, start)
+                {
+                    users.push(Claim {
+                        start: user.0,
+                        end: user.1,
                         kind: Kind::Token(shape.name),
                     });
                 }
+                (after_scheme(text, start) && !reference(&text[from..to])).then_some((from, to))
             }
-            at = next;
+        };
+        if let Some((from, to)) = claim {
+            out.push(Claim {
+                start: from,
+                end: to,
+                kind: Kind::Token(shape.name),
+            });
         }
-        out.append(&mut users);
+        next
     }
 }
 

@@ -717,3 +717,30 @@ fn a_token_of_any_shape_as_the_user_of_x_oauth_basic_is_redacted() {
         "https://deploy:[REDACTED:url_credentials]@git.example.com/o/r"
     );
 }
+
+/// Issue 19: a token right after an escaped break or tab in a JSON string's text (a file's
+/// lines as a tool result carries them) is read as starting a word: the escape's letter is not
+/// the token's.
+#[test]
+fn a_token_after_an_escaped_break_is_redacted() {
+    for (token, kind) in [
+        (anthropic(), "anthropic_api_key"),
+        (openai(), "openai_api_key"),
+        (gitlab(), "gitlab_token"),
+        (aws_id(), "aws_access_key_id"),
+        (jwt_token(), "jwt"),
+    ] {
+        for escape in ["\\n", "\\t", "\\r\\n", "\\\\n"] {
+            let text = format!("{{\"content\":\"first line{escape}{token}{escape}last\"}}\n");
+            let out = redact(&text);
+            assert!(
+                out.contains(&format!("{escape}[REDACTED:{kind}]{escape}last")),
+                "{text:?} came out {out:?}"
+            );
+            assert_eq!(redact(&out), out);
+        }
+    }
+    // an escape before an ordinary word changes nothing
+    let clean = "{\"content\":\"line one\\nskipping tests\\nAKIAX is short\"}\n";
+    assert_eq!(redact(clean), clean);
+}
