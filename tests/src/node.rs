@@ -76,6 +76,8 @@ pub struct NodeProcess {
     pub extra_args: Vec<String>,
     pub env: Vec<(String, String)>,
     child: Option<Child>,
+    /// the log's length when the running process was spawned: its banner is past it
+    log_from: usize,
 }
 
 impl NodeProcess {
@@ -102,9 +104,28 @@ impl NodeProcess {
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
             child: None,
+            log_from: 0,
         };
-        node.spawn();
-        node
+        // the port was free when picked, but another process (a node's HTTP listener on port
+        // 0, a client's outgoing socket) may take it before this node binds: a first start
+        // that could not bind tries a new port (a restart keeps its port: clients know it)
+        for _ in 0..3 {
+            node.spawn_process();
+            match node.wait_listening() {
+                Ok(()) => return node,
+                Err(_) if node.log()[node.log_from..].contains("is another node running there") => {
+                    node.port = free_port();
+                }
+                Err(status) => panic!(
+                    "boxfleet node exited with {status}; its log:\n{}",
+                    node.log()
+                ),
+            }
+        }
+        panic!(
+            "boxfleet node found no free port in 3 tries; its log:\n{}",
+            node.log()
+        )
     }
 
     pub fn addr(&self) -> String {
@@ -129,6 +150,7 @@ impl NodeProcess {
             .open(self.data_dir.join(format!("{}.log", self.id)))
             .expect("open node log");
         std::fs::create_dir_all(&self.data_dir).expect("data dir");
+        self.log_from = self.log().len();
         let child = Command::new(boxfleet_bin())
             .args([
                 "node",
@@ -153,10 +175,18 @@ impl NodeProcess {
         crate::grpc::register(&self.addr(), &self.token_file());
     }
 
-    /// Waits until the node listens; `Err` with its exit status when it died first.
+    /// Waits until the node listens and has printed its banner (it writes its admin credential
+    /// before it binds, and prints the banner once it is up); `Err` with its exit status when
+    /// it died first. A connection alone is not enough: a socket connected to itself, or another
+    /// process on the port, answers before this node has written anything.
     fn wait_listening(&mut self) -> Result<(), std::process::ExitStatus> {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err()
+            || !self
+                .log()
+                .get(self.log_from..)
+                .is_some_and(|log| log.contains("listening on"))
+        {
             if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
                 return Err(status);
             }
