@@ -321,7 +321,14 @@ fn render(text: &str, claims: &[Claim]) -> String {
 /// `render` into a buffer, which is cleared first.
 fn render_into(out: &mut String, text: &str, claims: &[Claim]) {
     out.clear();
-    out.reserve(text.len());
+    // the rendered length exactly: a buffer that grew mid-render would copy all it holds
+    // (markers are longer than the short values they replace)
+    let markers: usize = claims
+        .iter()
+        .map(|claim| MARKER_PREFIX.len() + claim.kind.name().len() + 1)
+        .sum();
+    let claimed: usize = claims.iter().map(|claim| claim.end - claim.start).sum();
+    out.reserve((text.len() + markers).saturating_sub(claimed));
     let mut at = 0;
     for claim in claims {
         out.push_str(&text[at..claim.start]);

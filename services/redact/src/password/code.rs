@@ -12,7 +12,7 @@
 //! (`"hunter2" == password`).
 
 use super::key::is_name_byte;
-use super::{KEY_WORDS, Key, SEGMENT_WORD, matcher};
+use super::{KEY_WORDS, Key, SEGMENT_WORD};
 use crate::MARKER_PREFIX;
 use crate::lines::Line;
 
@@ -313,10 +313,16 @@ pub(super) fn compared(text: &str, line_start: usize, name: usize) -> Option<(us
 
 /// Claims the literal compared with each password's name (`"hunter2" == password`,
 /// `'x' != user.pwd`).
-pub(super) fn compared_literals(text: &str, lines: &[Line], out: &mut Vec<(usize, usize)>) {
+/// `hits` are the key words' in the text ([`super::key_words`]).
+pub(super) fn compared_literals(
+    text: &str,
+    lines: &[Line],
+    hits: &[super::Hit],
+    out: &mut Vec<(usize, usize)>,
+) {
     let bytes = text.as_bytes();
     let mut line_index = 0;
-    for hit in matcher().find_iter(text) {
+    for hit in hits {
         while line_index < lines.len() && lines[line_index].next <= hit.start() {
             line_index += 1;
         }

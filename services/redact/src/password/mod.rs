@@ -609,14 +609,96 @@ fn first_stop(text: &str, start: usize, end: usize) -> usize {
         .unwrap_or(end)
 }
 
+/// Where a key word stands in the text (one match of the key-word search).
+type Hit = aho_corasick::Match;
+
+/// Every key word in the text that ends its word, in order (the leftmost-longest search's
+/// matches, less those a letter, digit or `_` follows: `passed`, `password_hash` are no key's
+/// word): found once and read by each rule that starts at a key word.
+fn key_words(text: &str) -> Vec<Hit> {
+    let ends_word = |hit: &Hit| {
+        !text
+            .as_bytes()
+            .get(hit.end())
+            .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
+    };
+    let Some(starts) = word_starts() else {
+        return matcher().find_iter(text).filter(ends_word).collect();
+    };
+    let mut hits = Vec::new();
+    let mut at = 0;
+    while let Some(start) = starts.find_in(text, aho_corasick::Span::from(at..text.len())) {
+        let input = aho_corasick::Input::new(text)
+            .span(start.start()..text.len())
+            .anchored(aho_corasick::Anchored::Yes);
+        match anchored_matcher().find(input) {
+            Some(hit) => {
+                at = hit.end();
+                if ends_word(&hit) {
+                    hits.push(hit);
+                }
+            }
+            None => at = start.start() + 1,
+        }
+    }
+    hits
+}
+
+/// The key words' first three letters in every case (`pas`, `pWd`, …): every key word starts
+/// with one, and unlike a case-insensitive search of the words (which looks for each `p` and
+/// `P`) they can be searched many bytes at a time. `None` where that search is not available.
+fn word_starts() -> Option<&'static aho_corasick::packed::Searcher> {
+    static STARTS: OnceLock<Option<aho_corasick::packed::Searcher>> = OnceLock::new();
+    STARTS
+        .get_or_init(|| {
+            let mut builder = aho_corasick::packed::Config::new().builder();
+            for start in ["pas", "pwd"] {
+                for case in 0..8u8 {
+                    let variant: String = start
+                        .chars()
+                        .enumerate()
+                        .map(|(i, c)| {
+                            if case >> i & 1 == 1 {
+                                c.to_ascii_uppercase()
+                            } else {
+                                c
+                            }
+                        })
+                        .collect();
+                    builder.add(variant);
+                }
+            }
+            builder.build()
+        })
+        .as_ref()
+}
+
+/// [`matcher`], run anchored where a key word's first three letters stand.
+fn anchored_matcher() -> &'static AhoCorasick {
+    static MATCHER: OnceLock<AhoCorasick> = OnceLock::new();
+    MATCHER.get_or_init(|| {
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest)
+            .start_kind(aho_corasick::StartKind::Anchored)
+            .build(KEY_WORDS)
+            .expect("the key words are a valid, small pattern set")
+    })
+}
+
 /// Reads every key in the text, in order; a key inside an earlier key's value is no key.
-fn scan(text: &str, lines: &[Line], mut each: impl FnMut(&Read)) {
+fn scan(text: &str, lines: &[Line], each: impl FnMut(&Read)) {
+    scan_hits(text, lines, &key_words(text), each);
+}
+
+/// [`scan`] over the key words found already.
+fn scan_hits(text: &str, lines: &[Line], hits: &[Hit], mut each: impl FnMut(&Read)) {
     let mut consumed = 0;
     let mut line_index = 0;
     let mut claimed: Vec<(usize, usize)> = Vec::new();
     let mut last_quotes: LastQuotes = [(b'"', None), (b'\'', None), (b'`', None)];
     let mut quotes_of: Option<usize> = None;
-    for hit in matcher().find_iter(text) {
+    for hit in hits {
         if hit.start() < consumed {
             continue;
         }
@@ -669,14 +751,15 @@ pub(crate) fn find_with_names(
     names: &mut Vec<Claim>,
     reads: &mut Vec<(usize, usize)>,
 ) {
+    let hits = key_words(text);
     let mut compared = Vec::new();
-    code::compared_literals(text, lines, &mut compared);
+    code::compared_literals(text, lines, &hits, &mut compared);
     values.extend(compared.into_iter().map(|(start, end)| Claim {
         start,
         end,
         kind: Kind::Password,
     }));
-    scan(text, lines, |read| {
+    scan_hits(text, lines, &hits, |read| {
         // the lines the read looked at: its key's, and those below it up to what decided it
         let last = read.below.or(read.decided_by).unwrap_or(read.key.line);
         reads.push((read.key.line, last.max(read.key.line)));
@@ -745,6 +828,25 @@ pub(crate) fn is_prompt(line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn the_key_words_are_the_case_insensitive_searchs_that_end_a_word(
+            text in "([pP][aAwW][sSdD][sSwW]?[wWoOpP]?[oOrRhH]?[rRdDaA]?[dDsS]?[eE]?| |_|e|x|=|\n|é){0,40}"
+        ) {
+            let ends_word = |end: usize| {
+                !text.as_bytes().get(end).is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
+            };
+            let expected: Vec<(usize, usize)> = matcher()
+                .find_iter(&text)
+                .filter(|hit| ends_word(hit.end()))
+                .map(|hit| (hit.start(), hit.end()))
+                .collect();
+            let found: Vec<(usize, usize)> =
+                key_words(&text).iter().map(|hit| (hit.start(), hit.end())).collect();
+            proptest::prop_assert_eq!(found, expected);
+        }
+    }
 
     fn claims(text: &str) -> Vec<&str> {
         let lines = crate::lines::split(text);

@@ -1,5 +1,5 @@
 //! Vendor token rules as data: one row per documented token format in [`table`], found by
-//! one aho-corasick pass over every row's keywords and read at each keyword by that row's
+//! one search for every row's keywords ([`search`]) and read at each keyword by that row's
 //! shape, anchored where the keyword starts.
 //!
 //! A row's keyword is a literal every token of its shape starts with (a prefix such as
@@ -18,11 +18,12 @@
 //! shape with no upper bound). That bound is what keeps the rule linear: each keyword is read
 //! over at most its shape's longest match.
 
+mod search;
 mod table;
+mod word_starts;
 
 use std::sync::LazyLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use memchr::memmem;
 use regex::Regex;
 
@@ -71,12 +72,8 @@ enum Found {
 
 /// The rows, compiled.
 struct Compiled {
-    /// every row's keywords and the context rule's name words, searched leftmost-longest
-    finder: AhoCorasick,
-    keywords: Vec<String>,
-    /// for each keyword, what it and every shorter keyword it starts with are: a keyword found
-    /// stands for all of them (the search reports the longest at each start)
-    found_as: Vec<Vec<Found>>,
+    /// every row's keywords and the context rule's name words
+    search: search::Search,
     shapes: Vec<Shape>,
 }
 
@@ -95,19 +92,19 @@ struct Shape {
 }
 
 fn compile(rules: &[Rule]) -> Compiled {
-    let mut keywords: Vec<String> = Vec::new();
-    let mut own: Vec<Vec<Found>> = Vec::new();
-    let mut add = |keyword: &str, found: Found| match keywords.iter().position(|k| k == keyword) {
-        Some(at) => own[at].push(found),
-        None => {
-            keywords.push(keyword.to_owned());
-            own.push(vec![found]);
-        }
-    };
+    // each keyword, what it is, and whether it is read anywhere: a checksummed row's (its
+    // checksum is evidence enough for a token glued to a word), one not starting with a word's
+    // byte, and the name words; every other row's only where a word starts
+    let mut keywords: Vec<(String, Found, bool)> = Vec::new();
     let mut shapes = Vec::with_capacity(rules.len());
     for (row, rule) in rules.iter().enumerate() {
         for &keyword in rule.keywords {
-            add(keyword, Found::Row(row));
+            let word_first = keyword
+                .as_bytes()
+                .first()
+                .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
+            let anywhere = rule.checksum != Checksum::None || !word_first;
+            keywords.push((keyword.to_owned(), Found::Row(row), anywhere));
         }
         let pattern = format!("(?-u)^(?:{})", rule.shape);
         let regex = Regex::new(&pattern)
@@ -133,30 +130,11 @@ fn compile(rules: &[Rule]) -> Compiled {
         });
     }
     for word in crate::context::spellings() {
-        add(&word, Found::NameWord(word.len()));
+        let len = word.len();
+        keywords.push((word, Found::NameWord(len), true));
     }
-    let found_as = keywords
-        .iter()
-        .map(|keyword| {
-            let mut all: Vec<Found> = Vec::new();
-            for (other, found) in keywords.iter().zip(&own) {
-                if keyword.starts_with(other.as_str()) {
-                    all.extend(found.iter().copied());
-                }
-            }
-            all.dedup();
-            all
-        })
-        .collect();
-    let finder = AhoCorasick::builder()
-        .match_kind(MatchKind::LeftmostLongest)
-        .kind(Some(AhoCorasickKind::DFA))
-        .build(&keywords)
-        .expect("the vendor keywords build an automaton");
     Compiled {
-        finder,
-        keywords,
-        found_as,
+        search: search::Search::new(&keywords),
         shapes,
     }
 }
@@ -184,22 +162,15 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
     // per row, where its last claim ended: a keyword inside it is read no further
     let mut claimed_to: Vec<(usize, usize)> = Vec::new();
     let mut context_after = 0;
-    let mut at = 0;
-    // every start: the search reports the longest keyword at the leftmost start, and resumes
-    // one byte on, so a keyword starting inside another is found too
-    while let Some(hit) = compiled
-        .finder
-        .find(aho_corasick::Input::new(text).span(at..text.len()))
-    {
-        let start = hit.start();
-        at = start + 1;
-        let pattern = hit.pattern().as_usize();
-        let keyword_is_word = compiled.keywords[pattern]
+    for hit in compiled.search.hits(text) {
+        let start = hit.start;
+        let keyword_is_word = hit
+            .keyword
             .as_bytes()
             .first()
             .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
         let word_starts = !keyword_is_word || starts_word(bytes, start);
-        for &found in &compiled.found_as[pattern] {
+        for &found in hit.found {
             match found {
                 Found::NameWord(len) => {
                     crate::context::at_word(text, start, start + len, &mut context_after, out);
@@ -230,24 +201,15 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
 /// How often each keyword is found in `text` (what the search stops at), most often first: for
 /// the throughput bench, which prints the commonest.
 pub fn keyword_hits(text: &str) -> Vec<(String, usize)> {
-    let compiled = &*COMPILED;
-    let mut counts = vec![0usize; compiled.keywords.len()];
-    let mut at = 0;
-    while let Some(hit) = compiled
-        .finder
-        .find(aho_corasick::Input::new(text).span(at..text.len()))
-    {
-        at = hit.start() + 1;
-        counts[hit.pattern().as_usize()] += 1;
+    let mut counts: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for hit in COMPILED.search.hits(text) {
+        *counts.entry(hit.keyword).or_default() += 1;
     }
-    let mut out: Vec<(String, usize)> = compiled
-        .keywords
-        .iter()
-        .cloned()
-        .zip(counts)
-        .filter(|(_, n)| *n > 0)
+    let mut out: Vec<(String, usize)> = counts
+        .into_iter()
+        .map(|(keyword, n)| (keyword.to_owned(), n))
         .collect();
-    out.sort_by_key(|entry| std::cmp::Reverse(entry.1));
+    out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     out
 }
 
