@@ -630,3 +630,30 @@ fn literals_beside_code_are_still_passwords() {
     );
     check("Password=Hunter2x9;Server=db\n", "Password={R};Server=db\n");
 }
+
+/// A value already a marker (a token the token rule took, a password read before it) ends in
+/// the quote closing its string; that quote is not one the next key's line opens. Read as
+/// opening, it made the next key's quoted value look like the next field, and it leaked.
+#[test]
+fn a_quoted_value_after_a_marker_on_its_line_is_read() {
+    check(
+        r#"{"token":"ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","password":"hunter2secret"}"#,
+        r#"{"token":"[REDACTED:github_token]","password":"[REDACTED:password]"}"#,
+    );
+    check(
+        r#"{"password":"a1b2c3d4","db_password":"hunter2secret"}"#,
+        r#"{"password":"[REDACTED:password]","db_password":"[REDACTED:password]"}"#,
+    );
+    check(
+        "{'key':'[REDACTED:jwt]','password':'hunter2secret'}",
+        "{'key':'[REDACTED:jwt]','password':'[REDACTED:password]'}",
+    );
+    check(
+        r#"x = "[REDACTED:jwt]", password = "hunter2secret""#,
+        r#"x = "[REDACTED:jwt]", password = "[REDACTED:password]""#,
+    );
+    check(
+        r#""{\"a\":\"[REDACTED:jwt]\",\"password\":\"hunter2secret\"}""#,
+        r#""{\"a\":\"[REDACTED:jwt]\",\"password\":\"[REDACTED:password]\"}""#,
+    );
+}

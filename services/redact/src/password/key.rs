@@ -157,16 +157,43 @@ pub(super) fn opener_start(
     if let Some(at) = text[from..key_start].rfind(MARKER_PREFIX) {
         let marker = from + at;
         from = memchr::memchr(b']', &text.as_bytes()[marker..key_start])
-            .map_or(key_start, |close| marker + close + 1);
+            .map_or(key_start, |close| {
+                past_closing_quote(text, marker, marker + close + 1, key_start)
+            });
     }
     let index = claimed.partition_point(|span| span.0 < key_start);
     if let Some(span) = index.checked_sub(1).and_then(|index| claimed.get(index))
         && span.1 > from
         && span.1 <= key_start
     {
-        from = span.1;
+        from = past_closing_quote(text, span.0, span.1, key_start);
     }
-    from
+    from.min(key_start)
+}
+
+/// After a marker or a claimed value at `start..end` (up to `limit`): past the quote that closes
+/// the string it stands in (`"[REDACTED:jwt]",` → `,`; `"[REDACTED:private_key]\n",` → `,`),
+/// which is that string's and not one the key's line opens. Read as opening, it made a later
+/// key's quoted value look like the next field, and it leaked (`{"token":"ghp_…","password":"…"}`).
+fn past_closing_quote(text: &str, start: usize, end: usize, limit: usize) -> usize {
+    let Some(quote) = ["\\\"", "\"", "'"]
+        .into_iter()
+        .find(|quote| text[..start].ends_with(quote))
+    else {
+        return end;
+    };
+    let bytes = text.as_bytes();
+    let mut at = end;
+    while let Some(found) = text[at..limit].find(quote) {
+        let close = at + found;
+        // a plain quote escaped inside the string (`\"`) closes nothing
+        let escaped = quote.len() == 1 && close > 0 && bytes[close - 1] == b'\\';
+        if !escaped {
+            return close + quote.len();
+        }
+        at = close + quote.len();
+    }
+    end
 }
 
 /// Whether the part of a name before its key word ends in a run of a token's random body: 16
