@@ -1028,3 +1028,34 @@ fn mixed_case_paths_directly_above_a_bare_end_are_read_as_its_body() {
     let lower = "--- FAIL: x\ninternal/service_handler/request_processor_test.go\n-----END PRIVATE KEY-----\n";
     check(lower, lower);
 }
+
+/// A key's body holds `pwd` or `pass` in some case as often as not. Such a word inside a block
+/// is no key (nothing reads it, and the block is a marker), and the password rule need not
+/// read the text again for it; a key's word beside a block on its line is read around it.
+#[test]
+fn a_password_word_inside_a_keys_body_changes_nothing_around_it() {
+    let mut key = String::from("-----BEGIN PRIVATE KEY-----\n");
+    for (i, line) in body(7, 900, 64).iter().enumerate() {
+        // the body's words as a key's random base64 writes them now and then
+        let line = match i {
+            2 => format!("{}Pwd{}", &line[..20], &line[23..]),
+            5 => format!("{}passWORD{}", &line[..30], &line[38..]),
+            _ => line.clone(),
+        };
+        key.push_str(&line);
+        key.push('\n');
+    }
+    key.push_str("-----END PRIVATE KEY-----\n");
+    let input = format!("password: hunter2secret\n{key}PGPASSWORD=s3cr3tvalue psql\n");
+    check(
+        &input,
+        &format!("password: [REDACTED:password]\n{M}\nPGPASSWORD=[REDACTED:password] psql\n"),
+    );
+    // in a JSON string, with a password's key beside the block on its line
+    let escaped = key.replace('\n', "\\n");
+    let json = format!("{{\"key\":\"{escaped}\",\"password\":\"hunter2secret\"}}\n");
+    check(
+        &json,
+        &format!("{{\"key\":\"{M}\\n\",\"password\":\"[REDACTED:password]\"}}\n"),
+    );
+}

@@ -754,11 +754,16 @@ pub(crate) fn find_with_names(
     let hits = key_words(text);
     let mut compared = Vec::new();
     code::compared_literals(text, lines, &hits, &mut compared);
-    values.extend(compared.into_iter().map(|(start, end)| Claim {
-        start,
-        end,
-        kind: Kind::Password,
-    }));
+    for (start, end) in compared {
+        // a literal is read on its key's line: that line is a read's
+        let line = lines.partition_point(|line| line.next <= start);
+        reads.push((line, line));
+        values.push(Claim {
+            start,
+            end,
+            kind: Kind::Password,
+        });
+    }
     scan_hits(text, lines, &hits, |read| {
         // the lines the read looked at: its key's, and those below it up to what decided it
         let last = read.below.or(read.decided_by).unwrap_or(read.key.line);

@@ -102,6 +102,20 @@ impl Pairs {
             })
     }
 
+    /// The bits of `mask` (positions `at + bit`) whose two bytes begin some keyword: each looked
+    /// up with no branch on the answer (most fail, at no pattern a predictor could learn).
+    fn exact_pairs(&self, bytes: &[u8], at: usize, mut mask: u32) -> u32 {
+        let mut kept = 0;
+        while mask != 0 {
+            let bit = mask.trailing_zeros();
+            mask &= mask - 1;
+            let here = at + bit as usize;
+            let pair = usize::from(bytes[here]) << 8 | usize::from(bytes[here + 1]);
+            kept |= u32::from(get(&self.exact, pair)) << bit;
+        }
+        kept
+    }
+
     /// Whether a keyword of the set may start at `at`: a word starts there and its two bytes
     /// begin one.
     fn candidate(&self, bytes: &[u8], at: usize) -> bool {
@@ -194,7 +208,11 @@ impl Iterator for Candidates<'_> {
                 return None;
             }
             if self.wide && self.at >= 2 && self.at + 34 <= self.bytes.len() {
-                self.mask = wide::mask(self.pairs, self.bytes, self.at);
+                self.mask = self.pairs.exact_pairs(
+                    self.bytes,
+                    self.at,
+                    wide::mask(self.pairs, self.bytes, self.at),
+                );
                 self.mask_at = self.at;
                 self.at += 32;
                 continue;
