@@ -2,7 +2,12 @@
 //! a BEGIN still open, and a run of lines that read like a key's body, which waits until enough
 //! lines that cannot be one follow it.
 
+use super::scan::escape_re;
 use super::*;
+use crate::password::is_prompt;
+
+/// A redacted key's marker (`Kind::PrivateKey`'s), looked for on every push of a stream.
+pub(super) const PRIVATE_KEY_MARKER: &str = "[REDACTED:private_key]";
 
 /// What the key rule holds back in `text` (complete lines only, tokens already markers, the
 /// password values `claimed`): the earliest line whose redaction could still change with what
@@ -12,9 +17,8 @@ pub(crate) fn hold(text: &str, lines: &[Line], claimed: &[Claim]) -> crate::Hold
         return crate::Hold::default();
     }
     let bytes = text.as_bytes();
-    let private_marker = Kind::PrivateKey.to_string();
     if memchr::memmem::find(bytes, b"-----").is_none()
-        && memchr::memmem::find(bytes, private_marker.as_bytes()).is_none()
+        && memchr::memmem::find(bytes, PRIVATE_KEY_MARKER.as_bytes()).is_none()
     {
         // no armour and no key's marker: no block, and no segment holds an arm; only the
         // lines that read like a key's body can hold (what `Scan` would find, without it)

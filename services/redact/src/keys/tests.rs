@@ -1,5 +1,7 @@
 //! The key rule's unit tests.
 
+use super::backward::end_line_material;
+use super::line::{cases, is_b64, is_path_char, is_path_like, match_gutter};
 use super::*;
 
 /// `keyish` as it was written before its one-pass form, to check the two agree.
@@ -181,4 +183,9 @@ mod claimed {
         };
         assert_eq!(keys_of(text, &[claim]), Vec::<(usize, usize)>::new());
     }
+}
+
+#[test]
+fn the_private_key_marker_the_hold_looks_for_is_the_kinds() {
+    assert_eq!(hold::PRIVATE_KEY_MARKER, Kind::PrivateKey.to_string());
 }
