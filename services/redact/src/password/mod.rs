@@ -12,16 +12,15 @@
 //! and a read below its line passes only lines holding no key, each of which belongs to one
 //! key's read at most, so the rule is linear in the text's length.
 
-use std::sync::OnceLock;
-
-use aho_corasick::{AhoCorasick, MatchKind};
-
 mod code;
 mod key;
+mod words;
 
 use crate::lines::Line;
 use crate::{Claim, Kind, MARKER_PREFIX};
 use key::*;
+pub(crate) use words::mentions_key_word;
+use words::{Hit, key_words, matcher};
 
 /// The words a key's name ends in.
 const KEY_WORDS: &[&str] = &["password", "passwd", "passphrase", "pwd", "pass"];
@@ -47,22 +46,6 @@ type LastQuotes = [(u8, Option<usize>); 3];
 
 /// A marker is never longer than this (its kind's name is short).
 const MARKER_LIMIT: usize = 64;
-
-fn matcher() -> &'static AhoCorasick {
-    static MATCHER: OnceLock<AhoCorasick> = OnceLock::new();
-    MATCHER.get_or_init(|| {
-        AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(KEY_WORDS)
-            .expect("the key words are a valid, small pattern set")
-    })
-}
-
-/// Whether a text holds a password key's word anywhere (a key or not).
-pub(crate) fn mentions_key_word(text: &str) -> bool {
-    matcher().find(text).is_some()
-}
 
 /// A password's key as the text writes it.
 #[derive(Debug, Clone, Copy)]
@@ -609,83 +592,6 @@ fn first_stop(text: &str, start: usize, end: usize) -> usize {
         .unwrap_or(end)
 }
 
-/// Where a key word stands in the text (one match of the key-word search).
-type Hit = aho_corasick::Match;
-
-/// Every key word in the text that ends its word, in order (the leftmost-longest search's
-/// matches, less those a letter, digit or `_` follows: `passed`, `password_hash` are no key's
-/// word): found once and read by each rule that starts at a key word.
-fn key_words(text: &str) -> Vec<Hit> {
-    let ends_word = |hit: &Hit| {
-        !text
-            .as_bytes()
-            .get(hit.end())
-            .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
-    };
-    let Some(starts) = word_starts() else {
-        return matcher().find_iter(text).filter(ends_word).collect();
-    };
-    let mut hits = Vec::new();
-    let mut at = 0;
-    while let Some(start) = starts.find_in(text, aho_corasick::Span::from(at..text.len())) {
-        let input = aho_corasick::Input::new(text)
-            .span(start.start()..text.len())
-            .anchored(aho_corasick::Anchored::Yes);
-        match anchored_matcher().find(input) {
-            Some(hit) => {
-                at = hit.end();
-                if ends_word(&hit) {
-                    hits.push(hit);
-                }
-            }
-            None => at = start.start() + 1,
-        }
-    }
-    hits
-}
-
-/// The key words' first three letters in every case (`pas`, `pWd`, …): every key word starts
-/// with one, and unlike a case-insensitive search of the words (which looks for each `p` and
-/// `P`) they can be searched many bytes at a time. `None` where that search is not available.
-fn word_starts() -> Option<&'static aho_corasick::packed::Searcher> {
-    static STARTS: OnceLock<Option<aho_corasick::packed::Searcher>> = OnceLock::new();
-    STARTS
-        .get_or_init(|| {
-            let mut builder = aho_corasick::packed::Config::new().builder();
-            for start in ["pas", "pwd"] {
-                for case in 0..8u8 {
-                    let variant: String = start
-                        .chars()
-                        .enumerate()
-                        .map(|(i, c)| {
-                            if case >> i & 1 == 1 {
-                                c.to_ascii_uppercase()
-                            } else {
-                                c
-                            }
-                        })
-                        .collect();
-                    builder.add(variant);
-                }
-            }
-            builder.build()
-        })
-        .as_ref()
-}
-
-/// [`matcher`], run anchored where a key word's first three letters stand.
-fn anchored_matcher() -> &'static AhoCorasick {
-    static MATCHER: OnceLock<AhoCorasick> = OnceLock::new();
-    MATCHER.get_or_init(|| {
-        AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::LeftmostLongest)
-            .start_kind(aho_corasick::StartKind::Anchored)
-            .build(KEY_WORDS)
-            .expect("the key words are a valid, small pattern set")
-    })
-}
-
 /// Reads every key in the text, in order; a key inside an earlier key's value is no key.
 fn scan(text: &str, lines: &[Line], each: impl FnMut(&Read)) {
     scan_hits(text, lines, &key_words(text), each);
@@ -831,79 +737,4 @@ pub(crate) fn is_prompt(line: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    proptest::proptest! {
-        #[test]
-        fn the_key_words_are_the_case_insensitive_searchs_that_end_a_word(
-            text in "([pP][aAwW][sSdD][sSwW]?[wWoOpP]?[oOrRhH]?[rRdDaA]?[dDsS]?[eE]?| |_|e|x|=|\n|é){0,40}"
-        ) {
-            let ends_word = |end: usize| {
-                !text.as_bytes().get(end).is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
-            };
-            let expected: Vec<(usize, usize)> = matcher()
-                .find_iter(&text)
-                .filter(|hit| ends_word(hit.end()))
-                .map(|hit| (hit.start(), hit.end()))
-                .collect();
-            let found: Vec<(usize, usize)> =
-                key_words(&text).iter().map(|hit| (hit.start(), hit.end())).collect();
-            proptest::prop_assert_eq!(found, expected);
-        }
-    }
-
-    fn claims(text: &str) -> Vec<&str> {
-        let lines = crate::lines::split(text);
-        let mut out = Vec::new();
-        find(text, &lines, &mut out);
-        out.iter()
-            .map(|claim| &text[claim.start..claim.end])
-            .collect()
-    }
-
-    #[test]
-    fn prompts() {
-        assert!(is_prompt("Password:"));
-        assert!(is_prompt("hunter2 Retype password:"));
-        assert!(is_prompt("pwd=x password:"));
-        assert!(is_prompt("**Root password:**"));
-        assert!(!is_prompt("pwd= password:"));
-        assert!(!is_prompt("password: x"));
-        assert!(!is_prompt("passwords:"));
-        assert!(!is_prompt(
-            "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789Pwd:"
-        ));
-    }
-
-    #[test]
-    fn separators() {
-        assert_eq!(claims("password := x"), ["x"]);
-        assert_eq!(claims("password == x"), ["x"]);
-        assert_eq!(claims("password == \"x\""), ["x"]);
-        // a comparison with a number or with code's own name is no password
-        assert!(claims("in_current_pass == 0 {").is_empty());
-        assert!(claims("if password == self.password {").is_empty());
-        assert_eq!(claims("password => x"), ["x"]);
-        assert_eq!(claims("password=x"), ["x"]);
-        assert!(claims("password::hash(x)").is_empty());
-    }
-
-    #[test]
-    fn gutter_reads_numbers_and_fractions() {
-        let text = "10:00:00.123 Password:\n10:00:01 hunter2\n";
-        assert_eq!(claims(text), ["hunter2"]);
-        let text = "  12\tPassword:\n  13\t\n  14\thunter2\n";
-        assert_eq!(claims(text), ["hunter2"]);
-    }
-
-    #[test]
-    fn hold_waits_for_the_value() {
-        let text = "a\nPassword:\n\n";
-        let lines = crate::lines::split(text);
-        assert_eq!(hold(text, &lines).line, Some(1));
-        let text = "a\nPassword:\nhunter2\n";
-        let lines = crate::lines::split(text);
-        assert_eq!(hold(text, &lines).line, None);
-    }
-}
+mod tests;
