@@ -170,17 +170,28 @@ fn stages(text: &str, keep: bool) -> Stages<'_> {
         keys::find(&tokens, &lines, &names, &mut keys);
     }
     let keys = merge(keys);
+    let touched = !keys.is_empty() && blocks_touch_reads(&tokens, &lines, &keys, &reads);
+    if !keep && !touched {
+        // the line index is read no more: its memory goes back before the rendered text's is
+        // taken (a text's lines take three quarters of its size; the peak is that much lower,
+        // and the render writes into pages already mapped)
+        lines = Vec::new();
+    }
     let (unkeyed, redacted) = if keys.is_empty() {
         // no block changed the text: the values read with the names are the values
         let redacted = if values.is_empty() {
-            tokens.clone()
+            if keep {
+                tokens.clone()
+            } else {
+                std::mem::replace(&mut tokens, Cow::Borrowed(""))
+            }
         } else {
             Cow::Owned(render(&tokens, &merge(values)))
         };
         (None, redacted)
-    } else if blocks_touch_reads(&tokens, &lines, &keys, &reads) {
+    } else if touched {
         // the password rule reads again in the text the blocks leave
-        let unkeyed: Cow<'_, str> = Cow::Owned(render(&tokens, &keys));
+        let mut unkeyed: Cow<'_, str> = Cow::Owned(render(&tokens, &keys));
         let unkeyed_lines = if keep {
             lines::rendered(&lines, &keys)
         } else {
@@ -193,7 +204,11 @@ fn stages(text: &str, keep: bool) -> Stages<'_> {
         let mut values = Vec::new();
         password::find(&unkeyed, &unkeyed_lines, &mut values);
         let redacted = if values.is_empty() {
-            unkeyed.clone()
+            if keep {
+                unkeyed.clone()
+            } else {
+                std::mem::replace(&mut unkeyed, Cow::Borrowed(""))
+            }
         } else if let (false, Cow::Owned(buffer)) = (keep, &mut tokens) {
             render_into(buffer, &unkeyed, &merge(values));
             Cow::Owned(std::mem::take(buffer))

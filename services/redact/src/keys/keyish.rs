@@ -1,41 +1,49 @@
 //! Whether a line reads like a piece of a key's body: a mixed-case run of base64 as wide as a
 //! line read back, or a piece's width with a digit; OpenPGP's checksum; a mixed-case path as
-//! wide as a full line. One pass, each byte's classes from a table.
+//! wide as a full line. One pass, run by run, each byte's classes from a table.
 
 use super::*;
 
 /// Whether a segment could be read back as a key's line by an END written later.
 pub(super) fn keyish(bytes: &[u8]) -> (bool, bool) {
-    // one pass: each byte's classes from a table; a run of base64 (and `=`) and a run of a
-    // path's characters (base64, `.` `_` `-` `=`) are each judged where they end
+    // run by run: a run of a path's characters (base64, `.` `_` `-` `=`) holds runs of base64
+    // (and `=`) between its `.` `_` `-`; each byte's classes are or'd into its runs' from a
+    // table, and each run is judged where it ends
     let mut found = false;
     let mut exact = false;
-    let mut b64 = Run::default();
-    let mut path = Run::default();
-    for &b in bytes {
-        let class = BYTE_CLASS[b as usize];
-        if class & B64_RUN != 0 {
-            b64.take(b, class);
-        } else if b64.len > 0 {
-            let (f, e) = b64.judge_b64();
-            found |= f;
-            exact |= e;
-            b64 = Run::default();
+    let mut at = 0;
+    while at < bytes.len() {
+        if BYTE_CLASS[bytes[at] as usize] & PATH_RUN == 0 {
+            at += 1;
+            continue;
         }
-        if class & PATH_RUN != 0 {
-            path.take(b, class);
-        } else if path.len > 0 {
-            found |= path.judge_path();
-            path = Run::default();
+        let path_start = at;
+        let mut path_classes = 0;
+        loop {
+            // a run of base64, then what ends it: a path's `.` `_` `-` goes on with the path
+            let b64_start = at;
+            let mut b64_classes = 0;
+            while let Some(&byte) = bytes.get(at) {
+                let class = BYTE_CLASS[byte as usize];
+                if class & B64_RUN == 0 {
+                    break;
+                }
+                b64_classes |= class;
+                at += 1;
+            }
+            // shorter than a piece and with no `=`, a run is none of a key's (most words)
+            if at - b64_start >= MIN_PIECE || b64_classes & EQUALS != 0 {
+                let (f, e) = judge_b64(&bytes[b64_start..at], b64_classes);
+                found |= f;
+                exact |= e;
+            }
+            path_classes |= b64_classes;
+            match bytes.get(at) {
+                Some(&byte) if BYTE_CLASS[byte as usize] & PATH_RUN != 0 => at += 1,
+                _ => break,
+            }
         }
-    }
-    if b64.len > 0 {
-        let (f, e) = b64.judge_b64();
-        found |= f;
-        exact |= e;
-    }
-    if path.len > 0 {
-        found |= path.judge_path();
+        found |= judge_path(at - path_start, path_classes);
     }
     (found, exact)
 }
@@ -45,6 +53,7 @@ const PATH_RUN: u8 = 2;
 const UPPER: u8 = 4;
 const LOWER: u8 = 8;
 const DIGIT: u8 = 16;
+const EQUALS: u8 = 32;
 
 /// Each byte's classes for [`keyish`].
 static BYTE_CLASS: [u8; 256] = {
@@ -59,7 +68,9 @@ static BYTE_CLASS: [u8; 256] = {
             class |= LOWER | B64_RUN | PATH_RUN;
         } else if byte.is_ascii_digit() {
             class |= DIGIT | B64_RUN | PATH_RUN;
-        } else if byte == b'+' || byte == b'/' || byte == b'=' {
+        } else if byte == b'=' {
+            class |= EQUALS | B64_RUN | PATH_RUN;
+        } else if byte == b'+' || byte == b'/' {
             class |= B64_RUN | PATH_RUN;
         } else if byte == b'.' || byte == b'_' || byte == b'-' {
             class |= PATH_RUN;
@@ -70,61 +81,39 @@ static BYTE_CLASS: [u8; 256] = {
     table
 };
 
-/// A run of bytes [`keyish`] is reading.
-#[derive(Default)]
-struct Run {
-    len: usize,
-    /// the classes of its bytes, or'd
-    classes: u8,
-    /// where its first `=` is, from its start
-    first_eq: Option<usize>,
-    /// a byte other than `+` came before its first `=`
-    other_before_eq: bool,
+fn cases(classes: u8) -> (bool, bool, bool) {
+    (
+        classes & UPPER != 0,
+        classes & LOWER != 0,
+        classes & DIGIT != 0,
+    )
 }
 
-impl Run {
-    fn take(&mut self, byte: u8, class: u8) {
-        if byte == b'=' && self.first_eq.is_none() {
-            self.first_eq = Some(self.len);
-        } else if self.first_eq.is_none() && byte != b'+' {
-            self.other_before_eq = true;
-        }
-        self.classes |= class;
-        self.len += 1;
+/// A run of base64 (its bytes and their classes, or'd): found when it is mixed-case and as wide
+/// as a full line read back (or a piece's width with a digit); exact at a key's line widths; or
+/// OpenPGP's checksum (`=` and four or more after it, with only `+` before it: a diff's `+`
+/// joins the run).
+fn judge_b64(run: &[u8], classes: u8) -> (bool, bool) {
+    let (u, l, d) = cases(classes);
+    let w = run.len();
+    let mut found = false;
+    let mut exact = false;
+    if u && l && (w >= MIN_FULL_BACK || (w >= MIN_PIECE && d)) {
+        found = true;
+        exact = (60..=80).contains(&w) || w + 1 == 64 || w + 1 == 70 || w + 1 == 76;
     }
+    if classes & EQUALS != 0
+        && let Some(first_eq) = run.iter().position(|&b| b == b'=')
+        && w - first_eq >= 5
+        && run[..first_eq].iter().all(|&b| b == b'+')
+    {
+        found = true;
+    }
+    (found, exact)
+}
 
-    fn cases(&self) -> (bool, bool, bool) {
-        (
-            self.classes & UPPER != 0,
-            self.classes & LOWER != 0,
-            self.classes & DIGIT != 0,
-        )
-    }
-
-    /// A run of base64: found when it is mixed-case and as wide as a full line read back (or a
-    /// piece's width with a digit); exact at a key's line widths; or OpenPGP's checksum
-    /// (`=` and four or more after it, with only `+` before it: a diff's `+` joins the run).
-    fn judge_b64(&self) -> (bool, bool) {
-        let (u, l, d) = self.cases();
-        let w = self.len;
-        let mut found = false;
-        let mut exact = false;
-        if u && l && (w >= MIN_FULL_BACK || (w >= MIN_PIECE && d)) {
-            found = true;
-            exact = (60..=80).contains(&w) || w + 1 == 64 || w + 1 == 70 || w + 1 == 76;
-        }
-        if self
-            .first_eq
-            .is_some_and(|at| w - at >= 5 && !self.other_before_eq)
-        {
-            found = true;
-        }
-        (found, exact)
-    }
-
-    /// A mixed-case path as wide as a full line read back.
-    fn judge_path(&self) -> bool {
-        let (u, l, _) = self.cases();
-        self.len >= MIN_FULL_BACK && u && l
-    }
+/// A mixed-case path as wide as a full line read back.
+fn judge_path(len: usize, classes: u8) -> bool {
+    let (u, l, _) = cases(classes);
+    len >= MIN_FULL_BACK && u && l
 }
