@@ -23,7 +23,7 @@ pub(crate) fn hold(text: &str, lines: &[Line], claimed: &[Claim]) -> crate::Hold
         // no armour and no key's marker: no block, and no segment holds an arm; only the
         // lines that read like a key's body can hold (what `Scan` would find, without it)
         return crate::Hold {
-            line: chain_start(text, lines, plain_segments(text, lines)),
+            line: chain_start_from_end(text, lines),
             spans: Vec::new(),
             soft: Vec::new(),
         };
@@ -66,7 +66,8 @@ struct SegRead {
 }
 
 /// The segments of a text with no armour and no key's marker: its lines, cut at escaped
-/// breaks, as `Scan` cuts them.
+/// breaks, as `Scan` cuts them ([`chain_start_from_end`]'s reference, read forward).
+#[cfg(test)]
 fn plain_segments<'a>(text: &'a str, lines: &'a [Line]) -> impl Iterator<Item = SegRead> + 'a {
     let mut escapes = escape_re().find_iter(text).peekable();
     lines.iter().enumerate().flat_map(move |(index, line)| {
@@ -84,6 +85,57 @@ fn plain_segments<'a>(text: &'a str, lines: &'a [Line]) -> impl Iterator<Item = 
             armed: false,
             owned: false,
         })
+    })
+}
+
+/// [`chain_start`] over a text with no armour and no key's marker ([`plain_segments`]), read
+/// from its end: only the last run of key-like lines can still be open, so no line before the
+/// last few that cannot be one is judged (a stream's every push reads its held text again).
+fn chain_start_from_end(text: &str, lines: &[Line]) -> Option<usize> {
+    let bytes = text.as_bytes();
+    // the earliest line of the open run found so far, going back
+    let mut chain: Option<usize> = None;
+    // the segments that cannot be a key's line since the key-like one after them
+    let mut count = 0usize;
+    let mut segments = Vec::new();
+    for (index, line) in lines.iter().enumerate().rev() {
+        segments.clear();
+        let mut start = line.start;
+        for escape in escape_re().find_iter(&text[line.start..line.end]) {
+            segments.push((start, line.start + escape.start()));
+            start = line.start + escape.end();
+        }
+        segments.push((start, line.end));
+        for &(start, end) in segments.iter().rev() {
+            let seg = &bytes[start..end];
+            let (key_like, exact) = keyish(seg);
+            if key_like {
+                // enough lines after this one closed its run before the run found later
+                if count >= if exact { 5 } else { 4 } {
+                    return cap_chain(text, lines, chain);
+                }
+                chain = Some(index);
+                count = 0;
+            } else if (seg.iter().any(u8::is_ascii_alphanumeric) || seg.iter().any(|&b| b >= 0x80))
+                && !is_prompt(&text[start..end])
+            {
+                count += 1;
+                // five close any run: no line before these reaches past them
+                if count >= 5 {
+                    return cap_chain(text, lines, chain);
+                }
+            }
+        }
+    }
+    cap_chain(text, lines, chain)
+}
+
+/// A run's first line, no earlier than a key block's size before the text's end.
+fn cap_chain(text: &str, lines: &[Line], chain: Option<usize>) -> Option<usize> {
+    chain.map(|line| {
+        let floor = text.len().saturating_sub(MAX_KEY_BLOCK_BYTES);
+        let cap = lines.partition_point(|l| l.start < floor);
+        line.max(cap.min(lines.len() - 1))
     })
 }
 
@@ -122,9 +174,32 @@ fn chain_start(text: &str, lines: &[Line], segs: impl Iterator<Item = SegRead>) 
             }
         }
     }
-    chain.map(|line| {
-        let floor = text.len().saturating_sub(MAX_KEY_BLOCK_BYTES);
-        let cap = lines.partition_point(|l| l.start < floor);
-        line.max(cap.min(lines.len() - 1))
-    })
+    cap_chain(text, lines, chain)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn the_run_read_from_the_end_starts_where_the_run_read_forward_does(
+            pieces in proptest::collection::vec(proptest::sample::select(vec![
+                "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0MTIzNDU2Nzg5QUJD\n",
+                "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0MTIzNDU2Nzg5QUJDREVGR0hJSktMTU5PUFFSU1RVVldY\n",
+                "AbCdEfGh12\n", "=AbCd\n", "the runner reads a line\n", "Password:\n", "\n",
+                "  ---\n", "ok\n", "é\n", "a\\nQUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0MTIz\\nb\n",
+                "x\\n\\ny\n",
+            ]), 1..30)
+        ) {
+            let text = pieces.concat();
+            let lines = crate::lines::split(&text);
+            proptest::prop_assert_eq!(
+                chain_start_from_end(&text, &lines),
+                chain_start(&text, &lines, plain_segments(&text, &lines))
+            );
+        }
+    }
 }
