@@ -250,3 +250,224 @@ fn embedded_store_survives_sigkill() {
         );
     }
 }
+
+// ----- many writers at once: their txns share commits (group commit) -----
+
+/// Names the data dir to the many-writers child.
+const WRITERS_DIR_ENV: &str = "BOXFLEET_T02_WRITERS_DIR";
+const WRITERS_CHILD_TEST: &str = "crash_child_writers_until_killed";
+/// What the many-writers child prints for each acknowledged txn, before `writer n revision`.
+const WRITER_ACK: &str = "T02-WACK ";
+const WRITERS_PREFIX: &str = "crashw/";
+const WRITERS: u64 = 8;
+
+fn writer_key(writer: u64, txn: u64, part: u64) -> String {
+    format!("{WRITERS_PREFIX}{writer:02}/{txn:08}/{part}")
+}
+
+/// Each writer's txns found in the store, each checked whole; panics on a torn one.
+async fn must_read_writers_txns(store: &EmbeddedStore) -> BTreeMap<(u64, u64), i64> {
+    let range = store
+        .range(WRITERS_PREFIX)
+        .await
+        .expect("read the crash keys");
+    let mut txns: BTreeMap<(u64, u64), Vec<KeyValue>> = BTreeMap::new();
+    for kv in range.kvs {
+        let rest = &kv.key[WRITERS_PREFIX.len()..];
+        let writer: u64 = rest[..2].parse().expect("a writer");
+        let txn: u64 = rest[3..11].parse().expect("a txn");
+        txns.entry((writer, txn)).or_default().push(kv);
+    }
+    let mut revisions = BTreeMap::new();
+    for (&(writer, txn), kvs) in &txns {
+        let parts: Vec<String> = (0..KEYS_PER_TXN)
+            .map(|part| writer_key(writer, txn, part))
+            .collect();
+        let found: Vec<&str> = kvs.iter().map(|kv| kv.key.as_str()).collect();
+        assert_eq!(
+            found, parts,
+            "writer {writer}'s txn {txn} is torn: {found:?}"
+        );
+        let revision = kvs[0].mod_revision;
+        for (part, kv) in (0..KEYS_PER_TXN).zip(kvs) {
+            assert_eq!(kv.value, value(txn, part), "{kv:?} carries another txn");
+            assert_eq!(
+                (kv.mod_revision, kv.version),
+                (revision, 1),
+                "writer {writer}'s txn {txn} is torn across revisions: {kv:?}"
+            );
+        }
+        revisions.insert((writer, txn), revision);
+    }
+    revisions
+}
+
+/// Run as a child only: [`WRITERS`] writers at once, each writing its own txns until killed,
+/// printing an ack line for each.
+#[test]
+#[ignore = "the child of the store_survives_sigkill_with_writers_at_once; does nothing on its own"]
+fn crash_child_writers_until_killed() {
+    let Ok(dir) = std::env::var(WRITERS_DIR_ENV) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    runtime.block_on(async {
+        let store = must_open(Path::new(&dir)).await;
+        let present = must_read_writers_txns(&store).await;
+        let mut writers = Vec::new();
+        for writer in 0..WRITERS {
+            let store = store.clone();
+            let mut next = present
+                .keys()
+                .filter(|(w, _)| *w == writer)
+                .map(|(_, txn)| txn + 1)
+                .max()
+                .unwrap_or(0);
+            writers.push(tokio::spawn(async move {
+                loop {
+                    let txn = Txn::new()
+                        .when([Compare::absent(writer_key(writer, next, 0))])
+                        .and_then((0..KEYS_PER_TXN).map(|part| {
+                            Op::put(writer_key(writer, next, part), value(next, part))
+                        }));
+                    let response = store.txn(txn).await.expect("write a txn");
+                    assert!(response.succeeded, "writer {writer}'s txn {next} was there");
+                    let mut out = std::io::stdout().lock();
+                    writeln!(out, "{WRITER_ACK}{writer} {next} {}", response.revision)
+                        .expect("print an ack");
+                    out.flush().expect("flush an ack");
+                    next += 1;
+                }
+            }));
+        }
+        // the writers write until the child is killed; one that panics ends the child
+        loop {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if let Some(ended) = writers.iter().position(|writer| writer.is_finished()) {
+                panic!("writer {ended} stopped: {:?}", writers.remove(ended).await);
+            }
+        }
+    });
+}
+
+/// The embedded store survives `kill -9` while many writers' txns share commits: every
+/// acknowledged txn of every writer is there and whole, each writer lost at most its one txn
+/// in flight, and each txn present has a revision of its own, one per txn.
+#[test]
+fn embedded_store_survives_sigkill_with_writers_at_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = std::env::current_exe().expect("this test binary");
+    let mut last_acked: BTreeMap<u64, u64> = BTreeMap::new();
+    for cycle in 1..=CYCLES {
+        let kill_after = 400 + random_below(400);
+        println!("--- phase {cycle}.1: {WRITERS} writers; SIGKILL after {kill_after} acks");
+        let mut child = Command::new(&exe)
+            .args([
+                "--exact",
+                WRITERS_CHILD_TEST,
+                "--nocapture",
+                "--include-ignored",
+            ])
+            .env(WRITERS_DIR_ENV, dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn the child");
+        let stdout = child.stdout.take().expect("child stdout");
+        let (lines, received) = mpsc::channel::<String>();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let take_ack = |line: &str, last_acked: &mut BTreeMap<u64, u64>| {
+            let Some((_, ack)) = line.split_once(WRITER_ACK) else {
+                return false;
+            };
+            let mut fields = ack.split_whitespace().map(|f| f.parse::<u64>().ok());
+            let (Some(Some(writer)), Some(Some(txn))) = (fields.next(), fields.next()) else {
+                panic!("unreadable ack line {line:?}");
+            };
+            let last = last_acked.insert(writer, txn);
+            assert!(
+                last.is_none_or(|last| txn == last + 1 || txn == last + 2),
+                "writer {writer}'s ack {txn} out of order after {last:?}"
+            );
+            true
+        };
+        let mut counted = 0;
+        while counted < kill_after {
+            match received.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) => counted += usize::from(take_ack(&line, &mut last_acked)) as u64,
+                Err(error) => {
+                    let _ = child.kill();
+                    panic!("the child stopped acknowledging after {counted} acks: {error:?}");
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_micros(random_below(5_000)));
+        child.kill().expect("SIGKILL the child");
+        let status = child.wait().expect("reap the child");
+        assert!(!status.success(), "the child was killed: {status}");
+        reader.join().expect("stdout reader");
+        for line in received.try_iter() {
+            take_ack(&line, &mut last_acked);
+        }
+        println!("--- phase {cycle}.2: killed ({status}); last acks {last_acked:?}");
+
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        let (present, revision) = runtime.block_on(async {
+            let store = must_open(dir.path()).await;
+            let txns = must_read_writers_txns(&store).await;
+            let revision = store.revision().await.expect("read the revision");
+            (txns, revision)
+        });
+        drop(runtime);
+        for writer in 0..WRITERS {
+            let mine: Vec<u64> = present
+                .keys()
+                .filter(|(w, _)| *w == writer)
+                .map(|(_, txn)| *txn)
+                .collect();
+            let Some(&last) = last_acked.get(&writer) else {
+                assert!(mine.len() <= 1, "writer {writer} acked nothing: {mine:?}");
+                continue;
+            };
+            let highest = *mine.last().expect("the writer's txns");
+            assert_eq!(
+                mine,
+                (0..=highest).collect::<Vec<_>>(),
+                "writer {writer}: a gap"
+            );
+            assert!(
+                highest >= last,
+                "writer {writer}'s acked txn {last} lost ({highest})"
+            );
+            assert!(
+                highest <= last + 1,
+                "writer {writer}'s txn {highest} landed, but only {last} was acked"
+            );
+        }
+        let mut revisions: Vec<i64> = present.values().copied().collect();
+        revisions.sort_unstable();
+        let expected: Vec<i64> = (2..2 + present.len() as i64).collect();
+        assert_eq!(
+            revisions, expected,
+            "one revision per txn, none shared, no gap"
+        );
+        assert_eq!(revision, 1 + present.len() as i64, "the store's revision");
+        println!(
+            "--- phase {cycle}.3: ok: {} txns whole, each at its own revision, up to {revision}",
+            present.len()
+        );
+    }
+}

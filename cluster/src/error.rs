@@ -15,7 +15,7 @@ pub enum Class {
 }
 
 /// An error from the store layer.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// The store could not be reached or refused for now; nothing was written.
     #[error("store unavailable: {0}")]

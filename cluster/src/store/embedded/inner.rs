@@ -36,6 +36,10 @@ pub(super) struct Inner {
     pub(super) health: StoreHealth,
     /// serializes every write and the watch subscriptions against them (see module docs)
     pub(super) commits: Mutex<()>,
+    /// the txns waiting for the next commit (`group.rs`)
+    pub(super) queue: Mutex<Vec<super::group::Queued>>,
+    /// how many write transactions were committed (each one fsync)
+    pub(super) commits_made: AtomicU64,
     /// every committed change set, in revision order, sent while `commits` is held
     pub(super) changes: broadcast::Sender<Arc<Commit>>,
     /// live leases and their deadlines; taken after `commits` when both are needed

@@ -13,9 +13,11 @@
 //!
 //! How it holds together:
 //!
-//! - **Durability.** Every call that writes is one redb write transaction committed with
+//! - **Durability.** Every call that writes is committed in a redb write transaction with
 //!   [`redb::Durability::Immediate`] (fsync) before the call returns, so a process killed at
 //!   any moment reopens with every acknowledged write and no part of an unacknowledged one.
+//!   Txns that arrive while a commit is on its way to disk are committed together, each at its
+//!   own revision, with one fsync (group commit, `group.rs`), as etcd batches its entries.
 //! - **Ordering.** Commits are serialized by one lock, `Inner::commits`, held from the start of
 //!   the redb transaction until its changes are broadcast to watchers. A watch subscribes to the
 //!   broadcast while holding the same lock, then reads the backlog from `history`; a watcher
@@ -33,8 +35,10 @@
 //!
 //! Layout: this file opens the store and dispatches each [`Store`] call to the blocking pool;
 //! `layout.rs` is the redb file (tables, encoding, disk errors), `txn.rs` reads and txns,
-//! `leases.rs` leases and their expiry, `watch.rs` the broadcast of commits and the watches.
+//! `group.rs` commits writing txns together, `leases.rs` leases and their expiry, `watch.rs` the
+//! broadcast of commits and the watches.
 
+mod group;
 mod history_age;
 mod inner;
 mod layout;
@@ -207,6 +211,8 @@ impl Inner {
             compact_after_bytes: options.compact_after_bytes,
             health: super::health::StoreHealth::new(),
             commits: Mutex::new(()),
+            queue: Mutex::new(Vec::new()),
+            commits_made: std::sync::atomic::AtomicU64::new(0),
             changes,
             leases: Mutex::new(HashMap::new()),
         };
@@ -250,8 +256,7 @@ impl Store for EmbeddedStore {
 
     async fn txn(&self, txn: Txn) -> Result<TxnResponse, Error> {
         if txn.writes() {
-            self.blocking(true, move |inner| inner.write_txn(&txn))
-                .await
+            self.blocking(true, move |inner| inner.write_txn(txn)).await
         } else {
             self.blocking(false, move |inner| inner.read_txn(&txn))
                 .await

@@ -1,6 +1,6 @@
-//! Reads and txns: a read-only txn on one read snapshot, a writing txn as one durable redb write
-//! transaction under the commit lock — compares, the branch they pick, each op applied at the
-//! next revision, the revision's changes recorded in history and broadcast.
+//! Reads and txns: a read-only txn on one read snapshot; for a writing txn (committed with the
+//! others beside it, `group.rs`), its compares, the branch they pick, each op applied at the
+//! next revision and the revision's changes recorded in history.
 
 use redb::ReadableTable;
 
@@ -94,55 +94,6 @@ impl Inner {
             }
         }
         Ok(true)
-    }
-
-    /// A txn that may write: one durable redb write transaction under `commits`.
-    pub(super) fn write_txn(&self, txn: &Txn) -> Result<TxnResponse, Error> {
-        let _commits = self.lock_commits();
-        let write = self.begin_write()?;
-        let applied = {
-            let mut tables = Tables::open(self, &write)?;
-            let head = self.revision(&tables.meta)?;
-            let succeeded = self.compares_hold(&tables.kv, txn)?;
-            let ops = if succeeded {
-                &txn.success
-            } else {
-                &txn.failure
-            };
-            self.check_ops(&tables, ops)?;
-            let revision = head + 1;
-            let mut results = Vec::with_capacity(ops.len());
-            let mut events = Vec::new();
-            for op in ops {
-                results.push(tables.apply(self, op, revision, &mut events)?);
-            }
-            if !events.is_empty() {
-                tables.record(self, revision, &events)?;
-            }
-            (succeeded, head, results, events)
-        };
-        let (succeeded, head, results, events) = applied;
-        if events.is_empty() {
-            write
-                .abort()
-                .map_err(|e| self.disk("abort a txn that changed nothing", e))?;
-            return Ok(TxnResponse {
-                succeeded,
-                revision: head,
-                results,
-            });
-        }
-        let revision = head + 1;
-        write
-            .commit()
-            .map_err(|e| self.commit_failed("commit a txn", e))?;
-        self.announce(revision, events);
-        self.compact_if_trimmed();
-        Ok(TxnResponse {
-            succeeded,
-            revision,
-            results,
-        })
     }
 
     /// Refuses a branch that cannot apply, before anything of it is written.
