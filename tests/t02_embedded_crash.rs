@@ -18,7 +18,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -100,6 +100,69 @@ async fn must_read_whole_txns(store: &EmbeddedStore) -> BTreeMap<u64, Vec<KeyVal
     txns
 }
 
+/// A child test process writing until it is killed, and the lines it prints.
+struct Writing {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+/// Starts this test binary's child test `test`, naming it the data dir in `env`.
+fn spawn_writing(exe: &Path, test: &str, env: &str, dir: &Path) -> Writing {
+    let mut child = Command::new(exe)
+        .args(["--exact", test, "--nocapture", "--include-ignored"])
+        .env(env, dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn the child");
+    let stdout = child.stdout.take().expect("child stdout");
+    let (sender, lines) = mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Writing {
+        child,
+        lines,
+        reader,
+    }
+}
+
+impl Writing {
+    /// A few more milliseconds of writing, so the kill lands at a random point of a commit,
+    /// then SIGKILL: its exit status, and the lines it printed that were not read yet (acks
+    /// printed before the kill were acknowledged too).
+    fn kill(mut self) -> (std::process::ExitStatus, Vec<String>) {
+        std::thread::sleep(Duration::from_micros(random_below(5_000)));
+        self.child.kill().expect("SIGKILL the child");
+        let status = self.child.wait().expect("reap the child");
+        assert!(!status.success(), "the child was killed: {status}");
+        self.reader.join().expect("stdout reader");
+        (status, self.lines.try_iter().collect())
+    }
+}
+
+/// Reopens the store in `dir`, reads it with `read`, and closes it again (the store and its
+/// lease reaper end with the runtime, freeing the file for the next child): what `read` found,
+/// and the store's revision.
+fn reopen<T>(dir: &Path, read: impl AsyncFnOnce(&EmbeddedStore) -> T) -> (T, i64) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    runtime.block_on(async {
+        let store = must_open(dir).await;
+        let found = read(&store).await;
+        let revision = store.revision().await.expect("read the revision");
+        (found, revision)
+    })
+}
+
 /// Run as a child only: writes txns until killed, printing an ack line for each.
 #[test]
 #[ignore = "the child of embedded_store_survives_sigkill; does nothing on its own"]
@@ -141,23 +204,8 @@ fn embedded_store_survives_sigkill() {
     for cycle in 1..=CYCLES {
         let kill_after = 200 + random_below(300);
         println!("--- phase {cycle}.1: child writes; SIGKILL after {kill_after} acks");
-        let mut child = Command::new(&exe)
-            .args(["--exact", CHILD_TEST, "--nocapture", "--include-ignored"])
-            .env(DATA_DIR_ENV, dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn the child");
-        let stdout = child.stdout.take().expect("child stdout");
-        let (lines, received) = mpsc::channel::<String>();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if lines.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let writing = spawn_writing(&exe, CHILD_TEST, DATA_DIR_ENV, dir.path());
+        let received = &writing.lines;
 
         let mut acks_this_cycle = 0;
         let mut take_ack = |line: &str, last_acked: &mut Option<u64>| {
@@ -188,23 +236,17 @@ fn embedded_store_survives_sigkill() {
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    let _ = child.kill();
+                    let _ = writing.kill();
                     panic!("the child acknowledged nothing for 60s");
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    let status = child.wait().expect("child status");
+                    let (status, _) = writing.kill();
                     panic!("the child ended early ({status}) after {counted} acks");
                 }
             }
         }
-        // a few more milliseconds of writing, so the kill lands at a random point of a commit
-        std::thread::sleep(Duration::from_micros(random_below(5_000)));
-        child.kill().expect("SIGKILL the child");
-        let status = child.wait().expect("reap the child");
-        assert!(!status.success(), "the child was killed: {status}");
-        reader.join().expect("stdout reader");
-        // acks printed before the kill, not yet read, were acknowledged too
-        for line in received.try_iter() {
+        let (status, unread) = writing.kill();
+        for line in unread {
             take_ack(&line, &mut last_acked);
         }
         let last = last_acked.expect("some acks");
@@ -213,18 +255,7 @@ fn embedded_store_survives_sigkill() {
         );
 
         println!("--- phase {cycle}.3: reopen and check every acked txn is there, whole");
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .expect("tokio runtime");
-        let (present, revision) = runtime.block_on(async {
-            let store = must_open(dir.path()).await;
-            let txns = must_read_whole_txns(&store).await;
-            let revision = store.revision().await.expect("read the revision");
-            (txns, revision)
-        });
-        // the store and its lease reaper end with the runtime, freeing the file for the next child
-        drop(runtime);
+        let (present, revision) = reopen(dir.path(), must_read_whole_txns);
         let highest = *present.keys().last().expect("txns present");
         assert_eq!(
             present.keys().copied().collect::<Vec<_>>(),
@@ -364,28 +395,7 @@ fn embedded_store_survives_sigkill_with_writers_at_once() {
     for cycle in 1..=CYCLES {
         let kill_after = 400 + random_below(400);
         println!("--- phase {cycle}.1: {WRITERS} writers; SIGKILL after {kill_after} acks");
-        let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                WRITERS_CHILD_TEST,
-                "--nocapture",
-                "--include-ignored",
-            ])
-            .env(WRITERS_DIR_ENV, dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn the child");
-        let stdout = child.stdout.take().expect("child stdout");
-        let (lines, received) = mpsc::channel::<String>();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if lines.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let writing = spawn_writing(&exe, WRITERS_CHILD_TEST, WRITERS_DIR_ENV, dir.path());
         let take_ack = |line: &str, last_acked: &mut BTreeMap<u64, u64>| {
             let Some((_, ack)) = line.split_once(WRITER_ACK) else {
                 return false;
@@ -403,35 +413,21 @@ fn embedded_store_survives_sigkill_with_writers_at_once() {
         };
         let mut counted = 0;
         while counted < kill_after {
-            match received.recv_timeout(Duration::from_secs(60)) {
+            match writing.lines.recv_timeout(Duration::from_secs(60)) {
                 Ok(line) => counted += usize::from(take_ack(&line, &mut last_acked)) as u64,
                 Err(error) => {
-                    let _ = child.kill();
+                    let _ = writing.kill();
                     panic!("the child stopped acknowledging after {counted} acks: {error:?}");
                 }
             }
         }
-        std::thread::sleep(Duration::from_micros(random_below(5_000)));
-        child.kill().expect("SIGKILL the child");
-        let status = child.wait().expect("reap the child");
-        assert!(!status.success(), "the child was killed: {status}");
-        reader.join().expect("stdout reader");
-        for line in received.try_iter() {
+        let (status, unread) = writing.kill();
+        for line in unread {
             take_ack(&line, &mut last_acked);
         }
         println!("--- phase {cycle}.2: killed ({status}); last acks {last_acked:?}");
 
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .expect("tokio runtime");
-        let (present, revision) = runtime.block_on(async {
-            let store = must_open(dir.path()).await;
-            let txns = must_read_writers_txns(&store).await;
-            let revision = store.revision().await.expect("read the revision");
-            (txns, revision)
-        });
-        drop(runtime);
+        let (present, revision) = reopen(dir.path(), must_read_writers_txns);
         for writer in 0..WRITERS {
             let mine: Vec<u64> = present
                 .keys()

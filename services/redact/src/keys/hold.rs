@@ -65,20 +65,25 @@ struct SegRead {
     owned: bool,
 }
 
-/// The segments of a text with no armour and no key's marker: its lines, cut at escaped
-/// breaks, as `Scan` cuts them ([`chain_start_from_end`]'s reference, read forward).
+/// One line's segments, as `Scan` cuts them: the line cut at its escaped breaks.
+fn line_segments(text: &str, line: &Line, out: &mut Vec<(usize, usize)>) {
+    out.clear();
+    let mut start = line.start;
+    for escape in escape_re().find_iter(&text[line.start..line.end]) {
+        out.push((start, line.start + escape.start()));
+        start = line.start + escape.end();
+    }
+    out.push((start, line.end));
+}
+
+/// The segments of a text with no armour and no key's marker ([`chain_start_from_end`]'s
+/// reference, read forward).
 #[cfg(test)]
 fn plain_segments<'a>(text: &'a str, lines: &'a [Line]) -> impl Iterator<Item = SegRead> + 'a {
-    let mut escapes = escape_re().find_iter(text).peekable();
     lines.iter().enumerate().flat_map(move |(index, line)| {
-        let mut out = Vec::new();
-        let mut start = line.start;
-        while let Some(m) = escapes.next_if(|m| m.start() < line.end) {
-            out.push((start, m.start()));
-            start = m.end();
-        }
-        out.push((start, line.end));
-        out.into_iter().map(move |(start, end)| SegRead {
+        let mut segments = Vec::new();
+        line_segments(text, line, &mut segments);
+        segments.into_iter().map(move |(start, end)| SegRead {
             start,
             end,
             line: index,
@@ -99,13 +104,7 @@ fn chain_start_from_end(text: &str, lines: &[Line]) -> Option<usize> {
     let mut count = 0usize;
     let mut segments = Vec::new();
     for (index, line) in lines.iter().enumerate().rev() {
-        segments.clear();
-        let mut start = line.start;
-        for escape in escape_re().find_iter(&text[line.start..line.end]) {
-            segments.push((start, line.start + escape.start()));
-            start = line.start + escape.end();
-        }
-        segments.push((start, line.end));
+        line_segments(text, line, &mut segments);
         for &(start, end) in segments.iter().rev() {
             let seg = &bytes[start..end];
             let (key_like, exact) = keyish(seg);

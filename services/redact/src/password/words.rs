@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 use aho_corasick::{AhoCorasick, MatchKind};
 
 use super::KEY_WORDS;
+use super::code::is_ident;
 
 pub(super) fn matcher() -> &'static AhoCorasick {
     static MATCHER: OnceLock<AhoCorasick> = OnceLock::new();
@@ -31,12 +32,7 @@ pub(super) type Hit = aho_corasick::Match;
 /// matches, less those a letter, digit or `_` follows: `passed`, `password_hash` are no key's
 /// word): found once and read by each rule that starts at a key word.
 pub(super) fn key_words(text: &str) -> Vec<Hit> {
-    let ends_word = |hit: &Hit| {
-        !text
-            .as_bytes()
-            .get(hit.end())
-            .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
-    };
+    let ends_word = |hit: &Hit| !text.as_bytes().get(hit.end()).is_some_and(|&b| is_ident(b));
     let Some(starts) = word_starts() else {
         return matcher().find_iter(text).filter(ends_word).collect();
     };

@@ -147,7 +147,7 @@ fn starts_word(bytes: &[u8], at: usize) -> bool {
     let Some(&before) = at.checked_sub(1).and_then(|i| bytes.get(i)) else {
         return true;
     };
-    if !(before.is_ascii_alphanumeric() || before == b'_') {
+    if !word_starts::WORD[before as usize] {
         return true;
     }
     // an escaped break or tab, as a JSON string or a log writes it

@@ -10,7 +10,7 @@
 //! the positions that may start a keyword; each is then checked exactly. Elsewhere, and at a text's first two and last 34 bytes, the same test runs
 //! one position at a time; a property test holds the two to the same answers.
 
-/// A byte of a word, as [`super::starts_word`] reads one.
+/// A byte of a word: an ASCII letter or digit, or `_` ([`super::starts_word`]).
 const fn word_bytes() -> [bool; 256] {
     let mut table = [false; 256];
     let mut b = 0;
