@@ -126,6 +126,33 @@ async fn fake_true_answers_every_cell_in_process() {
     );
 }
 
+/// `fake:` as a block: each call's latency and the job every run does. A job that runs 2 s
+/// is collected after it, with the block's report and exit status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fake_block_sets_the_latency_and_the_job() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write(
+        dir.path(),
+        "fake.yaml",
+        "node: { poll_interval_seconds: 1 }\ncompany:\n  providers:\n    sandbox:\n      fake:\n        latency_ms: { create: 300, poll: 20 }\n        job: { seconds: 2, exit_code: 0, report: 'the fake fixed it' }\n",
+    );
+    let node = NodeProcess::start("fakeblock", dir.path(), &["--config", &config]);
+    assert!(
+        node.log().contains("fake boxes in memory"),
+        "{}",
+        node.log()
+    );
+    let began = std::time::Instant::now();
+    let (code, out, err) = node.cli(&["launch", "--seat", "s", "--command", "make test", "--wait"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        began.elapsed() >= Duration::from_secs(2),
+        "the job ran its 2 s: {out}"
+    );
+    assert!(out.contains("the fake fixed it"), "{out}");
+    assert!(out.contains("succeeded"), "{out}");
+}
+
 /// `boxfleet validate` refuses each catalogue rule where it is written, with its remedy, and
 /// exits non-zero.
 #[test]

@@ -32,7 +32,7 @@ impl SandboxSection {
         if !self.declared {
             return BTreeSet::new();
         }
-        if self.fake {
+        if self.fake.enabled {
             return CELLS.into_iter().collect();
         }
         let mut cells = BTreeSet::new();
@@ -55,7 +55,7 @@ impl SandboxSection {
         if let Some(cell) = self.default_run_in.as_deref().filter(|c| !c.is_empty()) {
             return Some(cell);
         }
-        if self.fake {
+        if self.fake.enabled {
             return Some("direct");
         }
         match (&self.e2b, &self.local) {
@@ -156,7 +156,7 @@ impl Company {
             return;
         }
         let field = "company.providers.sandbox";
-        if sandbox.fake && (sandbox.e2b.is_some() || sandbox.local.is_some()) {
+        if sandbox.fake.enabled && (sandbox.e2b.is_some() || sandbox.local.is_some()) {
             bad(
                 format!("{field}.fake"),
                 "fake: true replaces the backends; a real block beside it configures nothing"

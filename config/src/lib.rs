@@ -16,6 +16,7 @@ pub mod catalogue;
 pub mod company;
 pub mod engine;
 pub mod expand;
+pub mod fake;
 pub mod http;
 pub mod live;
 pub mod mcp;

@@ -233,9 +233,10 @@ pub struct SandboxSection {
     pub e2b: Option<E2bSection>,
     #[serde(default)]
     pub local: Option<LocalSection>,
-    /// deterministic in-process boxes for every cell; refused beside a real backend
+    /// deterministic in-process boxes for every cell (`true`, or a block of latencies and
+    /// the job); refused beside a real backend
     #[serde(default)]
-    pub fake: bool,
+    pub fake: crate::fake::FakeSection,
     /// direct | container | e2b, where a seat that names none runs; required unless the
     /// catalogue names exactly one cell (`e2b:` alone, `fake: true`)
     #[serde(default)]

@@ -10,6 +10,34 @@ use boxfleet_actors::lifecycle::cells::Cells;
 use boxfleet_actors::ports::{Provider, Runner};
 use boxfleet_config::NodeConfig;
 
+/// The fake cell as `providers.sandbox.fake` tunes it: each call's latency, and the job every
+/// agent run does.
+fn fake_provider(fake: &boxfleet_config::fake::FakeSection) -> boxfleet_sandbox::FakeProvider {
+    use boxfleet_sandbox::fake::{Pace, ScriptedJob};
+    let ms = std::time::Duration::from_millis;
+    let latency = fake.latency_ms;
+    let pace = Pace {
+        create: ms(latency.create),
+        poll: ms(latency.poll),
+        read: ms(latency.read),
+        write: ms(latency.write),
+        exec: ms(latency.exec),
+        manage: ms(latency.kill),
+    };
+    let report = fake.job.report.clone().unwrap_or_else(|| {
+        "A fake box ran this job: providers.sandbox.fake is set, so no agent ran and no code changed.\n"
+            .to_owned()
+    });
+    let job = ScriptedJob::timed(
+        std::time::Duration::from_secs(fake.job.seconds),
+        fake.job.exit_code,
+        Some(report),
+    );
+    boxfleet_sandbox::FakeProvider::new()
+        .with_pace(pace)
+        .with_default_job(job)
+}
+
 /// The sandbox providers, by cell: one for each cell the company reaches and no other
 /// ([`Company::reached_cells`](boxfleet_config::company::Company::reached_cells)); with
 /// `fake: true`, one in-process fake answering every reached cell (and its own, `fake`).
@@ -19,8 +47,8 @@ pub(crate) fn providers(
     let mut providers: BTreeMap<String, Arc<dyn Provider>> = BTreeMap::new();
     let sandbox = &config.company.providers.sandbox;
     let reached = config.company.reached_cells();
-    if sandbox.fake {
-        let fake: Arc<dyn Provider> = Arc::new(boxfleet_sandbox::fake::FakeProvider::new());
+    if sandbox.fake.enabled {
+        let fake: Arc<dyn Provider> = Arc::new(fake_provider(&sandbox.fake));
         for cell in reached.iter().map(String::as_str).chain(["fake"]) {
             providers.insert(cell.to_owned(), fake.clone());
         }
@@ -90,7 +118,7 @@ fn built_from(config: &NodeConfig, cell: &str) -> String {
     let sandbox = &config.company.providers.sandbox;
     let disk = disk_budget(config);
     match cell {
-        _ if sandbox.fake => "fake".to_owned(),
+        _ if sandbox.fake.enabled => "fake".to_owned(),
         "direct" => format!("{:?} {:?}", config.boxes_dir, disk),
         "container" => format!("{:?} {:?} {:?}", sandbox.local, config.data_dir, disk),
         "e2b" => sandbox.e2b.as_ref().map_or_else(String::new, |e2b| {

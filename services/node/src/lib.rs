@@ -167,7 +167,11 @@ fn cells_line(company: &boxfleet_config::company::Company) -> String {
     format!(
         "sandbox cells: {}{} (default {})",
         cells.join(", "),
-        if sandbox.fake { ", all fake" } else { "" },
+        if sandbox.fake.enabled {
+            ", all fake"
+        } else {
+            ""
+        },
         sandbox
             .resolved_default()
             .unwrap_or("none: each role names its own")
@@ -208,11 +212,14 @@ async fn run_node(args: cli::NodeArgs) -> anyhow::Result<i32> {
             node.config.data_dir.display()
         ),
     };
+    let boxes = if node.config.company.providers.sandbox.fake.enabled {
+        "fake boxes in memory".to_owned()
+    } else {
+        format!("direct boxes in {}", node.config.boxes_dir.display())
+    };
     eprintln!(
-        "boxfleet node {} listening on {} ({store}, direct boxes in {}{config_file}); Ctrl-C stops it",
-        node.config.id,
-        node.addr,
-        node.config.boxes_dir.display()
+        "boxfleet node {} listening on {} ({store}, {boxes}{config_file}); Ctrl-C stops it",
+        node.config.id, node.addr,
     );
     eprintln!("{}", cells_line(&node.config.company));
     if let Some(http) = &node.http {

@@ -169,6 +169,70 @@ async fn fake_job_finishes_after_its_polls_and_writes_its_files() {
     assert_eq!(fake.job_polls(sandbox.id(), &job), Some(2));
 }
 
+/// `providers.sandbox.fake`'s block: each kind of call takes its latency, and a job with no
+/// script runs the default job — for its time, then it writes its report where its
+/// environment's `BOXFLEET_REPORT` points.
+#[tokio::test]
+async fn fake_calls_take_their_latency_and_the_default_job_runs_for_its_time() {
+    use boxfleet_sandbox::fake::Pace;
+    let pace = Pace {
+        create: Duration::from_millis(120),
+        poll: Duration::from_millis(60),
+        ..Pace::default()
+    };
+    let fake = FakeProvider::new()
+        .with_pace(pace)
+        .with_default_job(ScriptedJob::timed(
+            Duration::from_millis(400),
+            3,
+            Some("all green\n".into()),
+        ));
+    let began = std::time::Instant::now();
+    let sandbox = fake.create(&spec()).await.expect("create");
+    assert!(
+        began.elapsed() >= Duration::from_millis(120),
+        "create took its latency"
+    );
+    let env: std::collections::BTreeMap<String, String> = [(
+        "BOXFLEET_REPORT".to_owned(),
+        "/home/user/.boxfleet/report.md".to_owned(),
+    )]
+    .into();
+    let job = sandbox
+        .start_background("x", &env, ".boxfleet/jobs/j")
+        .await
+        .expect("start");
+    let polled = std::time::Instant::now();
+    assert!(sandbox.job_running(&job).await.expect("poll"));
+    assert!(
+        polled.elapsed() >= Duration::from_millis(60),
+        "a poll took its latency"
+    );
+    let mut polls = 1;
+    while sandbox.job_running(&job).await.expect("poll") {
+        polls += 1;
+        assert!(polls < 100, "the job never finished");
+    }
+    assert!(
+        polled.elapsed() >= Duration::from_millis(400),
+        "it ran for its time"
+    );
+    assert_eq!(
+        sandbox
+            .read_file(".boxfleet/jobs/j/done")
+            .await
+            .expect("read"),
+        Some(b"3\n".to_vec())
+    );
+    assert_eq!(
+        sandbox
+            .read_file(".boxfleet/report.md")
+            .await
+            .expect("read"),
+        Some(b"all green\n".to_vec())
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // direct
 

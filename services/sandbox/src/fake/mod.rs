@@ -11,6 +11,12 @@
 //! start with `{dir}/` for the job's directory). A killed job writes nothing and reads as not
 //! running.
 //!
+//! A job may instead run for a time (`runs_for`): it answers `true` until that much time has
+//! passed since its start, and finishes at the first poll after. A job's `report` is written
+//! where its environment's `BOXFLEET_REPORT` points when it finishes. The provider's
+//! [`Pace`] gives each kind of call a latency, and its default job (`with_default_job`) is
+//! what a `start_background` with no script queued runs: `providers.sandbox.fake`'s block.
+//!
 //! `attach` never wakes a paused box: it succeeds, the box stays paused, and the counters
 //! record an attach that did not wake. `connect` resumes. `kill` of a gone box is success.
 //! Writes, commands and new jobs on a paused box are refused as unreachable; reads are not.
@@ -20,51 +26,18 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use tokio::time::Instant;
+
+pub mod pace;
+mod script;
 use boxfleet_actors::ports::{
     BoxError, BoxSpec, ExecOutput, JobHandle, MAX_FILE_BYTES, Provider, Sandbox, TailRead,
 };
+pub use pace::{Call, Pace};
+pub use script::ScriptedJob;
 
 /// The home every fake box has (the same as an E2B box's).
 pub const FAKE_HOME: &str = "/home/user";
-
-/// One scripted background job.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ScriptedJob {
-    /// how many `job_running` calls answer `true`; the last of them finishes the job
-    pub polls_until_done: u32,
-    /// what the done marker (`{dir}/done`) holds when the job finishes
-    pub exit_code: i32,
-    /// files written when the job finishes, after the done marker: `(path, bytes)`, the path
-    /// relative to the home, absolute inside it, or starting `{dir}/`
-    pub files: Vec<(String, Vec<u8>)>,
-    /// what the job's stdout stream (`{dir}/stdout.log`) shows
-    pub output: String,
-    /// finish without writing the done marker (a wrapper that died without one)
-    pub skip_done_marker: bool,
-}
-
-impl ScriptedJob {
-    /// A job that answers running for `polls_until_done` polls, then exits `exit_code`.
-    pub fn new(polls_until_done: u32, exit_code: i32) -> Self {
-        ScriptedJob {
-            polls_until_done,
-            exit_code,
-            ..ScriptedJob::default()
-        }
-    }
-
-    /// Adds a file written when the job finishes.
-    pub fn file(mut self, path: impl Into<String>, bytes: impl Into<Vec<u8>>) -> Self {
-        self.files.push((path.into(), bytes.into()));
-        self
-    }
-
-    /// Sets the job's stdout.
-    pub fn output(mut self, output: impl Into<String>) -> Self {
-        self.output = output.into();
-        self
-    }
-}
 
 /// What lies at a path in a fake box.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,6 +97,9 @@ struct FakeJob {
     polls: u32,
     finished: bool,
     killed: bool,
+    started: Instant,
+    /// where its report goes (`BOXFLEET_REPORT` in its environment)
+    report_path: Option<String>,
 }
 
 #[derive(Debug)]
@@ -147,12 +123,15 @@ struct State {
     next_box: u64,
     next_job: u64,
     counters: FakeCounters,
+    /// what a job with no script queued does
+    default_job: ScriptedJob,
 }
 
 /// The `fake` cell's provider. Clones share their boxes.
 #[derive(Debug, Clone, Default)]
 pub struct FakeProvider {
     state: Arc<Mutex<State>>,
+    pace: Pace,
 }
 
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -266,6 +245,7 @@ impl FakeBox {
         job.finished = true;
         let dir = job.dir.clone();
         let script = job.script.clone();
+        let report_path = job.report_path.clone();
         if !script.skip_done_marker {
             let _ = self.write(
                 &format!("{dir}/done"),
@@ -278,6 +258,9 @@ impl FakeBox {
                 None => path.clone(),
             };
             let _ = self.write(&path, bytes);
+        }
+        if let (Some(report), Some(path)) = (&script.report, report_path) {
+            let _ = self.write(&path, report.as_bytes());
         }
     }
 }
@@ -298,6 +281,18 @@ fn job_key(id: &str) -> Option<(String, String, u64)> {
 impl FakeProvider {
     pub fn new() -> Self {
         FakeProvider::default()
+    }
+
+    /// The same, each kind of call taking its latency.
+    pub fn with_pace(mut self, pace: Pace) -> Self {
+        self.pace = pace;
+        self
+    }
+
+    /// The same, running `job` wherever no script is queued.
+    pub fn with_default_job(self, job: ScriptedJob) -> Self {
+        lock(&self.state).default_job = job;
+        self
     }
 
     /// Queues a job script for the next `start_background` (on any box).
@@ -391,6 +386,7 @@ impl FakeProvider {
         Arc::new(FakeSandbox {
             id: sandbox_id.to_owned(),
             state: self.state.clone(),
+            pace: self.pace,
         })
     }
 }
@@ -402,6 +398,7 @@ impl Provider for FakeProvider {
     }
 
     async fn create(&self, spec: &BoxSpec) -> Result<Arc<dyn Sandbox>, BoxError> {
+        self.pace.wait(Call::Create).await;
         let id = {
             let mut state = lock(&self.state);
             state.next_box += 1;
@@ -428,6 +425,7 @@ impl Provider for FakeProvider {
     }
 
     async fn attach(&self, sandbox_id: &str) -> Result<Arc<dyn Sandbox>, BoxError> {
+        self.pace.wait(Call::Manage).await;
         {
             let mut state = lock(&self.state);
             let paused = state
@@ -444,6 +442,7 @@ impl Provider for FakeProvider {
     }
 
     async fn connect(&self, sandbox_id: &str) -> Result<Arc<dyn Sandbox>, BoxError> {
+        self.pace.wait(Call::Manage).await;
         {
             let mut state = lock(&self.state);
             let fake = state
@@ -460,6 +459,7 @@ impl Provider for FakeProvider {
     }
 
     async fn kill(&self, sandbox_id: &str) -> Result<(), BoxError> {
+        self.pace.wait(Call::Manage).await;
         // a login the run refreshed goes back before the box goes, as on a local box
         let seeded = lock(&self.state)
             .boxes
@@ -482,6 +482,7 @@ impl Provider for FakeProvider {
 pub struct FakeSandbox {
     id: String,
     state: Arc<Mutex<State>>,
+    pace: Pace,
 }
 
 impl FakeSandbox {
@@ -526,6 +527,7 @@ impl Sandbox for FakeSandbox {
         _env: &BTreeMap<String, String>,
         _timeout: Duration,
     ) -> Result<ExecOutput, BoxError> {
+        self.pace.wait(Call::Exec).await;
         let mut state = lock(&self.state);
         let State {
             boxes,
@@ -545,15 +547,17 @@ impl Sandbox for FakeSandbox {
     async fn start_background(
         &self,
         _command: &str,
-        _env: &BTreeMap<String, String>,
+        env: &BTreeMap<String, String>,
         dir: &str,
     ) -> Result<JobHandle, BoxError> {
+        self.pace.wait(Call::Exec).await;
         let mut state = lock(&self.state);
         let State {
             boxes,
             scripts,
             next_job,
             counters,
+            default_job,
             ..
         } = &mut *state;
         let fake = boxes
@@ -561,14 +565,16 @@ impl Sandbox for FakeSandbox {
             .ok_or_else(|| BoxError::Gone(self.id.clone()))?;
         self.refuse_if_paused(fake, "starting a job")?;
         let dir = resolve(dir)?;
-        let script = scripts.pop_front().unwrap_or_default();
+        let script = scripts.pop_front().unwrap_or_else(|| default_job.clone());
         *next_job += 1;
         counters.jobs_started += 1;
         let n = *next_job;
         let start_time = 1000 + n;
         let key = format!("{}:{n}", self.id);
         fake.write(&format!("{dir}/stdout.log"), script.output.as_bytes())?;
-        let finishes_now = script.polls_until_done == 0;
+        let finishes_now = script
+            .runs_for
+            .map_or(script.polls_until_done == 0, |t| t.is_zero());
         fake.jobs.insert(
             key.clone(),
             FakeJob {
@@ -578,6 +584,8 @@ impl Sandbox for FakeSandbox {
                 polls: 0,
                 finished: false,
                 killed: false,
+                started: Instant::now(),
+                report_path: env.get("BOXFLEET_REPORT").cloned(),
             },
         );
         if finishes_now {
@@ -590,6 +598,7 @@ impl Sandbox for FakeSandbox {
     }
 
     async fn job_running(&self, job: &JobHandle) -> Result<bool, BoxError> {
+        self.pace.wait(Call::Poll).await;
         let Some((_, key, start_time)) = job_key(&job.id) else {
             return Err(BoxError::Failed(format!(
                 "not a fake job identity: {:?}",
@@ -609,6 +618,13 @@ impl Sandbox for FakeSandbox {
                 return Ok(true);
             }
             found.polls += 1;
+            if let Some(runs_for) = found.script.runs_for {
+                if found.started.elapsed() < runs_for {
+                    return Ok(true);
+                }
+                fake.finish(&key);
+                return Ok(false);
+            }
             if found.polls >= found.script.polls_until_done {
                 fake.finish(&key);
             }
@@ -617,6 +633,7 @@ impl Sandbox for FakeSandbox {
     }
 
     async fn kill_job(&self, job: &JobHandle) -> Result<(), BoxError> {
+        self.pace.wait(Call::Manage).await;
         let Some((_, key, start_time)) = job_key(&job.id) else {
             return Err(BoxError::Failed(format!(
                 "not a fake job identity: {:?}",
@@ -637,6 +654,7 @@ impl Sandbox for FakeSandbox {
     }
 
     async fn write_file(&self, path: &str, bytes: &[u8]) -> Result<(), BoxError> {
+        self.pace.wait(Call::Write).await;
         self.with_box(|fake, _| {
             self.refuse_if_paused(fake, "a write")?;
             fake.write(path, bytes)
@@ -644,10 +662,12 @@ impl Sandbox for FakeSandbox {
     }
 
     async fn read_file(&self, path: &str) -> Result<Option<Vec<u8>>, BoxError> {
+        self.pace.wait(Call::Read).await;
         self.with_box(|fake, _| fake.read(path))
     }
 
     async fn read_tail(&self, path: &str, offset: u64, max: u64) -> Result<TailRead, BoxError> {
+        self.pace.wait(Call::Read).await;
         self.with_box(|fake, _| {
             let at = resolve(path)?;
             fake.check_parents(&at, path)?;
@@ -690,6 +710,7 @@ impl Sandbox for FakeSandbox {
     }
 
     async fn set_timeout(&self, timeout: Duration) -> Result<(), BoxError> {
+        self.pace.wait(Call::Manage).await;
         self.with_box(|fake, counters| {
             fake.timeout = timeout;
             fake.stamps += 1;
@@ -699,6 +720,7 @@ impl Sandbox for FakeSandbox {
     }
 
     async fn pause(&self) -> Result<(), BoxError> {
+        self.pace.wait(Call::Manage).await;
         self.with_box(|fake, counters| {
             fake.paused = true;
             counters.pauses += 1;
