@@ -95,6 +95,19 @@ impl Keys {
         format!("{}/runs/{turn_id}", self.prefix)
     }
 
+    /// Every seat's run entries ([`crate::seat_runs`]).
+    pub fn all_seat_runs(&self) -> String {
+        format!("{}/seat_runs/", self.prefix)
+    }
+    /// One seat's run entries.
+    pub fn seat_runs(&self, seat: &str) -> String {
+        format!("{}/seat_runs/{seat}/", self.prefix)
+    }
+    /// A run's entry under its seat.
+    pub fn seat_run(&self, seat: &str, turn_id: &str) -> String {
+        format!("{}/seat_runs/{seat}/{turn_id}", self.prefix)
+    }
+
     pub fn ledger(&self, delivery_id: &str) -> String {
         format!("{}/ledger/{delivery_id}", self.prefix)
     }

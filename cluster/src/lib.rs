@@ -29,6 +29,7 @@ pub mod record;
 pub mod retention;
 pub mod runs;
 pub mod seat;
+pub mod seat_runs;
 pub mod spend;
 pub mod store;
 pub mod stranded;

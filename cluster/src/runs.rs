@@ -22,6 +22,7 @@ use crate::ledger;
 use crate::record::{RunRecord, Status};
 use crate::retention::Retention;
 use crate::seat::fence_compare;
+use crate::seat_runs;
 use crate::spend;
 use crate::store::{Compare, KeyValue, Op, OpResult, Store, Txn};
 use crate::transition::{self, Decision, Effect, Fence, Next, Refusal, Transition};
@@ -83,6 +84,8 @@ pub struct Runs {
     events: Arc<Retention>,
     /// the company's clock (seconds east of UTC) the spend windows turn on
     clock: Arc<std::sync::atomic::AtomicI32>,
+    /// set once this process has given every run its seat entry ([`seat_runs::backfill`])
+    indexed: Arc<tokio::sync::OnceCell<()>>,
 }
 
 enum Attempt {
@@ -102,6 +105,7 @@ impl Runs {
             ledger: Arc::new(Retention::ledger()),
             events: Arc::new(Retention::events()),
             clock: Arc::new(std::sync::atomic::AtomicI32::new(0)),
+            indexed: Arc::new(tokio::sync::OnceCell::new()),
         }
     }
 
@@ -179,9 +183,33 @@ impl Runs {
         range.kvs.iter().map(decode).collect()
     }
 
-    /// The runs of one seat.
+    /// The entries of one seat's runs, once every run has its entry.
+    async fn seat_entries(&self, seat: &str) -> Result<Vec<seat_runs::Entry>, Error> {
+        self.indexed
+            .get_or_try_init(|| async {
+                let done = seat_runs::backfill(self.store.as_ref(), &self.keys).await?;
+                if done != seat_runs::Backfilled::default() {
+                    tracing::info!(
+                        written = done.written,
+                        removed = done.removed,
+                        "seat_runs_backfilled"
+                    );
+                }
+                Ok::<(), Error>(())
+            })
+            .await?;
+        seat_runs::entries(self.store.as_ref(), &self.keys, seat).await
+    }
+
+    /// The runs of one seat, in turn-id order: its entries, then their rows.
     pub async fn list_by_seat(&self, seat: &str) -> Result<Vec<Versioned>, Error> {
-        let mut runs = self.list().await?;
+        let turns: Vec<String> = self
+            .seat_entries(seat)
+            .await?
+            .into_iter()
+            .map(|entry| entry.turn_id)
+            .collect();
+        let mut runs = seat_runs::read_runs(self.store.as_ref(), &self.keys, &turns).await?;
         runs.retain(|run| run.record.seat == seat);
         Ok(runs)
     }
@@ -199,8 +227,16 @@ impl Runs {
     /// The runs of a seat that hold its inbox (launching, running, resumed, answered, ending):
     /// the seat is busy while any exists.
     pub async fn list_active(&self, seat: &str) -> Result<Vec<Versioned>, Error> {
-        let mut runs = self.list_by_seat(seat).await?;
-        runs.retain(|run| run.record.status.holds_seat());
+        let turns: Vec<String> = self
+            .seat_entries(seat)
+            .await?
+            .into_iter()
+            .filter(|entry| entry.status.holds_seat())
+            .map(|entry| entry.turn_id)
+            .collect();
+        let mut runs = seat_runs::read_runs(self.store.as_ref(), &self.keys, &turns).await?;
+        // the row, read after the entry, is the truth
+        runs.retain(|run| run.record.seat == seat && run.record.status.holds_seat());
         Ok(runs)
     }
 
@@ -344,14 +380,24 @@ impl Runs {
         let mut failure = vec![Op::get(&holder_key), Op::get(&run_key)];
         let mut event_ids = Vec::new();
         let mut record_bytes = 0;
-        match &decision.next {
+        let written = match &decision.next {
             Next::Write(record) => {
                 let json = record.to_json();
                 record_bytes = json.len();
                 success.push(Op::put(&run_key, json));
+                Some(record.as_ref())
             }
-            Next::Delete => success.push(Op::delete(&run_key)),
-        }
+            Next::Delete => {
+                success.push(Op::delete(&run_key));
+                None
+            }
+        };
+        // the seat's entry for the run rides the same txn
+        success.extend(seat_runs::entry_ops(
+            &self.keys,
+            read.map(|v| &v.record),
+            written,
+        ));
         // the events share what the store takes in one request with the record they ride
         let announced = decision
             .effects
@@ -477,7 +523,7 @@ impl Runs {
     }
 }
 
-fn decode(kv: &KeyValue) -> Result<Versioned, Error> {
+pub(crate) fn decode(kv: &KeyValue) -> Result<Versioned, Error> {
     Ok(Versioned {
         record: RunRecord::from_json(&kv.key, &kv.value)?,
         mod_revision: kv.mod_revision,

@@ -13,7 +13,8 @@
 //! A latency is how long each call of that kind takes (an E2B round trip is tens of
 //! milliseconds, a box's creation hundreds). The job is what every agent run in a fake box
 //! does: it runs `seconds` (0: it has finished by the first poll), then exits `exit_code`
-//! having written `report` as its report.
+//! having written `report` as its report. With `until_file` it runs on until that file exists
+//! on the node's host (a benchmark ends ten thousand jobs at once by creating it).
 
 use serde::Deserialize;
 
@@ -62,6 +63,10 @@ pub struct FakeJob {
     /// what it leaves as its report; absent: a line naming the fake
     #[serde(default)]
     pub report: Option<String>,
+    /// a path on the node's host: the job runs on (past its `seconds`) until a file is there
+    /// — `touch` it to end every fake job at its next poll
+    #[serde(default)]
+    pub until_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Deserialize)]
@@ -84,7 +89,7 @@ impl<'de> Deserialize<'de> for FakeSection {
             block @ serde_yaml::Value::Mapping(_) => {
                 let Block { latency_ms, job } = Block::deserialize(block).map_err(|error| {
                     D::Error::custom(format!(
-                        "fake: {error} (the block takes latency_ms: {{create, poll, read, write, exec, kill}} in milliseconds and job: {{seconds, exit_code, report}})"
+                        "fake: {error} (the block takes latency_ms: {{create, poll, read, write, exec, kill}} in milliseconds and job: {{seconds, exit_code, report, until_file}})"
                     ))
                 })?;
                 Ok(FakeSection {

@@ -207,8 +207,13 @@ impl Soak {
                     })
             }
         };
-        let rss_bytes = self.node.pid().map_or(0, |pid| status_kib(pid, "VmRSS:"));
-        let anon_bytes = self.node.pid().map_or(0, |pid| status_kib(pid, "RssAnon:"));
+        let rss_bytes = self
+            .node
+            .pid()
+            .map_or(0, |pid| boxfleet_tests::probe::status_bytes(pid, "VmRSS:"));
+        let anon_bytes = self.node.pid().map_or(0, |pid| {
+            boxfleet_tests::probe::status_bytes(pid, "RssAnon:")
+        });
         let mut runs = boxfleet_tests::grpc::runs(&self.node.addr())
             .await
             .expect("connect");
@@ -246,17 +251,6 @@ impl Soak {
             show: shows.get(shows.len() / 2).copied().unwrap_or_default(),
         }
     }
-}
-
-/// A size line of `/proc/{pid}/status` (`VmRSS:`, `RssAnon:`), in bytes.
-fn status_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix(field))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|kib| kib.parse::<u64>().ok())
-        .map_or(0, |kib| kib * 1024)
 }
 
 /// The seat the `i`th hostile job runs on (one of its own).

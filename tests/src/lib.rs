@@ -40,6 +40,7 @@ pub mod mcp_server;
 pub mod node;
 pub mod npm;
 pub mod otlp_collector;
+pub mod probe;
 pub mod proxy;
 pub mod tls;
 

@@ -28,11 +28,12 @@ fn fake_provider(fake: &boxfleet_config::fake::FakeSection) -> boxfleet_sandbox:
         "A fake box ran this job: providers.sandbox.fake is set, so no agent ran and no code changed.\n"
             .to_owned()
     });
-    let job = ScriptedJob::timed(
+    let mut job = ScriptedJob::timed(
         std::time::Duration::from_secs(fake.job.seconds),
         fake.job.exit_code,
         Some(report),
     );
+    job.until_file = fake.job.until_file.clone();
     boxfleet_sandbox::FakeProvider::new()
         .with_pace(pace)
         .with_default_job(job)

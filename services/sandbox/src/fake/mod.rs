@@ -13,7 +13,8 @@
 //!
 //! A job may instead run for a time (`runs_for`): it answers `true` until that much time has
 //! passed since its start, and finishes at the first poll after. A job's `report` is written
-//! where its environment's `BOXFLEET_REPORT` points when it finishes. The provider's
+//! where its environment's `BOXFLEET_REPORT` points when it finishes; with `until_file` a
+//! timed job runs on until that file exists on the host. The provider's
 //! [`Pace`] gives each kind of call a latency, and its default job (`with_default_job`) is
 //! what a `start_background` with no script queued runs: `providers.sandbox.fake`'s block.
 //!
@@ -572,9 +573,9 @@ impl Sandbox for FakeSandbox {
         let start_time = 1000 + n;
         let key = format!("{}:{n}", self.id);
         fake.write(&format!("{dir}/stdout.log"), script.output.as_bytes())?;
-        let finishes_now = script
-            .runs_for
-            .map_or(script.polls_until_done == 0, |t| t.is_zero());
+        let finishes_now = script.runs_for.map_or(script.polls_until_done == 0, |t| {
+            t.is_zero() && script.until_file.as_deref().is_none_or(|f| f.exists())
+        });
         fake.jobs.insert(
             key.clone(),
             FakeJob {
@@ -619,7 +620,12 @@ impl Sandbox for FakeSandbox {
             }
             found.polls += 1;
             if let Some(runs_for) = found.script.runs_for {
-                if found.started.elapsed() < runs_for {
+                let held = found
+                    .script
+                    .until_file
+                    .as_deref()
+                    .is_some_and(|file| !file.exists());
+                if found.started.elapsed() < runs_for || held {
                     return Ok(true);
                 }
                 fake.finish(&key);

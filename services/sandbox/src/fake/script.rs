@@ -20,6 +20,8 @@ pub struct ScriptedJob {
     pub runs_for: Option<Duration>,
     /// what the job writes at its environment's `BOXFLEET_REPORT` when it finishes
     pub report: Option<String>,
+    /// with `runs_for`: the job runs on past that time until this file exists on the host
+    pub until_file: Option<std::path::PathBuf>,
 }
 
 impl ScriptedJob {

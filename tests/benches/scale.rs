@@ -1,0 +1,410 @@
+//! Bench: how every cost grows with the work a node holds (`harness = false`; issue 20).
+//!
+//! ```text
+//! cargo bench -p boxfleet-tests --bench scale    # SCALE_ACTIVE=10000 SCALE_SWEEP=1000
+//!                                                # SCALE_BATCH=100 SCALE_VIEWERS=100
+//!                                                # SCALE_POLL_MS=50 SCALE_WINDOW=20
+//! ```
+//!
+//! One release node on the embedded store, its sandbox the fake cell
+//! (`providers.sandbox.fake`): every poll of a box takes `SCALE_POLL_MS`, every other call
+//! answers at once, and every job runs until the bench creates the cell's `until_file`. The
+//! node polls every second (the harness's `--poll-interval 1`), so while more boxes run than
+//! one second of polls covers, its 16 poll slots never idle and the rate of polls is the
+//! sweep's speed. In one run it measures, and prints side by side with each goal:
+//!
+//! 1. **launches per second** of a batch of `SCALE_BATCH` launches on new seats, 16 at once,
+//!    on the fresh node (`SCALE_BATCH` seats) and again once `SCALE_ACTIVE` runs are active
+//!    on as many seats (goal: the second within 20% of the first);
+//! 2. **the poll sweep** with `SCALE_SWEEP` and with `SCALE_ACTIVE` boxes running: polls per
+//!    second over `SCALE_WINDOW` seconds, so a sweep of N takes N ÷ rate, beside its bound
+//!    N × poll ÷ 16 (goal: bound ÷ time ≥ 0.9);
+//! 3. **memory**: the node's resident set idle (after a first batch ran and ended), with
+//!    `SCALE_ACTIVE` runs active (goal ≤ 500 MB), and after every one of them ended and was
+//!    collected (goal: within 20% of idle);
+//! 4. **tail fan-out**: `SCALE_VIEWERS` viewers tailing one running job for `SCALE_WINDOW`
+//!    seconds, each asking again as soon as it is answered; the box reads the node made for
+//!    them per 2 s (goal ≤ 1).
+//!
+//! Under `cargo test` (the README's test command) it runs small (`SCALE_ACTIVE=400
+//! SCALE_SWEEP=200 SCALE_BATCH=50 SCALE_VIEWERS=20 SCALE_WINDOW=4`): it checks that every figure is
+//! produced and that nothing is lost (every launch accepted, every run collected), not the
+//! goals, which a loaded 2-core CI machine cannot be held to.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use boxfleet_proto::v1 as pb;
+use boxfleet_tests::node::NodeProcess;
+use boxfleet_tests::probe;
+use futures::StreamExt;
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The sizes of one run.
+#[derive(Debug, Clone, Copy)]
+struct Sizes {
+    active: usize,
+    sweep: usize,
+    batch: usize,
+    viewers: usize,
+    poll: Duration,
+    window: Duration,
+}
+
+impl Sizes {
+    /// The sizes from the environment; unset, the issue's under `cargo bench`, and a small run
+    /// under `cargo test` (the README's test command).
+    fn from_env() -> Sizes {
+        let benching = std::env::args().any(|arg| arg == "--bench");
+        let pick = |name: &str, full: usize, small: usize| {
+            env_or(name, if benching { full } else { small })
+        };
+        let active = pick("SCALE_ACTIVE", 10_000, 400);
+        Sizes {
+            active,
+            sweep: pick("SCALE_SWEEP", 1_000, 200).min(active),
+            batch: pick("SCALE_BATCH", 100, 50),
+            viewers: pick("SCALE_VIEWERS", 100, 20),
+            poll: Duration::from_millis(env_or("SCALE_POLL_MS", 50) as u64),
+            window: Duration::from_secs(pick("SCALE_WINDOW", 20, 4) as u64),
+        }
+    }
+}
+
+/// How many launches are in flight at once.
+const LAUNCHERS: usize = 16;
+/// The node's poll slots (`MAX_CONCURRENT_POLLS`).
+const POLL_SLOTS: f64 = 16.0;
+const MB: f64 = 1024.0 * 1024.0;
+
+type Runs = pb::runs_client::RunsClient<boxfleet_tests::grpc::Authed>;
+
+struct Bench {
+    node: NodeProcess,
+    _dir: tempfile::TempDir,
+    /// the fake cell's `until_file`: every job ends once it exists
+    until: PathBuf,
+    token: String,
+    http: String,
+    runs: Runs,
+    /// how many launches were asked, in all
+    launched: usize,
+}
+
+impl Bench {
+    async fn start(sizes: &Sizes) -> Bench {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let until = dir.path().join("end-the-jobs");
+        let config = dir.path().join("scale.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "company:\n  providers:\n    sandbox:\n      fake:\n        latency_ms: {{ poll: {} }}\n        job: {{ seconds: 0, until_file: {} }}\n",
+                sizes.poll.as_millis(),
+                until.display()
+            ),
+        )
+        .expect("config");
+        let config = config.display().to_string();
+        let node = NodeProcess::start("scale", dir.path(), &["--config", &config]);
+        let token = std::fs::read_to_string(node.token_file())
+            .expect("the admin token")
+            .trim()
+            .to_owned();
+        let http = node.http_url();
+        let runs = boxfleet_tests::grpc::runs(&node.addr())
+            .await
+            .expect("connect");
+        Bench {
+            node,
+            _dir: dir,
+            until,
+            token,
+            http,
+            runs,
+            launched: 0,
+        }
+    }
+
+    /// Launches `count` jobs on as many new seats, `LAUNCHERS` at once; the time it took and
+    /// the turns.
+    async fn launch(&mut self, count: usize) -> (Duration, Vec<String>) {
+        let first = self.launched;
+        self.launched += count;
+        let began = Instant::now();
+        let runs = self.runs.clone();
+        let turns: Vec<String> = futures::stream::iter(first..first + count)
+            .map(|i| {
+                let mut runs = runs.clone();
+                async move {
+                    let reply = runs
+                        .launch(pb::LaunchRequest {
+                            seat: format!("seat-{i}"),
+                            command: "make test".into(),
+                            ..Default::default()
+                        })
+                        .await
+                        .unwrap_or_else(|status| panic!("launch {i}: {status}"))
+                        .into_inner();
+                    match reply.outcome {
+                        Some(pb::launch_reply::Outcome::Launched(launched)) => launched.turn_id,
+                        other => panic!("launch {i} was not accepted: {other:?}"),
+                    }
+                }
+            })
+            .buffer_unordered(LAUNCHERS)
+            .collect()
+            .await;
+        (began.elapsed(), turns)
+    }
+
+    async fn metrics(&self) -> String {
+        probe::scrape(&self.http, &self.token).await
+    }
+
+    fn rss(&self) -> u64 {
+        self.node
+            .pid()
+            .map_or(0, |pid| probe::status_bytes(pid, "VmRSS:"))
+    }
+
+    /// Polls per second over `window`, from the node's poll counter.
+    async fn poll_rate(&self, window: Duration) -> f64 {
+        let before = probe::family_sum(&self.metrics().await, "boxfleet_polls_total");
+        let began = Instant::now();
+        tokio::time::sleep(window).await;
+        let after = probe::family_sum(&self.metrics().await, "boxfleet_polls_total");
+        (after - before) / began.elapsed().as_secs_f64()
+    }
+
+    /// How many runs the board shows running.
+    async fn running(&self) -> f64 {
+        probe::sample(&self.metrics().await, "boxfleet_runs{status=\"running\"}")
+    }
+
+    /// Ends every job (the cell's `until_file`) and waits until the board shows none running
+    /// and every launch asked has its phase record; then lets the next jobs run again.
+    async fn end_all(&self, within: Duration) -> Duration {
+        std::fs::write(&self.until, b"").expect("until_file");
+        let began = Instant::now();
+        loop {
+            let text = self.metrics().await;
+            let running = probe::sample(&text, "boxfleet_runs{status=\"running\"}");
+            let collected = probe::family_sum(&text, "boxfleet_collections_total");
+            if running == 0.0 && collected as usize >= self.launched {
+                break;
+            }
+            assert!(
+                began.elapsed() < within,
+                "{running} runs still running and {collected} of {} collected after {within:?}\n{}",
+                self.launched,
+                self.node.log()
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let took = began.elapsed();
+        std::fs::remove_file(&self.until).expect("until_file");
+        took
+    }
+
+    /// `viewers` viewers tail `turn` for `window`, each asking again as soon as it is
+    /// answered; the box reads the node made per 2 s, and how many tails were answered.
+    async fn tail_fan_out(&self, turn: &str, viewers: usize, window: Duration) -> (f64, u64) {
+        let reads = |text: &str| probe::family_sum(text, "boxfleet_tail_box_reads_total");
+        let before = reads(&self.metrics().await);
+        let answered = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let began = Instant::now();
+        let deadline = began + window;
+        let mut tasks = Vec::new();
+        for _ in 0..viewers {
+            let mut runs = self.runs.clone();
+            let turn = turn.to_owned();
+            let answered = answered.clone();
+            tasks.push(tokio::spawn(async move {
+                let (mut epoch, mut after, mut digest) = (0, 0, String::new());
+                while Instant::now() < deadline {
+                    let reply = runs
+                        .tail(pb::TailRequest {
+                            turn_id: turn.clone(),
+                            epoch,
+                            after,
+                            digest: digest.clone(),
+                            budget_ms: 1_000,
+                            ..Default::default()
+                        })
+                        .await;
+                    if let Ok(reply) = reply {
+                        let reply = reply.into_inner();
+                        (epoch, after, digest) = (reply.epoch, reply.end, reply.digest);
+                        answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    } else {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.expect("viewer");
+        }
+        let took = began.elapsed().as_secs_f64();
+        let made = reads(&self.metrics().await) - before;
+        (
+            made / (took / 2.0),
+            answered.load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+}
+
+/// One printed figure: what, its value, its goal, and whether the goal is met.
+struct Figure {
+    what: String,
+    value: String,
+    goal: String,
+    met: bool,
+}
+
+fn figure(what: impl Into<String>, value: String, goal: &str, met: bool) -> Figure {
+    Figure {
+        what: what.into(),
+        value,
+        goal: goal.to_owned(),
+        met,
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let sizes = Sizes::from_env();
+    println!(
+        "scale: {} active runs, sweep at {} and {}, batches of {}, {} viewers, {} ms per poll, {} s windows",
+        sizes.active,
+        sizes.sweep,
+        sizes.active,
+        sizes.batch,
+        sizes.viewers,
+        sizes.poll.as_millis(),
+        sizes.window.as_secs()
+    );
+    let mut bench = Bench::start(&sizes).await;
+    let mut figures = Vec::new();
+
+    // 1. a batch on the fresh node; it ends, and the node idles
+    let (took, _) = bench.launch(sizes.batch).await;
+    let fresh_rate = sizes.batch as f64 / took.as_secs_f64();
+    println!("  launched {} on the fresh node in {took:.2?}", sizes.batch);
+    bench.end_all(Duration::from_secs(120)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let idle = bench.rss();
+    println!("  idle: {:.1} MB", idle as f64 / MB);
+
+    // 2. the sweep at SCALE_SWEEP boxes, then at SCALE_ACTIVE
+    let mut sweeps = Vec::new();
+    let mut active = 0;
+    for n in [sizes.sweep, sizes.active] {
+        if n > active {
+            let (took, _) = bench.launch(n - active).await;
+            println!("  launched {} more ({n} running) in {took:.2?}", n - active);
+            active = n;
+        }
+        let rate = bench.poll_rate(sizes.window).await;
+        let sweep = n as f64 / rate;
+        let bound = n as f64 * sizes.poll.as_secs_f64() / POLL_SLOTS;
+        println!("  {n} running: {rate:.0} polls/s, a sweep {sweep:.1} s (bound {bound:.1} s)");
+        sweeps.push((n, sweep, bound));
+    }
+    let with_active = bench.rss();
+    let running = bench.running().await;
+
+    // 3. the tail of one running job, many viewers
+    let (_, probe_turns) = bench.launch(1).await;
+    let (reads_per_2s, answered) = bench
+        .tail_fan_out(&probe_turns[0], sizes.viewers, sizes.window)
+        .await;
+    println!("  {} viewers: {answered} tails answered", sizes.viewers);
+
+    // 4. a batch beside every active run
+    let (took, _) = bench.launch(sizes.batch).await;
+    let loaded_rate = sizes.batch as f64 / took.as_secs_f64();
+    println!(
+        "  launched {} beside {} active in {took:.2?}",
+        sizes.batch,
+        sizes.active + 1
+    );
+
+    // 5. every run ends and is collected; the node settles
+    let ended = bench.end_all(Duration::from_secs(600)).await;
+    println!(
+        "  {} runs ended and collected in {ended:.2?}",
+        bench.launched
+    );
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let after = bench.rss();
+
+    figures.push(figure(
+        format!("launches/s, {} seats", sizes.batch),
+        format!("{fresh_rate:.1}"),
+        "—",
+        true,
+    ));
+    let ratio = loaded_rate / fresh_rate;
+    figures.push(figure(
+        format!("launches/s, {} seats", sizes.active + 1),
+        format!("{loaded_rate:.1} ({ratio:.2} of the first)"),
+        "≥ 0.8 of the first",
+        ratio >= 0.8,
+    ));
+    for (n, sweep, bound) in sweeps {
+        let ratio = bound / sweep;
+        figures.push(figure(
+            format!("poll sweep, {n} boxes"),
+            format!("{sweep:.1} s, bound {bound:.1} s: {ratio:.2}"),
+            "bound ÷ time ≥ 0.9",
+            ratio >= 0.9,
+        ));
+    }
+    figures.push(figure(
+        format!("RSS, {running} runs active"),
+        format!("{:.1} MB", with_active as f64 / MB),
+        "≤ 500 MB",
+        (with_active as f64) <= 500.0 * MB,
+    ));
+    let grown = after as f64 / idle as f64;
+    figures.push(figure(
+        "RSS after they ended",
+        format!(
+            "{:.1} MB ({grown:.2} of idle {:.1} MB)",
+            after as f64 / MB,
+            idle as f64 / MB
+        ),
+        "≤ 1.2 of idle",
+        grown <= 1.2,
+    ));
+    figures.push(figure(
+        format!("tail: box reads per 2 s, {} viewers", sizes.viewers),
+        format!("{reads_per_2s:.2}"),
+        "≤ 1",
+        reads_per_2s <= 1.0,
+    ));
+    println!();
+    println!("| figure | value | goal | met |");
+    println!("|---|---|---|---|");
+    for f in &figures {
+        println!(
+            "| {} | {} | {} | {} |",
+            f.what,
+            f.value,
+            f.goal,
+            if f.met { "yes" } else { "**no**" }
+        );
+    }
+    let unmet = figures.iter().filter(|f| !f.met).count();
+    println!();
+    println!("{unmet} of {} goals not met", figures.len());
+}
