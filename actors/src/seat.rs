@@ -63,7 +63,10 @@ impl Actor for SeatActor {
         SeatMsg::Pump: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        state.coordinator.pump(&state.seat).await;
+        // boxed: the pump's future (a launch, an answer, a resume, all inlined) is some 18 KiB,
+        // and an actor's message loop is one future that lives as long as the actor: unboxed,
+        // every seat held kept that much resident while idle (issue 20's scale bench)
+        Box::pin(state.coordinator.pump(&state.seat)).await;
         Ok(())
     }
 }
