@@ -248,9 +248,9 @@ impl Actor for Collectors {
         args: CollectorsArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         Ok(CollectorsState {
+            running: args.coordinator.collecting.clone(),
             args,
             slots: Arc::new(Semaphore::new(MAX_CONCURRENT_COLLECTIONS)),
-            running: Arc::new(Mutex::new(HashSet::new())),
         })
     }
 

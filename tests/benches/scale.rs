@@ -4,6 +4,7 @@
 //! cargo bench -p boxfleet-tests --bench scale    # SCALE_ACTIVE=10000 SCALE_SWEEP=1000
 //!                                                # SCALE_BATCH=100 SCALE_VIEWERS=100
 //!                                                # SCALE_POLL_MS=50 SCALE_WINDOW=20
+//!                                                # SCALE_RECOVERY=1000
 //! ```
 //!
 //! One release node on the embedded store, its sandbox the fake cell
@@ -27,10 +28,13 @@
 //! 4. **tail fan-out**: `SCALE_VIEWERS` viewers tailing one running job for `SCALE_WINDOW`
 //!    seconds, each asking again as soon as it is answered; the box reads the node made for
 //!    them per 2 s (goal ≤ 1). A reading is reused for 2 s, so a window of W s holds at most
-//!    W/2 + 1 of them: the figure counts the reads after the window's first.
+//!    W/2 + 1 of them: the figure counts the reads after the window's first;
+//! 5. **the recovery pass and the board's reconcile**, in process on the embedded store and
+//!    on etcd (`scale/recovery.rs`): one seat's pass over `SCALE_RECOVERY` runs, the board's
+//!    read of `SCALE_ACTIVE` runs; each its time and its store calls.
 //!
 //! Under `cargo test` (the README's test command) it runs small (`SCALE_ACTIVE=400
-//! SCALE_SWEEP=200 SCALE_BATCH=50 SCALE_VIEWERS=20 SCALE_WINDOW=4`): it checks that every figure is
+//! SCALE_SWEEP=200 SCALE_BATCH=50 SCALE_VIEWERS=20 SCALE_WINDOW=4 SCALE_RECOVERY=200`): it checks that every figure is
 //! produced and that nothing is lost (every launch accepted, every run collected), not the
 //! goals, which a loaded 2-core CI machine cannot be held to.
 
@@ -42,6 +46,9 @@ use boxfleet_proto::v1 as pb;
 use boxfleet_tests::node::NodeProcess;
 use boxfleet_tests::probe;
 use futures::StreamExt;
+
+#[path = "scale/recovery.rs"]
+mod recovery;
 
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -57,6 +64,8 @@ struct Sizes {
     sweep: usize,
     batch: usize,
     viewers: usize,
+    /// the runs of the seat whose recovery pass is measured
+    recovery: usize,
     poll: Duration,
     window: Duration,
 }
@@ -75,6 +84,7 @@ impl Sizes {
             sweep: pick("SCALE_SWEEP", 1_000, 200).min(active),
             batch: pick("SCALE_BATCH", 100, 50),
             viewers: pick("SCALE_VIEWERS", 100, 20),
+            recovery: pick("SCALE_RECOVERY", 1_000, 200),
             poll: Duration::from_millis(env_or("SCALE_POLL_MS", 50) as u64),
             window: Duration::from_secs(pick("SCALE_WINDOW", 20, 4) as u64),
         }
@@ -421,6 +431,41 @@ async fn main() {
         "≤ 1",
         reads_per_2s <= 1.0,
     ));
+    // 6. in process, on each store: a seat's recovery pass, and the board's reconcile
+    let embedded_dir = tempfile::tempdir().expect("tempdir");
+    let embedded: Arc<dyn boxfleet_cluster::store::Store> = Arc::new(
+        boxfleet_cluster::store::embedded::EmbeddedStore::open(embedded_dir.path())
+            .await
+            .expect("embedded store"),
+    );
+    let etcd: Arc<dyn boxfleet_cluster::store::Store> =
+        Arc::new(boxfleet_tests::EtcdServer::shared().store().await);
+    for (name, store) in [("embedded", embedded), ("etcd", etcd)] {
+        let prefix = boxfleet_tests::unique_prefix("scale");
+        let measured = recovery::measure(store, &prefix, sizes.recovery, sizes.active).await;
+        let calls = |step: &recovery::Step| {
+            format!(
+                "{:.0} ms; {} gets, {} txns, {} ranges",
+                step.took.as_secs_f64() * 1e3,
+                step.calls.gets,
+                step.calls.txns,
+                step.calls.others
+            )
+        };
+        figures.push(figure(
+            format!("recovery pass, {} runs, {name}", sizes.recovery),
+            calls(&measured.recovery),
+            "—",
+            true,
+        ));
+        figures.push(figure(
+            format!("board reconcile, {} runs, {name}", measured.reconciled),
+            calls(&measured.reconcile),
+            "—",
+            true,
+        ));
+    }
+
     println!();
     println!("| figure | value | goal | met |");
     println!("|---|---|---|---|");

@@ -30,7 +30,6 @@
 //! (`ours`, `raw`, `embedded`, `adapter`, and optionally `@<writers>`, e.g. `ours@32`: runs only
 //! those cells and prints their figures, no table; for profiling one cell under `perf`).
 
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -40,11 +39,9 @@ use boxfleet_cluster::record::{BRIDGE_LOG_HEAD, BRIDGE_LOG_TAIL, RunRecord};
 use boxfleet_cluster::runs::Runs;
 use boxfleet_cluster::seat::{self, Acquire, Holder};
 use boxfleet_cluster::store::embedded::EmbeddedStore;
-use boxfleet_cluster::store::{
-    Compare, CompareOp, Error, KeyValue, LeaseId, Op, Range, Revision, Store, Txn, TxnResponse,
-    WatchStream,
-};
+use boxfleet_cluster::store::{Compare, CompareOp, Op, Store, Txn};
 use boxfleet_cluster::transition::{self, Fence, Transition};
+use boxfleet_tests::counting::{CallSnapshot, CallStats, Counting};
 use boxfleet_tests::{EtcdServer, unique_prefix};
 use etcd_client as etcd;
 
@@ -970,125 +967,4 @@ fn fs_of(path: &std::path::Path) -> String {
         .map(|text| text.trim().to_owned())
         .filter(|text| !text.is_empty())
         .unwrap_or_else(|| "?".into())
-}
-
-// ---- a store that counts and times the calls made through it
-
-#[derive(Debug, Default)]
-struct CallStats {
-    gets: AtomicU64,
-    get_ns: AtomicU64,
-    txns: AtomicU64,
-    txn_ns: AtomicU64,
-    others: AtomicU64,
-    other_ns: AtomicU64,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct CallSnapshot {
-    gets: u64,
-    get_ns: u64,
-    txns: u64,
-    txn_ns: u64,
-    others: u64,
-    other_ns: u64,
-}
-
-impl CallStats {
-    fn reset(&self) {
-        for counter in [
-            &self.gets,
-            &self.get_ns,
-            &self.txns,
-            &self.txn_ns,
-            &self.others,
-            &self.other_ns,
-        ] {
-            counter.store(0, Ordering::Relaxed);
-        }
-    }
-
-    fn snapshot(&self) -> CallSnapshot {
-        CallSnapshot {
-            gets: self.gets.load(Ordering::Relaxed),
-            get_ns: self.get_ns.load(Ordering::Relaxed),
-            txns: self.txns.load(Ordering::Relaxed),
-            txn_ns: self.txn_ns.load(Ordering::Relaxed),
-            others: self.others.load(Ordering::Relaxed),
-            other_ns: self.other_ns.load(Ordering::Relaxed),
-        }
-    }
-}
-
-fn record(count: &AtomicU64, nanos: &AtomicU64, started: Instant) {
-    count.fetch_add(1, Ordering::Relaxed);
-    let elapsed = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    nanos.fetch_add(elapsed, Ordering::Relaxed);
-}
-
-#[derive(Debug)]
-struct Counting {
-    inner: Arc<dyn Store>,
-    stats: Arc<CallStats>,
-}
-
-impl Counting {
-    /// Times one call into the inner store and counts it in `which`.
-    async fn timed<T>(&self, which: (&AtomicU64, &AtomicU64), call: impl Future<Output = T>) -> T {
-        let started = Instant::now();
-        let result = call.await;
-        record(which.0, which.1, started);
-        result
-    }
-
-    fn gets(&self) -> (&AtomicU64, &AtomicU64) {
-        (&self.stats.gets, &self.stats.get_ns)
-    }
-
-    fn txns(&self) -> (&AtomicU64, &AtomicU64) {
-        (&self.stats.txns, &self.stats.txn_ns)
-    }
-
-    fn others(&self) -> (&AtomicU64, &AtomicU64) {
-        (&self.stats.others, &self.stats.other_ns)
-    }
-}
-
-#[async_trait::async_trait]
-impl Store for Counting {
-    async fn get(&self, key: &str) -> Result<Option<KeyValue>, Error> {
-        self.timed(self.gets(), self.inner.get(key)).await
-    }
-    async fn range(&self, prefix: &str) -> Result<Range, Error> {
-        self.timed(self.others(), self.inner.range(prefix)).await
-    }
-    async fn txn(&self, txn: Txn) -> Result<TxnResponse, Error> {
-        self.timed(self.txns(), self.inner.txn(txn)).await
-    }
-    async fn lease_grant(&self, ttl_seconds: i64) -> Result<LeaseId, Error> {
-        self.timed(self.others(), self.inner.lease_grant(ttl_seconds))
-            .await
-    }
-    async fn lease_keep_alive(&self, lease: LeaseId) -> Result<i64, Error> {
-        self.timed(self.others(), self.inner.lease_keep_alive(lease))
-            .await
-    }
-    async fn lease_revoke(&self, lease: LeaseId) -> Result<(), Error> {
-        self.timed(self.others(), self.inner.lease_revoke(lease))
-            .await
-    }
-    async fn lease_time_to_live(&self, lease: LeaseId) -> Result<Option<i64>, Error> {
-        self.timed(self.others(), self.inner.lease_time_to_live(lease))
-            .await
-    }
-    async fn watch(&self, prefix: &str, from_revision: Revision) -> Result<WatchStream, Error> {
-        self.timed(self.others(), self.inner.watch(prefix, from_revision))
-            .await
-    }
-    fn health(&self) -> boxfleet_cluster::store::health::StoreHealth {
-        self.inner.health()
-    }
-    fn max_request_bytes(&self) -> usize {
-        self.inner.max_request_bytes()
-    }
 }

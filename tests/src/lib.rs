@@ -28,6 +28,7 @@
 
 pub mod anthropic_standin;
 pub mod claude_cli;
+pub mod counting;
 pub mod crash_matrix;
 pub mod e2b_standin;
 pub mod etcd;

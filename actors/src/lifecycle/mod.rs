@@ -158,6 +158,9 @@ pub struct Coordinator {
     budget_held: std::sync::Mutex<std::collections::BTreeSet<String>>,
     /// the job directories of this node's local boxes, watched for their done markers
     pub completions: crate::completion::CompletionWatch,
+    /// the collections queued or in flight (`{turn}/{launch}`): a completion the collectors
+    /// have is not polled again every tick while it waits (`Collectors`, the waiter)
+    pub collecting: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     /// what the placement passes saw of the fleet (`fleet_watch`)
     fleet_seen: std::sync::Mutex<fleet_watch::Seen>,
 }
@@ -209,6 +212,7 @@ impl Coordinator {
             announcements: Retention::new(events_keep_seconds),
             budget_held: std::sync::Mutex::new(std::collections::BTreeSet::new()),
             completions: crate::completion::CompletionWatch::default(),
+            collecting: Default::default(),
             fleet_seen: std::sync::Mutex::new(fleet_watch::Seen::default()),
         }
     }

@@ -214,31 +214,45 @@ impl pb::ops_server::Ops for OpsService {
         // every seat with a holder, a run or mail: one mid-handover (its holder gone, the
         // next not yet in) is listed unheld rather than left out
         let prefix = coordinator.keys.seats();
+        // one pass over each listing, counted by seat: matching every seat against every key
+        // and run was quadratic, and `/metrics` reads this on every scrape (at 10,000 seats a
+        // scrape took seconds of CPU and starved the session's renewal, issue 20)
+        let mut inboxes: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
         let mut names: std::collections::BTreeSet<String> = held.keys().cloned().collect();
-        names.extend(runs.iter().map(|run| run.record.seat.clone()));
-        names.extend(range.kvs.iter().filter_map(|kv| {
-            let rest = kv.key.strip_prefix(&prefix)?;
-            let (seat, _) = rest.split_once('/')?;
-            (!seat.is_empty()).then(|| seat.to_owned())
-        }));
-        let mut seats = Vec::new();
+        for kv in &range.kvs {
+            let Some((seat, rest)) = kv
+                .key
+                .strip_prefix(&prefix)
+                .and_then(|rest| rest.split_once('/'))
+            else {
+                continue;
+            };
+            if seat.is_empty() {
+                continue;
+            }
+            if rest.starts_with("inbox/") {
+                *inboxes.entry(seat).or_default() += 1;
+            }
+            if !names.contains(seat) {
+                names.insert(seat.to_owned());
+            }
+        }
+        let mut counts: std::collections::HashMap<&str, (u32, u32)> =
+            std::collections::HashMap::new();
+        for run in &runs {
+            let (active, awaiting) = counts.entry(run.record.seat.as_str()).or_default();
+            *active += u32::from(run.record.status.holds_seat());
+            *awaiting += u32::from(matches!(
+                run.record.status,
+                Status::AwaitingClarification | Status::Reseed
+            ));
+        }
+        names.extend(counts.keys().map(|seat| (*seat).to_owned()));
+        let mut seats = Vec::with_capacity(names.len());
         for name in names {
             let held = held.get(&name).cloned();
-            let inbox = range
-                .kvs
-                .iter()
-                .filter(|m| m.key.starts_with(&coordinator.keys.inbox(&name)))
-                .count() as u32;
-            let mine = runs.iter().filter(|r| r.record.seat == name);
-            let (active, awaiting) = mine.fold((0u32, 0u32), |(a, w), run| {
-                (
-                    a + u32::from(run.record.status.holds_seat()),
-                    w + u32::from(matches!(
-                        run.record.status,
-                        Status::AwaitingClarification | Status::Reseed
-                    )),
-                )
-            });
+            let inbox = inboxes.get(name.as_str()).copied().unwrap_or(0);
+            let (active, awaiting) = counts.get(name.as_str()).copied().unwrap_or((0, 0));
             let (holder_node, incarnation, epoch) = held
                 .map(|held| (held.holder.node, held.holder.incarnation, held.epoch))
                 .unwrap_or_default();
