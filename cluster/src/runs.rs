@@ -185,6 +185,29 @@ impl Runs {
 
     /// The entries of one seat's runs, once every run has its entry.
     async fn seat_entries(&self, seat: &str) -> Result<Vec<seat_runs::Entry>, Error> {
+        self.ensure_indexed().await?;
+        seat_runs::entries(self.store.as_ref(), &self.keys, seat).await
+    }
+
+    /// Every seat that has a run, from the runs' entries (keys only, no row read).
+    pub async fn seats_with_runs(&self) -> Result<std::collections::BTreeSet<String>, Error> {
+        self.ensure_indexed().await?;
+        seat_runs::seats(self.store.as_ref(), &self.keys).await
+    }
+
+    /// Every run's seat entry: its turn and its status, no row read.
+    pub async fn all_entries(&self) -> Result<Vec<seat_runs::Entry>, Error> {
+        self.ensure_indexed().await?;
+        seat_runs::all_entries(self.store.as_ref(), &self.keys).await
+    }
+
+    /// The rows of `turns` (a page of keys per read); a run gone since is left out.
+    pub async fn read_many(&self, turns: &[String]) -> Result<Vec<Versioned>, Error> {
+        seat_runs::read_runs(self.store.as_ref(), &self.keys, turns).await
+    }
+
+    /// Gives every run its seat entry, once per process, before the entries are first read.
+    async fn ensure_indexed(&self) -> Result<(), Error> {
         self.indexed
             .get_or_try_init(|| async {
                 let done = seat_runs::backfill(self.store.as_ref(), &self.keys).await?;
@@ -198,7 +221,7 @@ impl Runs {
                 Ok::<(), Error>(())
             })
             .await?;
-        seat_runs::entries(self.store.as_ref(), &self.keys, seat).await
+        Ok(())
     }
 
     /// The runs of one seat, in turn-id order: its entries, then their rows.

@@ -58,23 +58,42 @@ fn status_of(value: &[u8]) -> Option<Status> {
 /// The entries of one seat's runs, in turn-id order.
 pub async fn entries(store: &dyn Store, keys: &Keys, seat: &str) -> Result<Vec<Entry>, Error> {
     let range = store.range(&keys.seat_runs(seat)).await?;
-    range
+    range.kvs.iter().map(entry_of).collect()
+}
+
+/// Every run's entry, in key order (by seat, then turn).
+pub async fn all_entries(store: &dyn Store, keys: &Keys) -> Result<Vec<Entry>, Error> {
+    let range = store.range(&keys.all_seat_runs()).await?;
+    range.kvs.iter().map(entry_of).collect()
+}
+
+fn entry_of(kv: &KeyValue) -> Result<Entry, Error> {
+    let status = status_of(&kv.value).ok_or_else(|| {
+        Error::Invalid(format!(
+            "{} holds no run status: {:?}",
+            kv.key,
+            String::from_utf8_lossy(&kv.value)
+        ))
+    })?;
+    Ok(Entry {
+        turn_id: Keys::last_segment(&kv.key).to_owned(),
+        status,
+    })
+}
+
+/// Every seat with a run, from the entries' keys alone.
+pub async fn seats(
+    store: &dyn Store,
+    keys: &Keys,
+) -> Result<std::collections::BTreeSet<String>, Error> {
+    let prefix = keys.all_seat_runs();
+    let listing = store.range_keys(&prefix).await?;
+    Ok(listing
         .kvs
         .iter()
-        .map(|kv| {
-            let status = status_of(&kv.value).ok_or_else(|| {
-                Error::Invalid(format!(
-                    "{} holds no run status: {:?}",
-                    kv.key,
-                    String::from_utf8_lossy(&kv.value)
-                ))
-            })?;
-            Ok(Entry {
-                turn_id: Keys::last_segment(&kv.key).to_owned(),
-                status,
-            })
-        })
-        .collect()
+        .filter_map(|kv| kv.key.strip_prefix(&prefix)?.split_once('/'))
+        .map(|(seat, _)| seat.to_owned())
+        .collect())
 }
 
 /// The runs of `turns`, read a page of keys per txn; a run gone since it was listed is left
