@@ -115,26 +115,26 @@ mod tests {
 
     #[test]
     fn true_false_and_a_block_are_read() {
-        assert!(read("true").unwrap().enabled);
-        assert!(!read("false").unwrap().enabled);
-        let block =
-            read("{ latency_ms: { poll: 50 }, job: { seconds: 3, report: done } }").unwrap();
+        assert!(read("true").expect("true").enabled);
+        assert!(!read("false").expect("false").enabled);
+        let block = read("{ latency_ms: { poll: 50 }, job: { seconds: 3, report: done } }")
+            .expect("a block");
         assert!(block.enabled);
         assert_eq!(block.latency_ms.poll, 50);
         assert_eq!(block.latency_ms.create, 0);
         assert_eq!(block.job.seconds, 3);
         assert_eq!(block.job.report.as_deref(), Some("done"));
-        assert!(read("{}").unwrap().enabled);
+        assert!(read("{}").expect("an empty block").enabled);
     }
 
     #[test]
     fn a_wrong_key_is_named() {
-        let error = read("{ latency: { poll: 50 } }").unwrap_err();
+        let error = read("{ latency: { poll: 50 } }").expect_err("refused");
         assert!(error.contains("unknown field `latency`"), "{error}");
         assert!(error.contains("latency_ms"), "{error}");
-        let error = read("{ latency_ms: { pol: 50 } }").unwrap_err();
+        let error = read("{ latency_ms: { pol: 50 } }").expect_err("refused");
         assert!(error.contains("pol"), "{error}");
-        let error = read("yes please").unwrap_err();
+        let error = read("yes please").expect_err("refused");
         assert!(error.contains("fake is true, false, or a block"), "{error}");
     }
 }
