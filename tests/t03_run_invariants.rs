@@ -19,25 +19,6 @@ use boxfleet_cluster::transition::{EndingGuard, Refusal, Share, Transition};
 use boxfleet_tests::{EtcdServer, unique_prefix};
 use support::*;
 
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            use super::*;
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn embedded() {
-                let dir = tempfile::tempdir().expect("tempdir");
-                let store = EmbeddedStore::open(dir.path()).await.expect("open embedded store");
-                super::$name(Arc::new(store), &unique_prefix(stringify!($name))).await;
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn etcd() {
-                let store = EtcdServer::shared().store().await;
-                super::$name(Arc::new(store), &unique_prefix(stringify!($name))).await;
-            }
-        }
-    )*};
-}
-
 on_both_stores!(
     i1_a_launching_run_is_never_polled_claimed_or_resumed,
     i2_a_completion_is_claimed_at_most_once_per_launch,

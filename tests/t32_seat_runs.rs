@@ -20,25 +20,6 @@ use boxfleet_cluster::transition::{EndingGuard, Transition};
 use boxfleet_tests::{EtcdServer, unique_prefix};
 use support::*;
 
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            use super::*;
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn embedded() {
-                let dir = tempfile::tempdir().expect("tempdir");
-                let store = EmbeddedStore::open(dir.path()).await.expect("open embedded store");
-                super::$name(Arc::new(store), &unique_prefix(stringify!($name))).await;
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn etcd() {
-                let store = EtcdServer::shared().store().await;
-                super::$name(Arc::new(store), &unique_prefix(stringify!($name))).await;
-            }
-        }
-    )*};
-}
-
 on_both_stores!(
     the_entry_follows_the_row_through_its_life,
     runs_from_before_the_entries_are_found_and_stale_entries_go,

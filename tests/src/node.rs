@@ -53,17 +53,44 @@ static HANDED_OUT: std::sync::Mutex<Option<std::collections::HashSet<u16>>> =
     std::sync::Mutex::new(None);
 
 /// A free loopback port (bound and released), never one this process was handed before.
+///
+/// It is taken from below the kernel's ephemeral range (`ip_local_port_range`), which a
+/// listener on port 0 or an outgoing connection is given ports from: a node killed and
+/// started again on its port found it taken by another test's connection or HTTP listener
+/// (a t21 restart failed so in CI). Only an explicit bind takes a port down there, and this
+/// process's are kept apart by the set of ports handed out.
 pub fn free_port() -> u16 {
     let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|p| p.into_inner());
     let handed_out = handed_out.get_or_insert_with(Default::default);
-    loop {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .map(|addr| addr.port())
-            .expect("a free loopback port");
-        if handed_out.insert(port) {
+    let (low, high) = below_ephemeral();
+    let span = u32::from(high - low);
+    // start somewhere of this process's own, so two test processes seldom try the same ports
+    let mut at = (std::process::id().wrapping_mul(2_654_435_761) % span) as u16;
+    for _ in 0..span {
+        at = (at + 1) % (high - low);
+        let port = low + at;
+        if handed_out.contains(&port) {
+            continue;
+        }
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            handed_out.insert(port);
             return port;
         }
+    }
+    panic!("no free loopback port in {low}..{high}");
+}
+
+/// The ports [`free_port`] picks from: up to the start of the kernel's ephemeral range.
+fn below_ephemeral() -> (u16, u16) {
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32_768);
+    if ephemeral_low > 12_000 {
+        (10_000, ephemeral_low)
+    } else {
+        // nearly every port is ephemeral: none is safe from it, any free one will do
+        (10_000, 60_000)
     }
 }
 

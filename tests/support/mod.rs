@@ -216,3 +216,26 @@ pub async fn must_claim_answer(world: &World, turn: &str, launch: &str) {
     };
     must_apply(world, &fence, turn, claim).await;
 }
+
+/// Runs each named scenario `fn(Arc<dyn Store>, prefix)` twice: on a fresh embedded store and
+/// on the shared real etcd, each under its own prefix.
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            use super::*;
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn embedded() {
+                let dir = tempfile::tempdir().expect("tempdir");
+                let store = EmbeddedStore::open(dir.path()).await.expect("open embedded store");
+                super::$name(Arc::new(store), &unique_prefix(stringify!($name))).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn etcd() {
+                let store = EtcdServer::shared().store().await;
+                super::$name(Arc::new(store), &unique_prefix(stringify!($name))).await;
+            }
+        }
+    )*};
+}
+#[allow(unused_imports)]
+pub(crate) use on_both_stores;
