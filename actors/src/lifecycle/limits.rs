@@ -21,6 +21,11 @@ pub const MAX_ANSWER_RESUME_ATTEMPTS: u32 = 10;
 /// How long a graceful release waits for a seat's collections and answers to settle.
 pub const RELEASE_SETTLE: Duration = Duration::from_secs(60);
 
+/// How many seats the placement pass acquires at once, each with its recovery pass: a node
+/// taking over a dead node's 500 seats one after another left their runs unpolled for most
+/// of 20 s (issue 20's failover at 1,000 seats).
+pub const ACQUIRE_AT_ONCE: usize = 8;
+
 /// Refusals of one job's findings resume (an engine's `Retry`) before the run ends
 /// `resume_broken`: the poll collects the job again after each, so the last comes about
 /// this many poll intervals after the first.

@@ -10,11 +10,12 @@ use boxfleet_cluster::keys::check_id;
 use boxfleet_cluster::record::Status;
 use boxfleet_cluster::seat::{self, Acquire, Holder, Session};
 use boxfleet_cluster::transition::Fence;
+use futures::StreamExt;
 use tracing::{info, warn};
 
 use super::Coordinator;
 use super::error::Error;
-use super::limits::RELEASE_SETTLE;
+use super::limits::{ACQUIRE_AT_ONCE, RELEASE_SETTLE};
 use super::work::WorkGuard;
 
 impl Coordinator {
@@ -211,7 +212,7 @@ impl Coordinator {
                 self.lose_seat(&fence.seat);
             }
         }
-        let mut acquired = Vec::new();
+        let mut to_acquire = Vec::new();
         for seat in seats {
             let placed = boxfleet_cluster::placement::owner(&seat, names.iter().copied());
             match held.get(&seat) {
@@ -237,20 +238,29 @@ impl Coordinator {
                     } else if h.lease == self.session().lease && !self.holds(&seat) {
                         // ours in the store but not acting for it here (a recovery pass that
                         // failed): acquire is idempotent on our own lease, and runs the pass
-                        match self.seat_fence(&seat).await {
-                            Ok(_) => acquired.push(seat),
-                            Err(error) => warn!(seat, %error, "seat_acquire_failed"),
-                        }
+                        to_acquire.push(seat);
                     }
                 }
                 Some(_) => {}
-                None if placed == Some(self.node.as_str()) => match self.seat_fence(&seat).await {
-                    Ok(_) => acquired.push(seat),
-                    Err(error) => warn!(seat, %error, "seat_acquire_failed"),
-                },
+                None if placed == Some(self.node.as_str()) => to_acquire.push(seat),
                 None => {}
             }
         }
+        // several seats at once, each with its own recovery pass (`ACQUIRE_AT_ONCE`)
+        let acquired: Vec<String> = futures::stream::iter(to_acquire)
+            .map(|seat| async move {
+                match self.seat_fence(&seat).await {
+                    Ok(_) => Some(seat),
+                    Err(error) => {
+                        warn!(seat, %error, "seat_acquire_failed");
+                        None
+                    }
+                }
+            })
+            .buffer_unordered(ACQUIRE_AT_ONCE)
+            .filter_map(std::future::ready)
+            .collect()
+            .await;
         // a held seat that left the company's agent seats: its retirement grace, then its end
         // (looked at every minute, not every pass: one store read per held seat a second kept
         // the store and its blocking threads busy on an idle node)
