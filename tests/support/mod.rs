@@ -219,6 +219,7 @@ pub async fn must_claim_answer(world: &World, turn: &str, launch: &str) {
 
 /// Runs each named scenario `fn(Arc<dyn Store>, prefix)` twice: on a fresh embedded store and
 /// on the shared real etcd, each under its own prefix.
+#[allow(unused_macros)]
 macro_rules! on_both_stores {
     ($($name:ident),* $(,)?) => {$(
         mod $name {
