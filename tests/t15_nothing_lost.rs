@@ -541,3 +541,53 @@ async fn a_recovery_pass_that_fails_part_way_is_run_again() {
         serde_json::json!(["fix/recovered"])
     );
 }
+
+/// A node that gives a seat up for lost while a launch on it is in flight — a session renewal
+/// that failed past the TTL while etcd kept the lease — takes the seat back only once the
+/// launch is over: a recovery pass beside it read the launch's open row as abandoned and
+/// reaped a job that was starting (seen in the etcd_cluster bench with quorum lost past the
+/// TTL). The run starts, runs and is collected with its findings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seat_given_up_mid_launch_is_taken_back_after_the_launch() {
+    let fleet = Fleet::start_armed(&["n1"], 3, "seat-lost-mid-launch");
+    let turn = format!("turn-lost-mid-{}", uuid::Uuid::new_v4().simple());
+    let (code, out) = launch(
+        &fleet,
+        "lost-mid-launch",
+        &turn,
+        r#"sleep 1; echo "Delivered: fix/kept" > "$BOXFLEET_REPORT""#,
+    );
+    assert_eq!(code, 0, "the launch went through: {out}");
+    fleet
+        .until_settled(
+            "n1",
+            &turn,
+            "the run to be collected",
+            Duration::from_secs(60),
+        )
+        .await;
+    let logs = fleet.logs();
+    assert!(
+        logs.contains("sandbox_seat_not_held"),
+        "the failpoint gave the seat up: {logs}"
+    );
+    assert!(
+        logs.contains("seat_take_back_deferred"),
+        "a placement pass met the seat while the launch was in flight: {logs}"
+    );
+    let events = fleet.events_of("n1", &turn).await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| e.to_string().contains("abandoned_tail")),
+        "the launch was not reaped: {events:#?}"
+    );
+    let phase = events
+        .iter()
+        .find(|e| e["type"] == "agent_phase_completed")
+        .unwrap_or_else(|| panic!("a phase record: {events:#?}"));
+    assert_eq!(
+        phase["body"]["record"]["delivered_refs"],
+        serde_json::json!(["fix/kept"])
+    );
+}

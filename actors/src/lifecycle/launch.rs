@@ -201,6 +201,12 @@ impl Coordinator {
         // the seat is busy from the open row: a second launch now sees it
         drop(seat_guard);
         crash::point(crash::LAUNCH_AFTER_OPEN);
+        // a test failpoint: the node gives the seat up for lost while this launch is in flight
+        // (a session renewal that failed past the TTL while the store kept the lease)
+        if crate::workers::failpoint_once("seat-lost-mid-launch") {
+            self.lose_seat(&request.seat);
+            tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+        }
         info!(seat = %request.seat, turn_id, launch_id, "sandbox_run_started");
         let started = self
             .provision_and_start(

@@ -237,20 +237,27 @@ impl Coordinator {
                         });
                     } else if h.lease == self.session().lease && !self.holds(&seat) {
                         // ours in the store but not acting for it here (a recovery pass that
-                        // failed): acquire is idempotent on our own lease, and runs the pass
-                        to_acquire.push(seat);
+                        // failed, a session given up for lost that the store kept): taken
+                        // back once the work this node still does on it is over
+                        to_acquire.push((seat, true));
                     }
                 }
                 Some(_) => {}
-                None if placed == Some(self.node.as_str()) => to_acquire.push(seat),
+                None if placed == Some(self.node.as_str()) => to_acquire.push((seat, false)),
                 None => {}
             }
         }
         // several seats at once, each with its own recovery pass (`ACQUIRE_AT_ONCE`)
         let acquired: Vec<String> = futures::stream::iter(to_acquire)
-            .map(|seat| async move {
-                match self.seat_fence(&seat).await {
-                    Ok(_) => Some(seat),
+            .map(|(seat, ours)| async move {
+                let taken = if ours {
+                    self.take_back(&seat).await
+                } else {
+                    self.seat_fence(&seat).await.map(|_| true)
+                };
+                match taken {
+                    Ok(true) => Some(seat),
+                    Ok(false) => None,
                     Err(error) => {
                         warn!(seat, %error, "seat_acquire_failed");
                         None
@@ -392,6 +399,34 @@ impl Coordinator {
             }
             _ => {}
         }
+        self.acquire_here(seat).await
+    }
+
+    /// Takes back a seat the store still says this node holds on its session, but that this
+    /// node stopped acting for: a recovery pass that failed, or a session renewal given up
+    /// for lost while the store kept the lease (etcd restarts a lease's clock when its leader
+    /// changes). Work this node started on the seat under its fence may still be in flight —
+    /// a launch creating its box, an inbox pass — and the fence is still good, so the seat is
+    /// taken back only once that work is over: a recovery pass beside it would read the launch
+    /// as abandoned and reap it. `false` while such work goes on (the next pass tries again).
+    async fn take_back(&self, seat: &str) -> Result<bool, Error> {
+        let _acquiring = self.seats.acquiring.lock(seat).await;
+        if self.seats.fence(seat).is_some() {
+            return Ok(true);
+        }
+        // a launch counts itself before it asks for the fence, which waits for this lock:
+        // one that starts after this check runs after the pass
+        let seat_lock = self.seats.seat.try_lock(seat);
+        if seat_lock.is_none() || self.work.count(seat) > 0 {
+            info!(seat, node = %self.node, "seat_take_back_deferred");
+            return Ok(false);
+        }
+        self.acquire_here(seat).await.map(|_| true)
+    }
+
+    /// Acquires `seat` for this node (idempotent on its own lease) and runs its recovery pass,
+    /// under the seat's `acquiring` lock.
+    async fn acquire_here(&self, seat: &str) -> Result<Fence, Error> {
         match seat::acquire(
             self.store.as_ref(),
             &self.keys,

@@ -9,7 +9,8 @@
 //!    never across an await.
 //!
 //! An acquire (under 1) runs the recovery pass, which takes neither 1 nor 2 again; a restarted
-//! seat actor's recovery runs under 2 alone.
+//! seat actor's recovery runs under 2 alone; a seat taken back on this node's own lease runs
+//! it under 1 and then 2 (taken only if free).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
@@ -36,6 +37,18 @@ impl KeyedLocks {
             .or_default()
             .clone();
         lock.lock_owned().await
+    }
+
+    /// `key`'s lock if nobody holds it now.
+    pub fn try_lock(&self, key: &str) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        let lock = self
+            .locks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(key.to_owned())
+            .or_default()
+            .clone();
+        lock.try_lock_owned().ok()
     }
 }
 

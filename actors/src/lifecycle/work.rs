@@ -52,7 +52,8 @@ impl WorkInProgress {
         }
     }
 
-    fn count(&self, seat: &str) -> usize {
+    /// How many launches, collections and answers are in progress on `seat`.
+    pub fn count(&self, seat: &str) -> usize {
         self.working
             .lock()
             .unwrap_or_else(|p| p.into_inner())
