@@ -189,6 +189,18 @@ impl Runs {
         seat_runs::entries(self.store.as_ref(), &self.keys, seat).await
     }
 
+    /// A run of `seat` that holds its inbox (launching, running, resumed, answered, ending),
+    /// from the seat's entries alone: one range, no row read. An entry is written in the txn
+    /// that writes its row, so it says what the row says.
+    pub async fn seat_held_by(&self, seat: &str) -> Result<Option<String>, Error> {
+        Ok(self
+            .seat_entries(seat)
+            .await?
+            .into_iter()
+            .find(|entry| entry.status.holds_seat())
+            .map(|entry| entry.turn_id))
+    }
+
     /// Every seat that has a run, from the runs' entries (keys only, no row read).
     pub async fn seats_with_runs(&self) -> Result<std::collections::BTreeSet<String>, Error> {
         self.ensure_indexed().await?;
@@ -288,11 +300,33 @@ impl Runs {
         transition: Transition,
         now: DateTime<Utc>,
     ) -> Result<Outcome, RunError> {
+        self.apply_steps(fence, turn_id, None, (&transition, &[]), now)
+            .await
+    }
+
+    /// Applies `steps` (a first transition, then the rest) in order as one write: each is
+    /// decided on the record the one before it left, and their effects ride the one txn. `known` is the row as the caller just read it
+    /// (its revision is compared, so a row that moved since is read again and decided anew);
+    /// without it the row is read first. A refusal of any step refuses them all.
+    pub async fn apply_steps(
+        &self,
+        fence: &Fence,
+        turn_id: &str,
+        mut known: Option<Box<Versioned>>,
+        steps: (&Transition, &[Transition]),
+        now: DateTime<Utc>,
+    ) -> Result<Outcome, RunError> {
         check_id("turn_id", turn_id)?;
         let mut announced: HashSet<String> = HashSet::new();
         let mut store_retries = 0;
         for _ in 0..MAX_ATTEMPTS {
-            let read = match self.read(turn_id).await {
+            // boxed: every `apply` is this future, and a record held in it inline made each
+            // of them (and each future awaiting one) a record larger
+            let read = match known.take() {
+                Some(known) => Ok(Some(*known)),
+                None => self.read(turn_id).await,
+            };
+            let read = match read {
                 Ok(read) => read,
                 Err(error) if error.is_retryable() && store_retries < MAX_STORE_RETRIES => {
                     store_retries += 1;
@@ -301,8 +335,7 @@ impl Runs {
                 }
                 Err(error) => return Err(error.into()),
             };
-            let mut decision =
-                transition::decide(read.as_ref().map(|v| &v.record), fence, &transition, now)?;
+            let mut decision = decide_steps(read.as_ref().map(|v| &v.record), fence, steps, now)?;
             decision.effects.retain(|effect| match effect {
                 Effect::Announce(event) => !announced.contains(&event.id),
                 _ => true,
@@ -551,4 +584,25 @@ pub(crate) fn decode(kv: &KeyValue) -> Result<Versioned, Error> {
         record: RunRecord::from_json(&kv.key, &kv.value)?,
         mod_revision: kv.mod_revision,
     })
+}
+
+/// `steps` decided one after another, each on the record the one before left: the last
+/// one's next record, and every step's effects.
+fn decide_steps(
+    read: Option<&RunRecord>,
+    fence: &Fence,
+    (first, then): (&Transition, &[Transition]),
+    now: DateTime<Utc>,
+) -> Result<Decision, Refusal> {
+    let mut decision = transition::decide(read, fence, first, now)?;
+    for step in then {
+        let current = match &decision.next {
+            Next::Write(record) => Some(record.as_ref()),
+            Next::Delete => None,
+        };
+        let mut next = transition::decide(current, fence, step, now)?;
+        decision.effects.append(&mut next.effects);
+        decision.next = next.next;
+    }
+    Ok(decision)
 }

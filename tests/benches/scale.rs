@@ -49,6 +49,8 @@ use boxfleet_tests::node::NodeProcess;
 use boxfleet_tests::probe;
 use futures::StreamExt;
 
+#[path = "scale/answers.rs"]
+mod answers;
 #[path = "scale/recovery.rs"]
 mod recovery;
 
@@ -68,6 +70,8 @@ struct Sizes {
     viewers: usize,
     /// the runs of the seat whose recovery pass is measured
     recovery: usize,
+    /// the answers to parked runs measured on each store
+    answers: usize,
     poll: Duration,
     window: Duration,
 }
@@ -87,6 +91,7 @@ impl Sizes {
             batch: pick("SCALE_BATCH", 100, 50),
             viewers: pick("SCALE_VIEWERS", 100, 20),
             recovery: pick("SCALE_RECOVERY", 1_000, 200),
+            answers: pick("SCALE_ANSWERS", 200, 20),
             poll: Duration::from_millis(env_or("SCALE_POLL_MS", 50) as u64),
             window: Duration::from_secs(pick("SCALE_WINDOW", 20, 4) as u64),
         }
@@ -324,8 +329,33 @@ async fn main() {
         sizes.poll.as_millis(),
         sizes.window.as_secs()
     );
-    let mut bench = Bench::start(&sizes).await;
     let mut figures = Vec::new();
+    let only = std::env::var("SCALE_ONLY").unwrap_or_default();
+    if only != "in_process" {
+        node_figures(&sizes, &mut figures).await;
+    }
+    in_process_figures(&sizes, &mut figures).await;
+
+    println!();
+    println!("| figure | value | goal | met |");
+    println!("|---|---|---|---|");
+    for f in &figures {
+        println!(
+            "| {} | {} | {} | {} |",
+            f.what,
+            f.value,
+            f.goal,
+            if f.met { "yes" } else { "**no**" }
+        );
+    }
+    let unmet = figures.iter().filter(|f| !f.met).count();
+    println!();
+    println!("{unmet} of {} goals not met", figures.len());
+}
+
+/// 1–4: one release node on the fake cell.
+async fn node_figures(sizes: &Sizes, figures: &mut Vec<Figure>) {
+    let mut bench = Bench::start(sizes).await;
 
     // 1. batches on the fresh node's first seats
     let fresh = bench.rss();
@@ -467,7 +497,11 @@ async fn main() {
         "≤ 1",
         reads_per_2s <= 1.0,
     ));
-    // 6. in process, on each store: a seat's recovery pass, and the board's reconcile
+}
+
+/// 5–6: in process, on each store: a seat's recovery pass, the board's reconcile, and answers
+/// to parked runs.
+async fn in_process_figures(sizes: &Sizes, figures: &mut Vec<Figure>) {
     let embedded_dir = tempfile::tempdir().expect("tempdir");
     let embedded: Arc<dyn boxfleet_cluster::store::Store> = Arc::new(
         boxfleet_cluster::store::embedded::EmbeddedStore::open(embedded_dir.path())
@@ -478,7 +512,8 @@ async fn main() {
         Arc::new(boxfleet_tests::EtcdServer::shared().store().await);
     for (name, store) in [("embedded", embedded), ("etcd", etcd)] {
         let prefix = boxfleet_tests::unique_prefix("scale");
-        let measured = recovery::measure(store, &prefix, sizes.recovery, sizes.active).await;
+        let measured =
+            recovery::measure(store.clone(), &prefix, sizes.recovery, sizes.active).await;
         let calls = |step: &recovery::Step| {
             format!(
                 "{:.0} ms; {} gets, {} txns, {} ranges",
@@ -500,21 +535,39 @@ async fn main() {
             "—",
             true,
         ));
+        let answered =
+            answers::measure(store.clone(), &format!("{prefix}-answers"), sizes.answers).await;
+        println!("  an answer's store calls to its resume, {name}:");
+        for call in &answered.calls {
+            println!("    {call}");
+        }
+        let trips = answered.round_trips();
+        let whole = answered.whole();
+        figures.push(figure(
+            format!("answer → resume on the engine link, store round trips, {name}"),
+            format!(
+                "{} ({} gets, {} txns, {} ranges; {} in the whole call)",
+                answers::total(&trips),
+                trips.gets,
+                trips.txns,
+                trips.others,
+                answers::total(&whole)
+            ),
+            "≤ 3",
+            answers::total(&trips) <= 3,
+        ));
+        figures.push(figure(
+            format!(
+                "answer → resume latency, p50 / p99 of {}, {name}",
+                answered.latency.len()
+            ),
+            format!(
+                "{:.1} / {:.1} ms",
+                answered.quantile(0.5).as_secs_f64() * 1e3,
+                answered.quantile(0.99).as_secs_f64() * 1e3
+            ),
+            "—",
+            true,
+        ));
     }
-
-    println!();
-    println!("| figure | value | goal | met |");
-    println!("|---|---|---|---|");
-    for f in &figures {
-        println!(
-            "| {} | {} | {} | {} |",
-            f.what,
-            f.value,
-            f.goal,
-            if f.met { "yes" } else { "**no**" }
-        );
-    }
-    let unmet = figures.iter().filter(|f| !f.met).count();
-    println!();
-    println!("{unmet} of {} goals not met", figures.len());
 }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use boxfleet_cluster::Error;
 use boxfleet_cluster::store::{
-    KeyValue, LeaseId, Range, Revision, Store, Txn, TxnResponse, WatchStream,
+    KeyValue, LeaseId, Op, Range, Revision, Store, Txn, TxnResponse, WatchStream,
 };
 
 #[derive(Debug, Default)]
@@ -20,6 +20,9 @@ pub struct CallStats {
     pub txn_ns: AtomicU64,
     pub others: AtomicU64,
     pub other_ns: AtomicU64,
+    /// each call since the last reset, a line each (`get KEY`, `range PREFIX`, `txn KEY…`), so
+    /// a bench can say where a step's round trips go
+    pub calls: std::sync::Mutex<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -44,6 +47,12 @@ impl CallStats {
         ] {
             counter.store(0, Ordering::Relaxed);
         }
+        self.calls_made().clear();
+    }
+
+    /// The calls since the last reset, a line each.
+    pub fn calls_made(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn snapshot(&self) -> CallSnapshot {
@@ -79,6 +88,10 @@ impl Counting {
         result
     }
 
+    fn note(&self, call: String) {
+        self.stats.calls_made().push(call);
+    }
+
     fn gets(&self) -> (&AtomicU64, &AtomicU64) {
         (&self.stats.gets, &self.stats.get_ns)
     }
@@ -95,12 +108,30 @@ impl Counting {
 #[async_trait::async_trait]
 impl Store for Counting {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, Error> {
+        self.note(format!("get {key}"));
         self.timed(self.gets(), self.inner.get(key)).await
     }
     async fn range(&self, prefix: &str) -> Result<Range, Error> {
+        self.note(format!("range {prefix}"));
         self.timed(self.others(), self.inner.range(prefix)).await
     }
+    async fn range_keys(&self, prefix: &str) -> Result<Range, Error> {
+        self.note(format!("range (keys) {prefix}"));
+        self.timed(self.others(), self.inner.range_keys(prefix))
+            .await
+    }
     async fn txn(&self, txn: Txn) -> Result<TxnResponse, Error> {
+        let keys: Vec<String> = txn
+            .success
+            .iter()
+            .map(|op| match op {
+                Op::Put { key, .. } => format!("put {key}"),
+                Op::Delete { key } => format!("delete {key}"),
+                Op::DeletePrefix { prefix } => format!("delete {prefix}*"),
+                Op::Get { key } => format!("get {key}"),
+            })
+            .collect();
+        self.note(format!("txn {}", keys.join(" ")));
         self.timed(self.txns(), self.inner.txn(txn)).await
     }
     async fn lease_grant(&self, ttl_seconds: i64) -> Result<LeaseId, Error> {

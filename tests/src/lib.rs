@@ -31,6 +31,7 @@ pub mod claude_cli;
 pub mod counting;
 pub mod crash_matrix;
 pub mod e2b_standin;
+pub mod engine;
 pub mod etcd;
 pub mod fleet;
 pub mod git_server;

@@ -119,7 +119,7 @@ impl Coordinator {
 
 /// The resume an answered run's claim hands the engine: the answer, in the same box (or, when
 /// the box was reclaimed, a re-seed from the pushed branch).
-fn answer_resume(claimed: &RunRecord) -> Resume {
+pub(super) fn answer_resume(claimed: &RunRecord) -> Resume {
     let attempt = claimed.answer.as_ref().map_or(1, |a| a.attempts.max(1));
     let answer = claimed.answer.clone().map(|a| a.text).unwrap_or_default();
     let job = StoredJob::of(claimed);

@@ -75,7 +75,7 @@ impl Coordinator {
         text: &str,
         answerer: &Answerer,
     ) -> Result<AnswerOutcome, Error> {
-        let record = run.record;
+        let record = &run.record;
         if !answerer.admin {
             self.company()
                 .may_answer(&record.seat, record.requester.as_deref(), &answerer.from)
@@ -112,6 +112,9 @@ impl Coordinator {
             })),
         };
         crash::point(crash::ANSWER_BEFORE_RECORD);
+        if let Some(outcome) = self.answer_at_once(&run, &delivery).await {
+            return Ok(outcome);
+        }
         self.inbox.enqueue(&record.seat, &delivery).await?;
         info!(
             turn_id,
@@ -123,7 +126,7 @@ impl Coordinator {
         );
         // the holder takes it now when the seat is free (this node, routed here as the holder)
         self.pump(&record.seat).await;
-        self.answer_became(&record, &delivery).await
+        self.answer_became(record, &delivery).await
     }
 
     /// What an answer given by name became by now: recorded (on the row, or announced
@@ -190,17 +193,9 @@ impl Coordinator {
             warn!(turn_id, seat = %fence.seat, "sandbox_answer_names_another_seats_run");
             return self.spend_given(fence, message, None).await;
         }
-        let mut answer = Answer::of_delivery(
-            delivery,
-            &given.launch_id,
-            AnswerRoute::Operator,
-            Utc::now(),
-        );
-        answer.given_by = given.given_by.clone();
-        answer.operator = given.operator.clone();
-        answer.conversation_key = run.record.conversation_key.clone();
-        answer.partition = run.record.partition.clone();
-        let record = Transition::RecordAnswer { answer };
+        let record = Transition::RecordAnswer {
+            answer: given_answer(delivery, given, &run.record),
+        };
         match self.runs.apply(fence, turn_id, record).await {
             Ok(_) | Err(RunError::Refused(Refusal::AlreadyRecorded)) => {
                 self.offers.answered(&fence.seat);
@@ -274,6 +269,21 @@ impl Coordinator {
         self.inbox.ack(fence, message).await?;
         Ok(())
     }
+}
+
+/// The answer an answer given by name records on its run.
+pub(super) fn given_answer(delivery: &Delivery, given: &AnswerGiven, run: &RunRecord) -> Answer {
+    let mut answer = Answer::of_delivery(
+        delivery,
+        &given.launch_id,
+        AnswerRoute::Operator,
+        Utc::now(),
+    );
+    answer.given_by = given.given_by.clone();
+    answer.operator = given.operator.clone();
+    answer.conversation_key = run.conversation_key.clone();
+    answer.partition = run.partition.clone();
+    answer
 }
 
 /// The `sandbox_run_answered` of an answer given by name to `turn_id`'s run on `seat`.

@@ -38,6 +38,7 @@
 
 pub mod access;
 mod answer;
+mod answer_at_once;
 mod answer_given;
 pub mod api;
 mod assess;

@@ -125,6 +125,14 @@ impl Offers {
             .insert(seat.to_owned());
     }
 
+    /// Whether `seat`'s inbox stopped and waits to be pumped again.
+    pub fn stalled(&self, seat: &str) -> bool {
+        self.stalled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(seat)
+    }
+
     /// The seats whose inboxes stopped (and forgets them).
     pub fn take_stalled(&self) -> Vec<String> {
         self.stalled

@@ -250,8 +250,10 @@ impl Coordinator {
         // several seats at once, each with its own recovery pass (`ACQUIRE_AT_ONCE`)
         let acquired: Vec<String> = futures::stream::iter(to_acquire)
             .map(|(seat, ours)| async move {
+                // boxed: an acquire with its recovery pass is a large future, and the pass
+                // holds up to `ACQUIRE_AT_ONCE` of them
                 let taken = if ours {
-                    self.take_back(&seat).await
+                    Box::pin(self.take_back(&seat)).await
                 } else {
                     self.seat_fence(&seat).await.map(|_| true)
                 };
