@@ -81,7 +81,11 @@ async fn an_answer_is_recorded_and_claimed_in_one_write(store: Arc<dyn Store>, p
     assert_eq!(stored.mod_revision, claimed.mod_revision, "one write");
     assert_eq!(stored.record.status, Status::Resumed);
     assert_eq!(
-        stored.record.answer.as_ref().map(|a| a.delivery_id.as_str()),
+        stored
+            .record
+            .answer
+            .as_ref()
+            .map(|a| a.delivery_id.as_str()),
         Some("d1"),
         "the answer is on the row the claim is"
     );
@@ -93,7 +97,11 @@ async fn an_answer_is_recorded_and_claimed_in_one_write(store: Arc<dyn Store>, p
         .await
         .expect("entries");
     assert_eq!(entries.len(), 1);
-    assert_eq!(entries[0].status, Status::Resumed, "the entry rode the write");
+    assert_eq!(
+        entries[0].status,
+        Status::Resumed,
+        "the entry rode the write"
+    );
     assert_eq!(answered_events(&world).await, 1, "announced once, resumed");
 }
 

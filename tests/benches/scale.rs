@@ -4,7 +4,7 @@
 //! cargo bench -p boxfleet-tests --bench scale    # SCALE_ACTIVE=10000 SCALE_SWEEP=1000
 //!                                                # SCALE_BATCH=100 SCALE_VIEWERS=100
 //!                                                # SCALE_POLL_MS=50 SCALE_WINDOW=20
-//!                                                # SCALE_RECOVERY=1000
+//!                                                # SCALE_RECOVERY=1000 SCALE_ANSWERS=200
 //! ```
 //!
 //! One release node on the embedded store, its sandbox the fake cell
@@ -33,10 +33,21 @@
 //!    W/2 + 1 of them: the figure counts the reads after the window's first;
 //! 5. **the recovery pass and the board's reconcile**, in process on the embedded store and
 //!    on etcd (`scale/recovery.rs`): one seat's pass over `SCALE_RECOVERY` runs, the board's
-//!    read of `SCALE_ACTIVE` runs; each its time and its store calls.
+//!    read of `SCALE_ACTIVE` runs; each its time and its store calls;
+//! 6. **answer → resume**, in process on each store (`scale/answers.rs`): `SCALE_ANSWERS`
+//!    answers to parked runs of idle seats, each from the `answer_run` call to its resume on
+//!    the engine link — the store round trips of the median answer, each call listed (goal
+//!    ≤ 3; `cargo test` fails above it: a count, not a time), and p50 / p99;
+//! 7. **answer → resume end to end** (`scale/answer_latency.rs`): a release node on each store,
+//!    an engine attached over gRPC, a job that asks in a `direct` box; `SCALE_ANSWERS` ÷ 4
+//!    answers through `Runs.Answer`, each timed to the resume on the engine's stream.
+//!
+//! `SCALE_ONLY=in_process` runs 5–6, `SCALE_ONLY=answers` 7, and `SCALE_ONLY=launches` the
+//! launch rates alone (fresh, then with `SCALE_ACTIVE` seats held), printing the node's pid for
+//! a profiler.
 //!
 //! Under `cargo test` (the README's test command) it runs small (`SCALE_ACTIVE=400
-//! SCALE_SWEEP=200 SCALE_BATCH=50 SCALE_VIEWERS=20 SCALE_WINDOW=4 SCALE_RECOVERY=200`): it checks that every figure is
+//! SCALE_SWEEP=200 SCALE_BATCH=50 SCALE_VIEWERS=20 SCALE_WINDOW=4 SCALE_RECOVERY=200 SCALE_ANSWERS=20`): it checks that every figure is
 //! produced and that nothing is lost (every launch accepted, every run collected), not the
 //! goals, which a loaded 2-core CI machine cannot be held to.
 
@@ -49,6 +60,8 @@ use boxfleet_tests::node::NodeProcess;
 use boxfleet_tests::probe;
 use futures::StreamExt;
 
+#[path = "scale/answer_latency.rs"]
+mod answer_latency;
 #[path = "scale/answers.rs"]
 mod answers;
 #[path = "scale/recovery.rs"]
@@ -212,6 +225,25 @@ impl Bench {
             .map_or(0, |pid| probe::status_bytes(pid, "VmRSS:"))
     }
 
+    /// The node's store txns so far, and the seconds they took.
+    async fn store_txns(&self) -> (f64, f64) {
+        let text = self.metrics().await;
+        (
+            probe::sample(&text, "boxfleet_store_txn_seconds_count"),
+            probe::sample(&text, "boxfleet_store_txn_seconds_sum"),
+        )
+    }
+
+    /// Prints the store txns since `before` (their count and mean time), as `what`.
+    async fn store_txns_since(&self, before: (f64, f64), what: &str) {
+        let (count, seconds) = self.store_txns().await;
+        let (count, seconds) = (count - before.0, seconds - before.1);
+        println!(
+            "  {what}: {count:.0} store txns, {:.2} ms each on average",
+            seconds * 1e3 / count.max(1.0)
+        );
+    }
+
     /// Polls per second over `window`, from the node's poll counter.
     async fn poll_rate(&self, window: Duration) -> f64 {
         let before = probe::family_sum(&self.metrics().await, "boxfleet_polls_total");
@@ -331,10 +363,16 @@ async fn main() {
     );
     let mut figures = Vec::new();
     let only = std::env::var("SCALE_ONLY").unwrap_or_default();
-    if only != "in_process" {
-        node_figures(&sizes, &mut figures).await;
+    match only.as_str() {
+        "in_process" => in_process_figures(&sizes, &mut figures).await,
+        "launches" => launch_figures(&sizes, &mut figures).await,
+        "answers" => answer_latency_figures(&sizes, &mut figures).await,
+        _ => {
+            node_figures(&sizes, &mut figures).await;
+            in_process_figures(&sizes, &mut figures).await;
+            answer_latency_figures(&sizes, &mut figures).await;
+        }
     }
-    in_process_figures(&sizes, &mut figures).await;
 
     println!();
     println!("| figure | value | goal | met |");
@@ -351,6 +389,63 @@ async fn main() {
     let unmet = figures.iter().filter(|f| !f.met).count();
     println!();
     println!("{unmet} of {} goals not met", figures.len());
+}
+
+/// 7: answers end to end, through a node's gRPC API to an attached engine, on each store.
+async fn answer_latency_figures(sizes: &Sizes, figures: &mut Vec<Figure>) {
+    let samples = sizes.answers.div_ceil(4);
+    for (name, backing) in [
+        ("embedded", answer_latency::Backing::Embedded),
+        ("etcd", answer_latency::Backing::Etcd),
+    ] {
+        let mut took = answer_latency::measure(backing, samples).await;
+        took.sort();
+        let at = |q: f64| {
+            let i = ((took.len() as f64 * q).ceil() as usize).clamp(1, took.len());
+            took[i - 1].as_secs_f64() * 1e3
+        };
+        figures.push(figure(
+            format!(
+                "answer → resume on an attached engine's stream (gRPC), p50 / p99 of {}, {name}",
+                took.len()
+            ),
+            format!("{:.1} / {:.1} ms", at(0.5), at(0.99)),
+            "—",
+            true,
+        ));
+    }
+}
+
+/// The launch rates alone (`SCALE_ONLY=launches`, for profiling the node: its pid is
+/// printed): the batches on a fresh node, then on the same seats once it holds
+/// `SCALE_ACTIVE` seats whose first jobs ended.
+async fn launch_figures(sizes: &Sizes, figures: &mut Vec<Figure>) {
+    let mut bench = Bench::start(sizes).await;
+    println!("  node pid {:?}", bench.node.pid());
+    let before = bench.store_txns().await;
+    let fresh_rate = bench.launch_rounds(0..sizes.batch).await;
+    bench.store_txns_since(before, "fresh").await;
+    let (took, _) = bench.launch(sizes.batch..sizes.active).await;
+    println!(
+        "  a first job on each of the other {} seats in {took:.2?}",
+        sizes.active - sizes.batch
+    );
+    bench.end_all(Duration::from_secs(600)).await;
+    println!("  ended; the held batches start in 10 s");
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let before = bench.store_txns().await;
+    let held_rate = bench.launch_rounds(0..sizes.batch).await;
+    bench.store_txns_since(before, "held").await;
+    let ratio = held_rate / fresh_rate;
+    figures.push(figure(
+        format!(
+            "launches/s, {} seats fresh vs {} held",
+            sizes.batch, sizes.active
+        ),
+        format!("{fresh_rate:.0} vs {held_rate:.0} ({ratio:.2})"),
+        "≥ 0.8",
+        ratio >= 0.8,
+    ));
 }
 
 /// 1–4: one release node on the fake cell.
@@ -558,7 +653,7 @@ async fn in_process_figures(sizes: &Sizes, figures: &mut Vec<Figure>) {
         ));
         figures.push(figure(
             format!(
-                "answer → resume latency, p50 / p99 of {}, {name}",
+                "answer → resume on the engine link (in process), p50 / p99 of {}, {name}",
                 answered.latency.len()
             ),
             format!(
