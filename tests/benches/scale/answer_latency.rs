@@ -2,13 +2,13 @@
 //! etcd, an engine attached to it over gRPC for seat `eng`, and a job that asks (`boxfleet-ask`
 //! in a `direct` box). Each sample launches the job, waits for the engine to hear it parked,
 //! answers it through `Runs.Answer` as the person it asked, and times the call until the
-//! engine's stream brings the resume; the engine then settles the turn and the next sample
-//! launches again on the same seat.
+//! engine's stream brings the resume; the engine then takes it and settles the turn, and the
+//! next sample launches again on the same seat.
 
 use std::time::{Duration, Instant};
 
 use boxfleet_proto::v1 as pb;
-use boxfleet_tests::engine::{ScriptedEngine, engine_token, finished, launch, settle};
+use boxfleet_tests::engine::{ScriptedEngine, engine_token, finished, launch, settle, take};
 use boxfleet_tests::node::NodeProcess;
 
 /// One agent seat served by an external engine, and the person its questions go to.
@@ -42,7 +42,7 @@ pub async fn measure(backing: Backing, samples: usize) -> Vec<Duration> {
     let mut runs = boxfleet_tests::grpc::runs(&addr).await.expect("connect");
     let mut took = Vec::new();
     for _ in 0..samples {
-        let turn_id = launch_when_free(&addr).await;
+        let turn_id = launch_when_free(&node).await;
         let parked = engine
             .next_where(Duration::from_secs(60), |m| match m {
                 pb::engine_down::Msg::Parked(p) if p.turn_id == turn_id => Some(p.clone()),
@@ -65,6 +65,8 @@ pub async fn measure(backing: Backing, samples: usize) -> Vec<Duration> {
         assert_eq!(resume.turn_id, turn_id);
         assert_eq!(resume.answer, "eu-west");
         assert_eq!(reply.outcome, "recorded", "an idle seat's run: {reply:?}");
+        // the engine's turn: it takes the answer, then settles the turn
+        engine.send(take(&turn_id, &resume.launch_id)).await;
         engine
             .send(settle(
                 &turn_id,
@@ -77,8 +79,9 @@ pub async fn measure(backing: Backing, samples: usize) -> Vec<Duration> {
 }
 
 /// Launches the asking job on `eng` once the seat's last run let it go.
-async fn launch_when_free(addr: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(60);
+async fn launch_when_free(node: &NodeProcess) -> String {
+    let addr = node.addr();
+    let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let request = pb::LaunchRequest {
             seat: "eng".into(),
@@ -86,7 +89,7 @@ async fn launch_when_free(addr: &str) -> String {
             requester: "alice".into(),
             ..pb::LaunchRequest::default()
         };
-        match launch(addr, request).await {
+        match launch(&addr, request).await {
             pb::launch_reply::Outcome::Launched(launched) => return launched.turn_id,
             pb::launch_reply::Outcome::Refused(refused) if Instant::now() < deadline => {
                 assert!(
@@ -96,7 +99,10 @@ async fn launch_when_free(addr: &str) -> String {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             pb::launch_reply::Outcome::Refused(refused) => {
-                panic!("the seat stayed busy for 60 s: {refused:?}")
+                panic!(
+                    "the seat stayed busy for 15 s: {refused:?}\n{}",
+                    node.log()
+                )
             }
         }
     }
