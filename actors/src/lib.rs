@@ -18,6 +18,7 @@ pub mod crash;
 pub mod credentials;
 pub mod lifecycle;
 pub mod names;
+pub mod nodes_watch;
 pub mod outage;
 pub mod ports;
 pub mod run;

@@ -166,9 +166,16 @@ pub enum PlacementMsg {
     Pass,
 }
 
+/// The placement duty's state: its arguments, and the watch of the fleet's nodes.
+#[derive(Debug)]
+pub struct PlacementState {
+    args: PlacementArgs,
+    nodes_watch: tokio::task::JoinHandle<()>,
+}
+
 impl Actor for Placement {
     type Msg = PlacementMsg;
-    type State = PlacementArgs;
+    type State = PlacementState;
     type Arguments = PlacementArgs;
 
     async fn pre_start(
@@ -178,7 +185,20 @@ impl Actor for Placement {
     ) -> Result<Self::State, ActorProcessingErr> {
         let _ = myself.cast(PlacementMsg::Pass);
         myself.send_interval(args.interval, || PlacementMsg::Pass);
-        Ok(args)
+        let nodes_watch = tokio::spawn(crate::nodes_watch::pass_on_change(
+            args.coordinator.clone(),
+            myself.clone(),
+        ));
+        Ok(PlacementState { args, nodes_watch })
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        state.nodes_watch.abort();
+        Ok(())
     }
 
     async fn handle(
@@ -187,6 +207,7 @@ impl Actor for Placement {
         PlacementMsg::Pass: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        let state = &mut state.args;
         match state.coordinator.rebalance().await {
             Ok(acquired) if !acquired.is_empty() => {
                 if let Some(waiter) = ActorRef::<WaiterMsg>::where_is(state.waiter.clone()) {

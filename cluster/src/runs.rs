@@ -399,7 +399,13 @@ impl Runs {
             let stamp = Transition::FenceRun {
                 owner: owner.map(str::to_owned),
             };
-            match self.apply(fence, &turn_id, stamp).await {
+            // decided on the row just listed (read again only if it moved since): one round
+            // trip per run, which a failover makes for every run of every seat it takes
+            let steps = (&stamp, &[][..]);
+            match self
+                .apply_steps(fence, &turn_id, Some(Box::new(run)), steps, Utc::now())
+                .await
+            {
                 Ok(Outcome::Written(run)) => fenced.push(*run),
                 Ok(Outcome::Deleted) => {}
                 Err(RunError::Refused(Refusal::AlreadyDone | Refusal::EndingDecided(_))) => {

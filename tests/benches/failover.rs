@@ -60,6 +60,30 @@ async fn epochs(
         .collect()
 }
 
+/// When, after the kill, the survivors acquired seats (their `seat_acquired` lines): how many,
+/// the first and the last — the part of a failover that is the placement pass and the
+/// recovery passes, between the lease's lapse and the first polls.
+fn acquisitions(logs: &str, killed_at: chrono::DateTime<chrono::Utc>) -> String {
+    let after: Vec<f64> = logs
+        .lines()
+        .filter(|line| line.contains("seat_acquired"))
+        .filter_map(|line| {
+            let stamp = line.split_whitespace().next()?;
+            let at = chrono::DateTime::parse_from_rfc3339(stamp).ok()?;
+            let since = (at.with_timezone(&chrono::Utc) - killed_at).num_milliseconds();
+            (since > 0).then_some(since as f64 / 1e3)
+        })
+        .collect();
+    match (after.first(), after.iter().copied().reduce(f64::max)) {
+        (Some(_), Some(last)) => format!(
+            "{} seats acquired by the survivors, from +{:.2} s to +{last:.2} s after the kill",
+            after.len(),
+            after.iter().copied().fold(f64::INFINITY, f64::min)
+        ),
+        _ => "no seat acquired after the kill".into(),
+    }
+}
+
 async fn trial(ttl: u64, seats: usize, n: u64) -> Duration {
     let mut fleet = Fleet::start(&NODES, ttl);
     let doomed = seats_placed_on("n1", &NODES, seats, &format!("fo{n}"));
@@ -118,6 +142,7 @@ async fn trial(ttl: u64, seats: usize, n: u64) -> Duration {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let took = killed.elapsed();
+    println!("    {}", acquisitions(&fleet.logs(), killed_at));
     // leave nothing running: the jobs sleep for ten minutes otherwise
     for node in ["n2", "n3"] {
         fleet.node_mut(node).terminate();

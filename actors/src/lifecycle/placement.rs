@@ -255,7 +255,7 @@ impl Coordinator {
                 let taken = if ours {
                     Box::pin(self.take_back(&seat)).await
                 } else {
-                    self.seat_fence(&seat).await.map(|_| true)
+                    Box::pin(self.acquire_placed(&seat)).await
                 };
                 match taken {
                     Ok(true) => Some(seat),
@@ -402,6 +402,20 @@ impl Coordinator {
             _ => {}
         }
         self.acquire_here(seat).await
+    }
+
+    /// Acquires a seat nobody holds that this pass placed here (from the live nodes it read):
+    /// [`Coordinator::seat_fence`] without reading the nodes again for each seat, which a
+    /// failover does for every seat of the dead node.
+    async fn acquire_placed(&self, seat: &str) -> Result<bool, Error> {
+        if self.seats.releasing(seat) {
+            return Ok(false);
+        }
+        let _acquiring = self.seats.acquiring.lock(seat).await;
+        if self.seats.fence(seat).is_none() {
+            self.acquire_here(seat).await?;
+        }
+        Ok(true)
     }
 
     /// Takes back a seat the store still says this node holds on its session, but that this

@@ -99,10 +99,7 @@ async fn launch_when_free(node: &NodeProcess) -> String {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             pb::launch_reply::Outcome::Refused(refused) => {
-                panic!(
-                    "the seat stayed busy for 15 s: {refused:?}\n{}",
-                    node.log()
-                )
+                panic!("the seat stayed busy for 15 s: {refused:?}\n{}", node.log())
             }
         }
     }
