@@ -531,15 +531,22 @@ async fn a_recovery_pass_that_fails_part_way_is_run_again() {
         logs.contains("recovery-fails-once"),
         "the first pass failed: {logs}"
     );
-    let events = fleet.events_of("n1", &turn).await;
+    assert_delivered(&fleet, &turn, "fix/recovered").await;
+}
+
+/// `turn`'s run published its phase record, naming `branch` as what it delivered; the events
+/// read.
+async fn assert_delivered(fleet: &Fleet, turn: &str, branch: &str) -> Vec<serde_json::Value> {
+    let events = fleet.events_of("n1", turn).await;
     let phase = events
         .iter()
         .find(|e| e["type"] == "agent_phase_completed")
         .unwrap_or_else(|| panic!("a phase record: {events:#?}"));
     assert_eq!(
         phase["body"]["record"]["delivered_refs"],
-        serde_json::json!(["fix/recovered"])
+        serde_json::json!([branch])
     );
+    events
 }
 
 /// A node that gives a seat up for lost while a launch on it is in flight — a session renewal
@@ -575,19 +582,11 @@ async fn a_seat_given_up_mid_launch_is_taken_back_after_the_launch() {
         logs.contains("seat_take_back_deferred"),
         "a placement pass met the seat while the launch was in flight: {logs}"
     );
-    let events = fleet.events_of("n1", &turn).await;
+    let events = assert_delivered(&fleet, &turn, "fix/kept").await;
     assert!(
         !events
             .iter()
             .any(|e| e.to_string().contains("abandoned_tail")),
         "the launch was not reaped: {events:#?}"
-    );
-    let phase = events
-        .iter()
-        .find(|e| e["type"] == "agent_phase_completed")
-        .unwrap_or_else(|| panic!("a phase record: {events:#?}"));
-    assert_eq!(
-        phase["body"]["record"]["delivered_refs"],
-        serde_json::json!(["fix/kept"])
     );
 }

@@ -18,6 +18,10 @@ use super::error::Error;
 use super::limits::{ACQUIRE_AT_ONCE, RELEASE_SETTLE};
 use super::work::WorkGuard;
 
+/// How much longer than its own settle a release waits for one already under way, which
+/// started earlier with a settle of its own.
+const RELEASE_WAIT_MARGIN: Duration = Duration::from_secs(5);
+
 impl Coordinator {
     /// The node's current session (a new one replaces it when the old lease is lost).
     pub fn session(&self) -> Session {
@@ -120,7 +124,13 @@ impl Coordinator {
             return Ok(false);
         };
         if !self.seats.start_release(seat) {
-            return Ok(false);
+            // a hand-over already under way (the placement pass starts one for a seat placed
+            // elsewhere, say as a drain begins): this caller waits for it and says how it went
+            let deadline = tokio::time::Instant::now() + settle + RELEASE_WAIT_MARGIN;
+            while self.seats.releasing(seat) && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            return Ok(!self.holds(seat));
         }
         // the work in progress first (new work is refused from here on: `seat_fence` says the
         // seat is being handed over), then the lock, which inbox work holds; waiting for the

@@ -27,28 +27,24 @@ pub(crate) struct KeyedLocks {
 }
 
 impl KeyedLocks {
-    /// Waits for `key`'s lock.
-    pub async fn lock(&self, key: &str) -> tokio::sync::OwnedMutexGuard<()> {
-        let lock = self
-            .locks
+    /// `key`'s lock, made on first use.
+    fn of(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
+        self.locks
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .entry(key.to_owned())
             .or_default()
-            .clone();
-        lock.lock_owned().await
+            .clone()
+    }
+
+    /// Waits for `key`'s lock.
+    pub async fn lock(&self, key: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        self.of(key).lock_owned().await
     }
 
     /// `key`'s lock if nobody holds it now.
     pub fn try_lock(&self, key: &str) -> Option<tokio::sync::OwnedMutexGuard<()>> {
-        let lock = self
-            .locks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(key.to_owned())
-            .or_default()
-            .clone();
-        lock.try_lock_owned().ok()
+        self.of(key).try_lock_owned().ok()
     }
 }
 
