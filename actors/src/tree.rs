@@ -23,38 +23,11 @@ pub struct NodeTree {
     /// the lifecycle the seat and run actors drive (weak: the lifecycle holds this tree)
     coordinator: Weak<Coordinator>,
     refs: NodeRefs,
-    /// when an acquired seat last had the waiter look at its runs
-    waiter_asked: std::sync::Mutex<Option<std::time::Instant>>,
 }
-
-/// How often seats acquired one after another ask the waiter to look at their runs: a
-/// failover's placement pass acquires a dead node's seats over a second or two, and their
-/// running jobs are polled as they come rather than once the whole pass is done.
-const WAITER_ASKED_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 impl NodeTree {
     pub fn new(coordinator: Weak<Coordinator>, refs: NodeRefs) -> Self {
-        NodeTree {
-            coordinator,
-            refs,
-            waiter_asked: std::sync::Mutex::new(None),
-        }
-    }
-
-    /// Has the waiter look at the runs of the seats acquired so far, at most every
-    /// [`WAITER_ASKED_EVERY`] (the placement pass asks it once more when it is done).
-    fn ask_waiter(&self) {
-        let now = std::time::Instant::now();
-        {
-            let mut asked = self.waiter_asked.lock().unwrap_or_else(|p| p.into_inner());
-            if asked.is_some_and(|at| now.duration_since(at) < WAITER_ASKED_EVERY) {
-                return;
-            }
-            *asked = Some(now);
-        }
-        if let Some(waiter) = ActorRef::<crate::waiter::WaiterMsg>::where_is(self.refs.waiter()) {
-            let _ = waiter.cast(crate::waiter::WaiterMsg::Tick);
-        }
+        NodeTree { coordinator, refs }
     }
 
     /// The actor `name`, started under the supervisor `under` when it is not running.
@@ -130,7 +103,6 @@ impl FollowUps for NodeTree {
             move || (SeatActor, args.clone()),
         )
         .await;
-        self.ask_waiter();
     }
 
     fn seat_released(&self, seat: &str) {
