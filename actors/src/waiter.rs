@@ -305,18 +305,17 @@ impl WaiterState {
     ) -> Result<(Vec<boxfleet_cluster::runs::Versioned>, HashSet<String>), boxfleet_cluster::Error>
     {
         let entries = self.args.coordinator.runs.all_entries().await?;
-        let polling = self
-            .polling
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
         let mut in_poll = HashSet::new();
         let mut read = Vec::new();
-        for entry in entries {
-            if entry.status == Status::Running && polling.contains(&entry.turn_id) {
-                in_poll.insert(entry.turn_id);
-            } else {
-                read.push(entry.turn_id);
+        {
+            // sorted under the lock, which no await crosses: no copy of the set per tick
+            let polling = self.polling.lock().unwrap_or_else(|p| p.into_inner());
+            for entry in entries {
+                if entry.status == Status::Running && polling.contains(&entry.turn_id) {
+                    in_poll.insert(entry.turn_id);
+                } else {
+                    read.push(entry.turn_id);
+                }
             }
         }
         let runs = self.args.coordinator.runs.read_many(&read).await?;
@@ -325,7 +324,7 @@ impl WaiterState {
 
     /// Whether the run's completion is with the collectors and its box was polled lately.
     fn waits_for_collection(&self, record: &RunRecord) -> bool {
-        let key = format!("{}/{}", record.turn_id, record.launch_id);
+        let key = crate::lifecycle::collection_key(&record.turn_id, &record.launch_id);
         let collecting = self
             .args
             .coordinator

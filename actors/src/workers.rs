@@ -281,7 +281,7 @@ impl Actor for Collectors {
         CollectMsg::Collect { turn_id, launch_id }: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let key = format!("{turn_id}/{launch_id}");
+        let key = crate::lifecycle::collection_key(&turn_id, &launch_id);
         if !state
             .running
             .lock()

@@ -305,9 +305,10 @@ impl Runs {
     }
 
     /// Applies `steps` (a first transition, then the rest) in order as one write: each is
-    /// decided on the record the one before it left, and their effects ride the one txn. `known` is the row as the caller just read it
-    /// (its revision is compared, so a row that moved since is read again and decided anew);
-    /// without it the row is read first. A refusal of any step refuses them all.
+    /// decided on the record the one before it left, and their effects ride the one txn.
+    /// `known` is the row as the caller just read it (its revision is compared, so a row that
+    /// moved since is read again and decided anew); without it the row is read first. A
+    /// refusal of any step refuses them all.
     pub async fn apply_steps(
         &self,
         fence: &Fence,

@@ -398,12 +398,8 @@ async fn answer_latency_figures(sizes: &Sizes, figures: &mut Vec<Figure>) {
         ("embedded", answer_latency::Backing::Embedded),
         ("etcd", answer_latency::Backing::Etcd),
     ] {
-        let mut took = answer_latency::measure(backing, samples).await;
-        took.sort();
-        let at = |q: f64| {
-            let i = ((took.len() as f64 * q).ceil() as usize).clamp(1, took.len());
-            took[i - 1].as_secs_f64() * 1e3
-        };
+        let took = answer_latency::measure(backing, samples).await;
+        let at = |q: f64| answers::quantile(&took, q).as_secs_f64() * 1e3;
         figures.push(figure(
             format!(
                 "answer → resume on an attached engine's stream (gRPC), p50 / p99 of {}, {name}",

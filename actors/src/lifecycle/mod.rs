@@ -95,6 +95,11 @@ pub use work::WorkGuard;
 
 use crate::ports::{FleetLink, Runner};
 
+/// A collection's entry in [`Coordinator::collecting`]: the job `launch_id` of `turn_id`.
+pub fn collection_key(turn_id: &str, launch_id: &str) -> String {
+    format!("{turn_id}/{launch_id}")
+}
+
 /// What a node's lifecycle is made of (see [`Coordinator::new`]).
 #[derive(Debug)]
 pub struct Parts {
@@ -159,7 +164,7 @@ pub struct Coordinator {
     budget_held: std::sync::Mutex<std::collections::BTreeSet<String>>,
     /// the job directories of this node's local boxes, watched for their done markers
     pub completions: crate::completion::CompletionWatch,
-    /// the collections queued or in flight (`{turn}/{launch}`): a completion the collectors
+    /// the collections queued or in flight ([`collection_key`]): a completion the collectors
     /// have is not polled again every tick while it waits (`Collectors`, the waiter)
     pub collecting: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     /// what the placement passes saw of the fleet (`fleet_watch`)

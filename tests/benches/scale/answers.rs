@@ -49,16 +49,22 @@ impl Measured {
 
     /// The latency at quantile `q` (0.5, 0.99).
     pub fn quantile(&self, q: f64) -> Duration {
-        let mut sorted = self.latency.clone();
-        sorted.sort();
-        let at = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len());
-        sorted[at - 1]
+        quantile(&self.latency, q)
     }
+}
+
+/// The value of `samples` at quantile `q` (0.5, 0.99): the smallest with at least that share
+/// of the samples at or below it.
+pub fn quantile(samples: &[Duration], q: f64) -> Duration {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    let at = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len());
+    sorted[at - 1]
 }
 
 fn median_calls(calls: &[CallSnapshot]) -> CallSnapshot {
     let mut sorted = calls.to_vec();
-    sorted.sort_by_key(|c| c.gets + c.txns + c.others);
+    sorted.sort_by_key(total);
     sorted[sorted.len() / 2]
 }
 
