@@ -166,11 +166,14 @@ pub enum PlacementMsg {
     Pass,
 }
 
-/// The placement duty's state: its arguments, and the watch of the fleet's nodes.
+/// The placement duty's state: its arguments, the watch of the fleet's nodes and the one
+/// that keeps the seats' view, and whether a pass they asked for is queued.
 #[derive(Debug)]
 pub struct PlacementState {
     args: PlacementArgs,
     nodes_watch: tokio::task::JoinHandle<()>,
+    view_keeper: tokio::task::JoinHandle<()>,
+    asked: crate::nodes_watch::PassAsked,
 }
 
 impl Actor for Placement {
@@ -185,11 +188,21 @@ impl Actor for Placement {
     ) -> Result<Self::State, ActorProcessingErr> {
         let _ = myself.cast(PlacementMsg::Pass);
         myself.send_interval(args.interval, || PlacementMsg::Pass);
+        let asked = crate::nodes_watch::PassAsked::new(myself.clone());
         let nodes_watch = tokio::spawn(crate::nodes_watch::pass_on_change(
             args.coordinator.clone(),
-            myself.clone(),
+            asked.clone(),
         ));
-        Ok(PlacementState { args, nodes_watch })
+        let view_keeper = tokio::spawn(crate::nodes_watch::keep_seat_view(
+            args.coordinator.clone(),
+            asked.clone(),
+        ));
+        Ok(PlacementState {
+            args,
+            nodes_watch,
+            view_keeper,
+            asked,
+        })
     }
 
     async fn post_stop(
@@ -198,6 +211,9 @@ impl Actor for Placement {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         state.nodes_watch.abort();
+        state.view_keeper.abort();
+        // nothing keeps the view now: the next pass (a restarted duty's) reads the store
+        state.args.coordinator.seat_view.clear();
         Ok(())
     }
 
@@ -207,6 +223,8 @@ impl Actor for Placement {
         PlacementMsg::Pass: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        // a change seen from here on asks for another pass
+        state.asked.taken();
         let state = &mut state.args;
         match state.coordinator.rebalance().await {
             Ok(acquired) if !acquired.is_empty() => {

@@ -10,7 +10,8 @@
 //! - [`inbox`], [`ledger`], [`spend`], [`events`]: the seat mailbox, the completion ledger,
 //!   the spend counters and the events outbox; [`retention`] the leases that bound them.
 //! - [`ops`]: the rebased-instant records of the 29/30-day rule; [`duty`]: the waiter's poll duty.
-//! - [`placement`]: rendezvous hashing of seats over live nodes.
+//! - [`placement`]: rendezvous hashing of seats over live nodes; [`seat_view`]: the seats'
+//!   holders, mail and runs as the placement pass sees them, kept current by a watch.
 //! - [`stranded`]: local boxes a run left on another host, named for a node there to kill.
 //!
 //! Nothing here does sandbox I/O: the actors decide when to call these operations.
@@ -30,6 +31,7 @@ pub mod retention;
 pub mod runs;
 pub mod seat;
 pub mod seat_runs;
+pub mod seat_view;
 pub mod spend;
 pub mod store;
 pub mod stranded;

@@ -207,6 +207,13 @@ impl Runs {
         seat_runs::seats(self.store.as_ref(), &self.keys).await
     }
 
+    /// Every run's seat entry key (no value), at one revision: what a watch of the entries
+    /// starts from ([`crate::seat_view`]).
+    pub async fn entry_listing(&self) -> Result<crate::store::Range, Error> {
+        self.ensure_indexed().await?;
+        self.store.range_keys(&self.keys.all_seat_runs()).await
+    }
+
     /// Every run's seat entry: its turn and its status, no row read.
     pub async fn all_entries(&self) -> Result<Vec<seat_runs::Entry>, Error> {
         self.ensure_indexed().await?;

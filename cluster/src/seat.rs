@@ -9,7 +9,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::store::{Compare, CompareOp, LeaseId, Op, OpResult, Store, Txn};
+use crate::store::{Compare, CompareOp, KeyValue, LeaseId, Op, OpResult, Store, Txn};
 use crate::transition::Fence;
 use crate::{Error, Keys, keys::check_id};
 
@@ -179,43 +179,67 @@ pub async fn holders(
     keys: &Keys,
 ) -> Result<std::collections::BTreeMap<String, Held>, Error> {
     let range = store.range(&keys.seats()).await?;
+    holders_in(keys, &range.kvs)
+}
+
+/// The held seats among `kvs`, a listing of the seats' prefix, by seat.
+pub fn holders_in(
+    keys: &Keys,
+    kvs: &[KeyValue],
+) -> Result<std::collections::BTreeMap<String, Held>, Error> {
     let mut held = std::collections::BTreeMap::new();
-    for kv in range.kvs.iter().filter(|kv| kv.key.ends_with("/holder")) {
-        let holder: Holder = serde_json::from_slice(&kv.value).map_err(|error| Error::Decode {
-            key: kv.key.clone(),
-            message: error.to_string(),
-        })?;
-        let seat = kv
-            .key
-            .trim_end_matches("/holder")
-            .rsplit('/')
-            .next()
-            .unwrap_or_default()
-            .to_owned();
-        held.insert(
-            seat.clone(),
-            Held {
-                seat,
-                holder,
-                epoch: kv.create_revision,
-                lease: kv.lease,
-            },
-        );
+    for kv in kvs {
+        if let Some(one) = held_at(keys, kv)? {
+            held.insert(one.seat.clone(), one);
+        }
     }
     Ok(held)
 }
 
+/// The holder `kv` records, when it is a seat's holder key.
+pub fn held_at(keys: &Keys, kv: &KeyValue) -> Result<Option<Held>, Error> {
+    let Some(seat) = seat_of(keys, &kv.key, SeatKey::Holder) else {
+        return Ok(None);
+    };
+    let holder: Holder = serde_json::from_slice(&kv.value).map_err(|error| Error::Decode {
+        key: kv.key.clone(),
+        message: error.to_string(),
+    })?;
+    Ok(Some(Held {
+        seat: seat.to_owned(),
+        holder,
+        epoch: kv.create_revision,
+        lease: kv.lease,
+    }))
+}
+
+/// Which of a seat's keys [`seat_of`] looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeatKey {
+    /// `seats/{seat}/holder`
+    Holder,
+    /// `seats/{seat}/inbox/{seq}`: a message waiting in its inbox
+    Mail,
+}
+
+/// The seat `key` belongs to, when it is that seat's key of the kind asked.
+pub fn seat_of<'k>(keys: &Keys, key: &'k str, kind: SeatKey) -> Option<&'k str> {
+    let rest = key.strip_prefix(&keys.seats())?;
+    let (seat, tail) = rest.split_once('/')?;
+    let matches = match kind {
+        SeatKey::Holder => tail == "holder",
+        SeatKey::Mail => tail.starts_with("inbox/"),
+    };
+    (matches && !seat.is_empty()).then_some(seat)
+}
+
 /// Every seat with mail in its inbox.
 pub async fn seats_with_mail(store: &dyn Store, keys: &Keys) -> Result<Vec<String>, Error> {
-    let range = store.range(&keys.seats()).await?;
+    let range = store.range_keys(&keys.seats()).await?;
     let mut seats: Vec<String> = range
         .kvs
         .iter()
-        .filter_map(|kv| {
-            let rest = kv.key.strip_prefix(&keys.seats())?;
-            let (seat, tail) = rest.split_once('/')?;
-            tail.starts_with("inbox/").then(|| seat.to_owned())
-        })
+        .filter_map(|kv| seat_of(keys, &kv.key, SeatKey::Mail).map(str::to_owned))
         .collect();
     seats.dedup();
     Ok(seats)

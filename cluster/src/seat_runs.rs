@@ -86,14 +86,19 @@ pub async fn seats(
     store: &dyn Store,
     keys: &Keys,
 ) -> Result<std::collections::BTreeSet<String>, Error> {
-    let prefix = keys.all_seat_runs();
-    let listing = store.range_keys(&prefix).await?;
+    let listing = store.range_keys(&keys.all_seat_runs()).await?;
     Ok(listing
         .kvs
         .iter()
-        .filter_map(|kv| kv.key.strip_prefix(&prefix)?.split_once('/'))
-        .map(|(seat, _)| seat.to_owned())
+        .filter_map(|kv| seat_of_entry(keys, &kv.key))
+        .map(str::to_owned)
         .collect())
+}
+
+/// The seat whose run entry `key` is (`seat_runs/{seat}/{turn}`).
+pub fn seat_of_entry<'k>(keys: &Keys, key: &'k str) -> Option<&'k str> {
+    let (seat, turn) = key.strip_prefix(&keys.all_seat_runs())?.split_once('/')?;
+    (!seat.is_empty() && !turn.is_empty()).then_some(seat)
 }
 
 /// The runs of `turns`, read a page of keys per txn; a run gone since it was listed is left

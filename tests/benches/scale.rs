@@ -44,7 +44,7 @@
 //!
 //! `SCALE_ONLY=in_process` runs 5–6, `SCALE_ONLY=answers` 7, and `SCALE_ONLY=launches` the
 //! launch rates alone (fresh, then with `SCALE_ACTIVE` seats held), printing the node's pid for
-//! a profiler.
+//! a profiler, and between them the node's CPU while it holds its seats and is asked nothing.
 //!
 //! Under `cargo test` (the README's test command) it runs small (`SCALE_ACTIVE=400
 //! SCALE_SWEEP=200 SCALE_BATCH=50 SCALE_VIEWERS=20 SCALE_WINDOW=4 SCALE_RECOVERY=200 SCALE_ANSWERS=20`): it checks that every figure is
@@ -111,6 +111,8 @@ impl Sizes {
     }
 }
 
+/// How long the node's idle CPU is read over, between the launch phases.
+const IDLE_WINDOW: Duration = Duration::from_secs(10);
 /// How many batches a launch rate is the best of.
 const ROUNDS: usize = 3;
 /// How many launches are in flight at once.
@@ -213,6 +215,17 @@ impl Bench {
             self.end_all(Duration::from_secs(120)).await;
         }
         best
+    }
+
+    /// The node's CPU over [`IDLE_WINDOW`] with nothing asked of it, in cores: what holding
+    /// its seats costs (the placement pass, the session, the duties' ticks).
+    async fn idle_cpu(&self) -> f64 {
+        let pid = self.node.pid().unwrap_or(0);
+        // the last collections' tails settle first
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let (began, before) = (Instant::now(), probe::cpu_seconds(pid));
+        tokio::time::sleep(IDLE_WINDOW).await;
+        (probe::cpu_seconds(pid) - before) / began.elapsed().as_secs_f64()
     }
 
     async fn metrics(&self) -> String {
@@ -427,8 +440,13 @@ async fn launch_figures(sizes: &Sizes, figures: &mut Vec<Figure>) {
         sizes.active - sizes.batch
     );
     bench.end_all(Duration::from_secs(600)).await;
-    println!("  ended; the held batches start in 10 s");
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    println!("  ended; the held batches start in {IDLE_WINDOW:?}");
+    let idle_cpu = bench.idle_cpu().await;
+    println!(
+        "  the node idle, {} seats held: {:.1}% of a core",
+        sizes.active,
+        idle_cpu * 100.0
+    );
     let before = bench.store_txns().await;
     let held_rate = bench.launch_rounds(0..sizes.batch).await;
     bench.store_txns_since(before, "held").await;
@@ -441,6 +459,12 @@ async fn launch_figures(sizes: &Sizes, figures: &mut Vec<Figure>) {
         format!("{fresh_rate:.0} vs {held_rate:.0} ({ratio:.2})"),
         "≥ 0.8",
         ratio >= 0.8,
+    ));
+    figures.push(figure(
+        format!("node CPU idle, {} seats held", sizes.active),
+        format!("{:.1}% of a core", idle_cpu * 100.0),
+        "—",
+        true,
     ));
 }
 

@@ -12,6 +12,26 @@ pub fn status_bytes(pid: u32, field: &str) -> u64 {
         .map_or(0, |kib| kib * 1024)
 }
 
+/// The CPU seconds process `pid` has used so far, user and system (`/proc/{pid}/stat`); 0 when
+/// it cannot be read.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // the fields after the command's closing parenthesis: state is the first, utime the 12th
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |at: usize| {
+        fields
+            .get(at)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // SAFETY: sysconf reads a constant of the system and touches no memory of ours
+    #[allow(unsafe_code)]
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    (ticks(11) + ticks(12)) / per_second
+}
+
 /// The node's metrics as exposed, read with `token`.
 pub async fn scrape(http_url: &str, token: &str) -> String {
     reqwest::Client::new()

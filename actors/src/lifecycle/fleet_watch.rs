@@ -65,18 +65,19 @@ pub async fn lost_nodes(
 }
 
 impl Coordinator {
-    /// One look at the fleet, on the placement pass, with the seats' holders it read.
-    pub(super) async fn watch_fleet(&self, holders: &BTreeMap<String, Held>) -> Result<(), Error> {
-        self.watch_nodes().await?;
+    /// Notes each seat's holder as the placement pass sees it (what changed only: the pass
+    /// runs every second over every seat).
+    pub(super) fn note_holders(&self, holders: &BTreeMap<String, Held>) {
         let mut seen = self.fleet_seen.lock().unwrap_or_else(|p| p.into_inner());
         for held in holders.values() {
-            seen.holders.insert(held.seat.clone(), held.holder.clone());
+            if seen.holders.get(&held.seat) != Some(&held.holder) {
+                seen.holders.insert(held.seat.clone(), held.holder.clone());
+            }
         }
-        Ok(())
     }
 
     /// Reads the live nodes, and says which were lost since the last look.
-    async fn watch_nodes(&self) -> Result<(), Error> {
+    pub(super) async fn watch_nodes(&self) -> Result<(), Error> {
         let live: BTreeMap<String, NodeInfo> = seat::nodes(self.store.as_ref(), &self.keys)
             .await?
             .into_iter()

@@ -59,6 +59,7 @@ pub mod limits;
 pub mod offers;
 pub mod phase_record;
 mod placement;
+mod placement_pass;
 mod recovery;
 mod reply;
 mod retire;
@@ -169,6 +170,9 @@ pub struct Coordinator {
     pub collecting: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     /// what the placement passes saw of the fleet (`fleet_watch`)
     fleet_seen: std::sync::Mutex<fleet_watch::Seen>,
+    /// the seats as the placement pass sees them, while the placement duty's watch keeps
+    /// them (`placement_pass`)
+    pub seat_view: boxfleet_cluster::seat_view::SeatView,
 }
 
 impl Coordinator {
@@ -220,6 +224,7 @@ impl Coordinator {
             completions: crate::completion::CompletionWatch::default(),
             collecting: Default::default(),
             fleet_seen: std::sync::Mutex::new(fleet_watch::Seen::default()),
+            seat_view: Default::default(),
         }
     }
 

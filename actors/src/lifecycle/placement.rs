@@ -1,21 +1,18 @@
 //! Holding seats: the node's session (renewed, lost, reopened), acquiring a seat under its
-//! fence (and running its recovery pass), the placement pass that follows the live nodes, and
-//! the graceful hand-over of a seat placed elsewhere (DESIGN §7 `Seats`, the README's "A fleet").
+//! fence (and running its recovery pass), and the graceful hand-over of a seat placed
+//! elsewhere (DESIGN §7 `Seats`, the README's "A fleet"). The pass that decides which seats
+//! to take and give is `placement_pass`.
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
 
 use boxfleet_cluster::keys::check_id;
 use boxfleet_cluster::record::Status;
-use boxfleet_cluster::seat::{self, Acquire, Holder, Session};
+use boxfleet_cluster::seat::{self, Acquire, Session};
 use boxfleet_cluster::transition::Fence;
-use futures::StreamExt;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::Coordinator;
 use super::error::Error;
-use super::limits::{ACQUIRE_AT_ONCE, RELEASE_SETTLE};
 use super::work::WorkGuard;
 
 /// How much longer than its own settle a release waits for one already under way, which
@@ -191,127 +188,6 @@ impl Coordinator {
         self.held_seats().len()
     }
 
-    /// The placement pass (the `Seats` duty, DESIGN §7): every seat with runs, mail or a
-    /// holder is placed by rendezvous hashing over the live, non-draining nodes. A seat
-    /// placed here that nobody holds is acquired (and recovered); a seat held here that is
-    /// placed elsewhere is released gracefully, in the background; a seat this node thought
-    /// it held that the store says it does not is forgotten. Returns the seats acquired.
-    pub async fn rebalance(self: &Arc<Self>) -> Result<Vec<String>, Error> {
-        // what this node believes, read before the store: a seat acquired after this line is
-        // in the store's answer below, never judged against an older one
-        let believed = self.held_seats();
-        let nodes = self.placeable_nodes().await?;
-        let names: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
-        let held = seat::holders(self.store.as_ref(), &self.keys).await?;
-        // what changed in the fleet since the last pass: a node lost, a seat's last holder
-        if let Err(error) = self.watch_fleet(&held).await {
-            warn!(%error, "fleet_watch_failed");
-        }
-        let mut seats: BTreeSet<String> = held.keys().cloned().collect();
-        // the seats with runs, from the runs' entries: a pass a second that read and decoded
-        // every run was a third of a node's CPU at 10,000 runs (issue 20)
-        seats.extend(self.runs.seats_with_runs().await?);
-        seats.extend(seat::seats_with_mail(self.store.as_ref(), &self.keys).await?);
-        let me = self.holder();
-        // what the store no longer says is ours is not ours
-        for fence in believed {
-            let still = held
-                .get(&fence.seat)
-                .is_some_and(|h| h.holder == me && h.epoch == fence.epoch);
-            if !still {
-                self.lose_seat(&fence.seat);
-            }
-        }
-        let mut to_acquire = Vec::new();
-        for seat in seats {
-            let placed = boxfleet_cluster::placement::owner(&seat, names.iter().copied());
-            match held.get(&seat) {
-                Some(h) if h.holder == me => {
-                    let elsewhere = |p: &str| {
-                        nodes
-                            .iter()
-                            .find(|n| n.node == p)
-                            .is_some_and(|n| n.host != self.access.host)
-                    };
-                    // a seat whose run has a box on this host stays with a node on this host
-                    // while the box lives: a node elsewhere could neither poll, collect nor
-                    // resume into it (its runs are read only when it is placed elsewhere)
-                    let kept_for_its_box =
-                        placed.is_some_and(elsewhere) && self.boxed_here(&seat).await?;
-                    if placed.is_some_and(|p| p != self.node) && !kept_for_its_box {
-                        let (me, seat) = (self.clone(), seat.clone());
-                        tokio::spawn(async move {
-                            if let Err(error) = me.release_seat(&seat, RELEASE_SETTLE).await {
-                                warn!(seat, %error, "seat_release_failed");
-                            }
-                        });
-                    } else if h.lease == self.session().lease && !self.holds(&seat) {
-                        // ours in the store but not acting for it here (a recovery pass that
-                        // failed, a session given up for lost that the store kept): taken
-                        // back once the work this node still does on it is over
-                        to_acquire.push((seat, true));
-                    }
-                }
-                Some(_) => {}
-                None if placed == Some(self.node.as_str()) => to_acquire.push((seat, false)),
-                None => {}
-            }
-        }
-        // several seats at once, each with its own recovery pass (`ACQUIRE_AT_ONCE`)
-        let acquired: Vec<String> = futures::stream::iter(to_acquire)
-            .map(|(seat, ours)| async move {
-                // boxed: an acquire with its recovery pass is a large future, and the pass
-                // holds up to `ACQUIRE_AT_ONCE` of them
-                let taken = if ours {
-                    Box::pin(self.take_back(&seat)).await
-                } else {
-                    Box::pin(self.acquire_placed(&seat)).await
-                };
-                match taken {
-                    Ok(true) => Some(seat),
-                    Ok(false) => None,
-                    Err(error) => {
-                        warn!(seat, %error, "seat_acquire_failed");
-                        None
-                    }
-                }
-            })
-            .buffer_unordered(ACQUIRE_AT_ONCE)
-            .filter_map(std::future::ready)
-            .collect()
-            .await;
-        // a held seat that left the company's agent seats: its retirement grace, then its end
-        // (looked at every minute, not every pass: one store read per held seat a second kept
-        // the store and its blocking threads busy on an idle node)
-        let retirement = if self.retirement_check_due() {
-            self.held_seats()
-        } else {
-            Vec::new()
-        };
-        for fence in retirement {
-            if let Err(error) = self.retire_if_removed(&fence).await {
-                warn!(seat = %fence.seat, %error, "seat_retirement_failed");
-            }
-        }
-        Ok(acquired)
-    }
-
-    /// Whether a run of `seat` has a box on this node's host.
-    async fn boxed_here(&self, seat: &str) -> Result<bool, Error> {
-        Ok(self.runs.list_by_seat(seat).await?.iter().any(|run| {
-            run.record.sandbox_id.is_some()
-                && run.record.host.as_deref() == Some(self.access.host.as_str())
-        }))
-    }
-
-    /// This node's incarnation as a seat's holder.
-    fn holder(&self) -> Holder {
-        Holder {
-            node: self.node.clone(),
-            incarnation: self.incarnation.clone(),
-        }
-    }
-
     /// The seats this node holds, with their fences.
     pub fn held_seats(&self) -> Vec<Fence> {
         self.seats.held()
@@ -325,14 +201,6 @@ impl Coordinator {
     /// Whether this node is handing `seat` over now.
     pub fn releasing(&self, seat: &str) -> bool {
         self.seats.releasing(seat)
-    }
-
-    /// Whether the store names this node's incarnation as `seat`'s holder.
-    async fn holds_in_store(&self, seat: &str) -> Result<bool, Error> {
-        let me = self.holder();
-        Ok(seat::holder(self.store.as_ref(), &self.keys, seat)
-            .await?
-            .is_some_and(|(holder, _)| holder == me))
     }
 
     /// A drain: every seat held here that another live node is placed to take is handed over
@@ -417,13 +285,21 @@ impl Coordinator {
     /// Acquires a seat nobody holds that this pass placed here (from the live nodes it read):
     /// [`Coordinator::seat_fence`] without reading the nodes again for each seat, which a
     /// failover does for every seat of the dead node.
-    async fn acquire_placed(&self, seat: &str) -> Result<bool, Error> {
+    pub(super) async fn acquire_placed(&self, seat: &str) -> Result<bool, Error> {
         if self.seats.releasing(seat) {
             return Ok(false);
         }
         let _acquiring = self.seats.acquiring.lock(seat).await;
         if self.seats.fence(seat).is_none() {
-            self.acquire_here(seat).await?;
+            match self.acquire_here(seat).await {
+                Ok(_) => {}
+                // the view the pass decided from had not seen its holder yet
+                Err(Error::SeatHeldElsewhere { holder, .. }) => {
+                    debug!(seat, holder, "seat_held_since_the_view");
+                    return Ok(false);
+                }
+                Err(error) => return Err(error),
+            }
         }
         Ok(true)
     }
@@ -435,7 +311,7 @@ impl Coordinator {
     /// a launch creating its box, an inbox pass — and the fence is still good, so the seat is
     /// taken back only once that work is over: a recovery pass beside it would read the launch
     /// as abandoned and reap it. `false` while such work goes on (the next pass tries again).
-    async fn take_back(&self, seat: &str) -> Result<bool, Error> {
+    pub(super) async fn take_back(&self, seat: &str) -> Result<bool, Error> {
         let _acquiring = self.seats.acquiring.lock(seat).await;
         if self.seats.fence(seat).is_some() {
             return Ok(true);
@@ -445,6 +321,11 @@ impl Coordinator {
         let seat_lock = self.seats.seat.try_lock(seat);
         if seat_lock.is_none() || self.work.count(seat) > 0 {
             info!(seat, node = %self.node, "seat_take_back_deferred");
+            return Ok(false);
+        }
+        // the view the pass decided from may not have seen a release this node just made: a
+        // seat handed over is not taken back
+        if !self.holds_in_store(seat).await? {
             return Ok(false);
         }
         self.acquire_here(seat).await.map(|_| true)

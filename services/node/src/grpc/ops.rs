@@ -201,15 +201,13 @@ impl pb::ops_server::Ops for OpsService {
     ) -> Result<Response<pb::SeatsReply>, GrpcStatus> {
         authorize(&principal_of(&request)?, &Call::Seats, "")?;
         let coordinator = &self.coordinator;
-        let held = seat::holders(coordinator.store.as_ref(), &coordinator.keys)
-            .await
-            .map_err(status)?;
-        // the same prefix again, for the mail each seat holds
+        // one read of the seats' prefix: the holders, and the mail each seat holds
         let range = coordinator
             .store
             .range(&coordinator.keys.seats())
             .await
             .map_err(status)?;
+        let held = seat::holders_in(&coordinator.keys, &range.kvs).map_err(status)?;
         let runs = coordinator.runs.list().await.map_err(status)?;
         // every seat with a holder, a run or mail: one mid-handover (its holder gone, the
         // next not yet in) is listed unheld rather than left out
