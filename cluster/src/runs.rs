@@ -201,12 +201,6 @@ impl Runs {
             .map(|entry| entry.turn_id))
     }
 
-    /// Every seat that has a run, from the runs' entries (keys only, no row read).
-    pub async fn seats_with_runs(&self) -> Result<std::collections::BTreeSet<String>, Error> {
-        self.ensure_indexed().await?;
-        seat_runs::seats(self.store.as_ref(), &self.keys).await
-    }
-
     /// Every run's seat entry key (no value), at one revision: what a watch of the entries
     /// starts from ([`crate::seat_view`]).
     pub async fn entry_listing(&self) -> Result<crate::store::Range, Error> {

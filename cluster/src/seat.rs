@@ -233,18 +233,6 @@ pub fn seat_of<'k>(keys: &Keys, key: &'k str, kind: SeatKey) -> Option<&'k str> 
     (matches && !seat.is_empty()).then_some(seat)
 }
 
-/// Every seat with mail in its inbox.
-pub async fn seats_with_mail(store: &dyn Store, keys: &Keys) -> Result<Vec<String>, Error> {
-    let range = store.range_keys(&keys.seats()).await?;
-    let mut seats: Vec<String> = range
-        .kvs
-        .iter()
-        .filter_map(|kv| seat_of(keys, &kv.key, SeatKey::Mail).map(str::to_owned))
-        .collect();
-    seats.dedup();
-    Ok(seats)
-}
-
 /// Releases the seat if `fence` still holds it; `false` when it did not.
 pub async fn release(store: &dyn Store, keys: &Keys, fence: &Fence) -> Result<bool, Error> {
     let response = store

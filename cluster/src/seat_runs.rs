@@ -81,20 +81,6 @@ fn entry_of(kv: &KeyValue) -> Result<Entry, Error> {
     })
 }
 
-/// Every seat with a run, from the entries' keys alone.
-pub async fn seats(
-    store: &dyn Store,
-    keys: &Keys,
-) -> Result<std::collections::BTreeSet<String>, Error> {
-    let listing = store.range_keys(&keys.all_seat_runs()).await?;
-    Ok(listing
-        .kvs
-        .iter()
-        .filter_map(|kv| seat_of_entry(keys, &kv.key))
-        .map(str::to_owned)
-        .collect())
-}
-
 /// The seat whose run entry `key` is (`seat_runs/{seat}/{turn}`).
 pub fn seat_of_entry<'k>(keys: &Keys, key: &'k str) -> Option<&'k str> {
     let (seat, turn) = key.strip_prefix(&keys.all_seat_runs())?.split_once('/')?;
