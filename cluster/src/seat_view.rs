@@ -115,7 +115,7 @@ impl Known {
         // the changes of one revision may come one by one: the revision before is whole
         self.complete_through = self.complete_through.max(change.revision() - 1);
         let key = change.key();
-        if seat::seat_of(keys, key, SeatKey::Holder).is_some() {
+        if let Some(seat) = seat::seat_of(keys, key, SeatKey::Holder) {
             return Ok(match change {
                 WatchEvent::Put(kv) => {
                     if let Some(held) = seat::held_at(keys, kv)? {
@@ -123,8 +123,7 @@ impl Known {
                     }
                     false
                 }
-                WatchEvent::Delete { .. } => seat::seat_of(keys, key, SeatKey::Holder)
-                    .is_some_and(|seat| self.holders.remove(seat).is_some()),
+                WatchEvent::Delete { .. } => self.holders.remove(seat).is_some(),
             });
         }
         if let Some(seat) = seat::seat_of(keys, key, SeatKey::Mail) {
