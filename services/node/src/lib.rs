@@ -23,6 +23,10 @@ mod trust;
 
 use clap::Parser as _;
 
+/// The node's allocator: mimalloc (`memory.rs` says why and how it is set up).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Parses the command line, runs the command and exits with its status.
 pub fn main() -> ! {
     memory::configure_allocator();
