@@ -28,8 +28,10 @@ pub(super) struct Inner {
     pub(super) history_bytes: i64,
     /// seconds of history to keep (0: by count and bytes alone)
     pub(super) history_seconds: i64,
-    /// history bytes dropped since the file was last compacted
-    pub(super) trimmed_bytes: AtomicU64,
+    /// how far the history's bytes fell below the most they were since the file was last
+    /// compacted: the space its dropped entries freed that no entry written since took
+    /// again (a history held at its bounds drops as much as it writes, and frees nothing)
+    pub(super) history_shrunk: AtomicU64,
     /// how much dropped history makes a compaction
     pub(super) compact_after_bytes: u64,
     /// down for good once the file failed a write: redb takes no write after an I/O error

@@ -207,7 +207,7 @@ impl Inner {
             history_revisions,
             history_bytes,
             history_seconds: i64::try_from(options.history_seconds).unwrap_or(i64::MAX),
-            trimmed_bytes: std::sync::atomic::AtomicU64::new(0),
+            history_shrunk: std::sync::atomic::AtomicU64::new(0),
             compact_after_bytes: options.compact_after_bytes,
             health: super::health::StoreHealth::new(),
             commits: Mutex::new(()),

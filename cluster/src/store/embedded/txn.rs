@@ -232,8 +232,8 @@ impl Tables<'_> {
 
 impl Tables<'_> {
     /// Drops the history below `floor`, and the oldest past `history_bytes` (`added` bytes were
-    /// just written), never `latest`'s own revision; counts what it dropped toward the next
-    /// compaction. Returns the bytes dropped.
+    /// just written), never `latest`'s own revision; counts what was written and dropped
+    /// toward the next compaction (`Inner::history_changed`). Returns the bytes dropped.
     pub(super) fn trim_history(
         &mut self,
         inner: &Inner,
@@ -274,11 +274,7 @@ impl Tables<'_> {
                 .insert(META_OLDEST, oldest)
                 .map_err(|e| inner.disk("write the oldest revision", e))?;
         }
-        if trimmed > 0 {
-            inner
-                .trimmed_bytes
-                .fetch_add(trimmed as u64, std::sync::atomic::Ordering::Relaxed);
-        }
+        inner.history_changed(added, trimmed);
         Ok(trimmed)
     }
 }
