@@ -15,6 +15,7 @@
 //! loaded again.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -30,8 +31,22 @@ use crate::{Error, Keys};
 /// How long a broken watch waits before the view is loaded again.
 const RELOAD_AFTER: Duration = Duration::from_secs(1);
 
+/// Which view, and how many changes of what the pass decides from it has seen: equal shapes,
+/// the same seats and holders. A change that only adds a run or a message to a seat that has
+/// one already (every launch's) leaves the shape as it was.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// the load the view began with (each load of any view in the process has its own)
+    load: u64,
+    /// the changes since that altered a holder, or which seats there are
+    changes: u64,
+}
+
+/// Numbers the views' loads.
+static LOADS: AtomicU64 = AtomicU64::new(1);
+
 /// What the store says of the seats, as of [`Known::complete_through`].
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, Clone)]
 pub struct Known {
     /// each held seat's holder key
     holders: BTreeMap<String, Held>,
@@ -41,6 +56,7 @@ pub struct Known {
     runs: HashMap<String, u32>,
     /// every change to the seats' prefix up to this revision is in
     complete_through: Revision,
+    shape: Shape,
 }
 
 impl Known {
@@ -55,6 +71,10 @@ impl Known {
         let mut known = Known {
             holders: seat::holders_in(keys, seats)?,
             complete_through: seats_at,
+            shape: Shape {
+                load: LOADS.fetch_add(1, Ordering::Relaxed),
+                changes: 0,
+            },
             ..Known::default()
         };
         for kv in seats {
@@ -109,6 +129,17 @@ impl Known {
         self.complete_through
     }
 
+    /// The view's shape: the pass may skip a view of the shape it last found nothing to do in.
+    pub fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    fn reshaped(&mut self, did: bool) {
+        if did {
+            self.shape.changes += 1;
+        }
+    }
+
     /// Applies one change of the seats' prefix; `true` when it freed a seat (its holder key
     /// went: released, or its holder's session lapsed).
     fn seat_changed(&mut self, keys: &Keys, change: &WatchEvent) -> Result<bool, Error> {
@@ -116,18 +147,25 @@ impl Known {
         self.complete_through = self.complete_through.max(change.revision() - 1);
         let key = change.key();
         if let Some(seat) = seat::seat_of(keys, key, SeatKey::Holder) {
-            return Ok(match change {
-                WatchEvent::Put(kv) => {
-                    if let Some(held) = seat::held_at(keys, kv)? {
-                        self.holders.insert(held.seat.clone(), held);
+            let (reshaped, freed) = match change {
+                WatchEvent::Put(kv) => match seat::held_at(keys, kv)? {
+                    Some(held) => {
+                        let before = self.holders.insert(held.seat.clone(), held);
+                        (before.as_ref() != self.holders.get(seat), false)
                     }
-                    false
+                    None => (false, false),
+                },
+                WatchEvent::Delete { .. } => {
+                    let freed = self.holders.remove(seat).is_some();
+                    (freed, freed)
                 }
-                WatchEvent::Delete { .. } => self.holders.remove(seat).is_some(),
-            });
+            };
+            self.reshaped(reshaped);
+            return Ok(freed);
         }
         if let Some(seat) = seat::seat_of(keys, key, SeatKey::Mail) {
-            count(&mut self.mail, seat, change);
+            let reshaped = count(&mut self.mail, seat, change);
+            self.reshaped(reshaped);
         }
         Ok(false)
     }
@@ -135,26 +173,32 @@ impl Known {
     /// Applies one change of the run entries.
     fn entry_changed(&mut self, keys: &Keys, change: &WatchEvent) {
         if let Some(seat) = seat_of_entry(keys, change.key()) {
-            count(&mut self.runs, seat, change);
+            let reshaped = count(&mut self.runs, seat, change);
+            self.reshaped(reshaped);
         }
     }
 }
 
 /// Counts a key created under `seat` (its first version) or deleted; a key written again is
-/// the same key.
-fn count(counts: &mut HashMap<String, u32>, seat: &str, change: &WatchEvent) {
+/// the same key. `true` when the seat's first key came or its last went.
+fn count(counts: &mut HashMap<String, u32>, seat: &str, change: &WatchEvent) -> bool {
     match change {
         WatchEvent::Put(kv) if kv.version == 1 => {
-            *counts.entry(seat.to_owned()).or_default() += 1;
+            let counted = counts.entry(seat.to_owned()).or_default();
+            *counted += 1;
+            *counted == 1
         }
-        WatchEvent::Put(_) => {}
+        WatchEvent::Put(_) => false,
         WatchEvent::Delete { .. } => {
-            if let Some(left) = counts.get_mut(seat) {
-                *left = left.saturating_sub(1);
-                if *left == 0 {
-                    counts.remove(seat);
-                }
+            let Some(left) = counts.get_mut(seat) else {
+                return false;
+            };
+            *left = left.saturating_sub(1);
+            if *left > 0 {
+                return false;
             }
+            counts.remove(seat);
+            true
         }
     }
 }
@@ -243,5 +287,100 @@ impl SeatView {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::seat::Holder;
+
+    fn put(key: String, value: Vec<u8>, version: i64, revision: Revision) -> WatchEvent {
+        WatchEvent::Put(KeyValue {
+            key,
+            value,
+            create_revision: revision - version + 1,
+            mod_revision: revision,
+            version,
+            lease: 7,
+        })
+    }
+
+    fn holder(node: &str) -> Vec<u8> {
+        serde_json::to_vec(&Holder {
+            node: node.into(),
+            incarnation: format!("{node}-1"),
+        })
+        .unwrap()
+    }
+
+    /// The pass skips a view whose shape it found nothing to do in: the shape must move with
+    /// every change of which seats there are or who holds them, and only with those.
+    #[test]
+    fn the_shape_moves_with_the_seats_and_their_holders_and_not_with_a_seats_second_run() {
+        let keys = Keys::new("t");
+        let mut known = Known::from_listings(&keys, &[], 1, &[]).unwrap();
+        let mut shapes = vec![known.shape()];
+        let mut changed = |known: &Known, expected: bool, what: &str| {
+            let last = *shapes.last().unwrap();
+            assert_eq!(known.shape() != last, expected, "{what}");
+            shapes.push(known.shape());
+        };
+
+        known.entry_changed(&keys, &put(keys.seat_run("a", "t1"), vec![], 1, 2));
+        changed(&known, true, "a seat's first run entry adds the seat");
+        known.entry_changed(&keys, &put(keys.seat_run("a", "t2"), vec![], 1, 3));
+        changed(&known, false, "a second run entry does not");
+        known.entry_changed(&keys, &put(keys.seat_run("a", "t2"), vec![], 2, 4));
+        changed(&known, false, "an entry written again does not");
+
+        let holder_key = keys.seat_holder("a");
+        known
+            .seat_changed(&keys, &put(holder_key.clone(), holder("n1"), 1, 5))
+            .unwrap();
+        changed(&known, true, "a holder");
+        known
+            .seat_changed(&keys, &put(holder_key.clone(), holder("n1"), 2, 6))
+            .unwrap();
+        changed(&known, false, "the same holder written again");
+        known
+            .seat_changed(&keys, &put(holder_key.clone(), holder("n2"), 3, 7))
+            .unwrap();
+        changed(&known, true, "another holder");
+
+        known
+            .seat_changed(&keys, &put(keys.inbox_message("b", 1), vec![], 1, 8))
+            .unwrap();
+        changed(&known, true, "a seat's first message adds the seat");
+        known
+            .seat_changed(&keys, &put(keys.inbox_message("b", 2), vec![], 1, 9))
+            .unwrap();
+        changed(&known, false, "a second message does not");
+        let gone = |key: String, revision| WatchEvent::Delete { key, revision };
+        known
+            .seat_changed(&keys, &gone(keys.inbox_message("b", 1), 10))
+            .unwrap();
+        changed(&known, false, "one of two messages going does not");
+        known
+            .seat_changed(&keys, &gone(keys.inbox_message("b", 2), 11))
+            .unwrap();
+        changed(&known, true, "the last message going removes the seat");
+
+        known.entry_changed(&keys, &gone(keys.seat_run("a", "t1"), 12));
+        changed(&known, false, "one of two entries going does not");
+        known.entry_changed(&keys, &gone(keys.seat_run("a", "t2"), 13));
+        changed(&known, true, "the last entry going does");
+        let freed = known.seat_changed(&keys, &gone(holder_key, 14)).unwrap();
+        assert!(freed, "a holder key deleted frees its seat");
+        changed(&known, true, "the holder going");
+
+        let reloaded = Known::from_listings(&keys, &[], 14, &[]).unwrap();
+        assert_ne!(
+            reloaded.shape(),
+            Known::from_listings(&keys, &[], 14, &[]).unwrap().shape(),
+            "each load has a shape of its own"
+        );
     }
 }

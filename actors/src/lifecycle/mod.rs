@@ -173,6 +173,8 @@ pub struct Coordinator {
     /// the seats as the placement pass sees them, while the placement duty's watch keeps
     /// them (`placement_pass`)
     pub seat_view: boxfleet_cluster::seat_view::SeatView,
+    /// what the last placement pass that found nothing to do decided from
+    settled_pass: std::sync::Mutex<Option<placement_pass::Settled>>,
 }
 
 impl Coordinator {
@@ -225,6 +227,7 @@ impl Coordinator {
             collecting: Default::default(),
             fleet_seen: std::sync::Mutex::new(fleet_watch::Seen::default()),
             seat_view: Default::default(),
+            settled_pass: std::sync::Mutex::new(None),
         }
     }
 

@@ -8,11 +8,17 @@
 //! in memory, and reads the store whole only while no watch keeps it: at 10,000 seats the
 //! reads were 20,000 keys a second (issue 20). A view is never older than what it says it is
 //! complete through, and a seat this node acquired after that is not judged by it.
+//!
+//! A pass that found nothing to do is not decided again until something it decides from
+//! changes ([`Settled`]): the view's seats or holders, the seats this node holds, its session,
+//! the placeable nodes. Deciding walked every seat each second — a tenth of the CPU of a node
+//! holding 10,000 seats while it launched (issue 20's scale bench); a launch on a held seat
+//! changes none of them.
 
 use std::sync::Arc;
 
 use boxfleet_cluster::seat::{self, Holder, NodeInfo};
-use boxfleet_cluster::seat_view::Known;
+use boxfleet_cluster::seat_view::{Known, Shape};
 use boxfleet_cluster::store::LeaseId;
 use boxfleet_cluster::transition::Fence;
 use futures::StreamExt;
@@ -52,6 +58,30 @@ struct Plan {
     held_here: Vec<HeldHere>,
     /// seats placed here that nobody holds
     free_here: Vec<String>,
+    /// a seat held under a fence the view is not complete through was left to a later pass
+    deferred: bool,
+}
+
+impl Plan {
+    /// Nothing to do, and nothing left for later.
+    fn is_settled(&self) -> bool {
+        self.lost.is_empty()
+            && self.held_here.is_empty()
+            && self.free_here.is_empty()
+            && !self.deferred
+    }
+}
+
+/// What a pass that found nothing to do decided from: while all of it stays the same, so does
+/// the decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Settled {
+    view: Shape,
+    /// the seats this node holds, as `Seats::held_changes` counts their changes
+    held_changes: u64,
+    lease: LeaseId,
+    /// the placeable nodes, each its name and host
+    nodes: Vec<(String, String)>,
 }
 
 impl Coordinator {
@@ -59,7 +89,8 @@ impl Coordinator {
     pub async fn rebalance(self: &Arc<Self>) -> Result<Vec<String>, Error> {
         // what this node believes, before the view is looked at: a seat acquired after this
         // line is either in the view or past what it is complete through, never judged by
-        // an older one
+        // an older one (and counted in a later `held_changes`)
+        let held_changes = self.seats.held_changes();
         let believed = self.held_seats();
         let nodes = self.placeable_nodes().await?;
         // what changed in the fleet since the last pass: a node lost
@@ -72,9 +103,13 @@ impl Coordinator {
             believed: &believed,
             nodes: &nodes,
         };
-        let plan = match self.seat_view.look(|known| self.plan_pass(known, &me)) {
+        let plan = match self
+            .seat_view
+            .look(|known| self.plan_unless_settled(known, &me, held_changes))
+        {
             Some(plan) => plan,
             None => {
+                *self.lock_settled() = None;
                 let known = Known::read(self.store.as_ref(), &self.keys, &self.runs).await?;
                 self.plan_pass(&known, &me)
             }
@@ -125,6 +160,34 @@ impl Coordinator {
         Ok(acquired)
     }
 
+    fn lock_settled(&self) -> std::sync::MutexGuard<'_, Option<Settled>> {
+        self.settled_pass
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Decides the pass from the view, unless the last pass found nothing to do from the same
+    /// inputs: then there is nothing to do again.
+    fn plan_unless_settled(&self, known: &Known, me: &Me<'_>, held_changes: u64) -> Plan {
+        let inputs = Settled {
+            view: known.shape(),
+            held_changes,
+            lease: me.lease,
+            nodes: me
+                .nodes
+                .iter()
+                .map(|n| (n.node.clone(), n.host.clone()))
+                .collect(),
+        };
+        let mut settled = self.lock_settled();
+        if settled.as_ref() == Some(&inputs) {
+            return Plan::default();
+        }
+        let plan = self.plan_pass(known, me);
+        *settled = plan.is_settled().then_some(inputs);
+        plan
+    }
+
     /// Decides the pass from `known`, without I/O (the view is looked at under its lock).
     fn plan_pass(&self, known: &Known, me: &Me<'_>) -> Plan {
         self.note_holders(known.holders());
@@ -134,6 +197,7 @@ impl Coordinator {
         // through yet is left to a later pass
         for fence in me.believed {
             if fence.epoch > known.complete_through() {
+                plan.deferred = true;
                 continue;
             }
             let still = known

@@ -62,6 +62,8 @@ struct SeatTable {
     in_flight: HashMap<String, Message>,
     /// seats whose head message was deferred: no turn goes out before the instant
     cooling: HashMap<String, tokio::time::Instant>,
+    /// how many times `held` changed
+    held_changes: u64,
 }
 
 /// The node's seats and session.
@@ -152,16 +154,25 @@ impl Seats {
         self.table().held.get(seat).cloned()
     }
 
+    /// How many times the seats held (or their fences) changed: the placement pass skips
+    /// what it decided already while this and its other inputs stay the same.
+    pub fn held_changes(&self) -> u64 {
+        self.table().held_changes
+    }
+
     /// `seat` is held under `fence` from now (and fresh: its remote runs are polled at once).
     pub fn hold(&self, fence: Fence) {
         let mut table = self.table();
         table.fresh.insert(fence.seat.clone());
         table.held.insert(fence.seat.clone(), fence);
+        table.held_changes += 1;
     }
 
     /// Forgets `seat`.
     pub fn forget(&self, seat: &str) {
-        self.table().held.remove(seat);
+        let mut table = self.table();
+        table.held.remove(seat);
+        table.held_changes += 1;
     }
 
     /// The seats acquired since the last call (and forgets them).
@@ -181,6 +192,7 @@ impl Seats {
         let mut table = self.table();
         table.held.remove(seat);
         table.in_flight.remove(seat);
+        table.held_changes += 1;
     }
 
     /// The hand-over of `seat` is over.
