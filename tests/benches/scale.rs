@@ -14,11 +14,11 @@
 //! one second of polls covers, its 16 poll slots never idle and the rate of polls is the
 //! sweep's speed. In one run it measures, and prints side by side with each goal:
 //!
-//! 1. **launches per second** of a batch of `SCALE_BATCH` launches, 16 at once, on the fresh
-//!    node's first `SCALE_BATCH` seats, and on the same seats once the node holds
-//!    `SCALE_ACTIVE` seats and their ended runs (goal: within 20% of the first), each the best
-//!    of three batches; and, for the record, a batch on new seats beside `SCALE_ACTIVE`
-//!    running jobs, which the node polls meanwhile;
+//! 1. **launches per second** of a batch of `SCALE_BATCH` launches, 16 at once, on a node
+//!    holding those seats only and on one holding `SCALE_ACTIVE` seats and their ended runs
+//!    (goal: within 20% of each other), in interleaved pairs of batches, the two nodes side by
+//!    side (`scale/launch_rates.rs`); and, for the record, a batch on new seats beside
+//!    `SCALE_ACTIVE` running jobs, which the node polls meanwhile;
 //! 2. **the poll sweep** with `SCALE_SWEEP` and with `SCALE_ACTIVE` boxes running: polls per
 //!    second over `SCALE_WINDOW` seconds, so a sweep of N takes N ÷ rate, beside its bound
 //!    N × poll ÷ 16 (goal: bound ÷ time ≥ 0.9);
@@ -43,8 +43,8 @@
 //!    answers through `Runs.Answer`, each timed to the resume on the engine's stream.
 //!
 //! `SCALE_ONLY=in_process` runs 5–6, `SCALE_ONLY=answers` 7, and `SCALE_ONLY=launches` the
-//! launch rates alone (fresh, then with `SCALE_ACTIVE` seats held), printing the node's pid for
-//! a profiler, and between them the node's CPU while it holds its seats and is asked nothing.
+//! launch rates alone (the pairs of 1.), printing the nodes' pids for a profiler, and before
+//! them the CPU of the node holding `SCALE_ACTIVE` seats while it is asked nothing.
 //!
 //! Under `cargo test` (the README's test command) it runs small (`SCALE_ACTIVE=400
 //! SCALE_SWEEP=200 SCALE_BATCH=50 SCALE_VIEWERS=20 SCALE_WINDOW=4 SCALE_RECOVERY=200 SCALE_ANSWERS=20`): it checks that every figure is
@@ -64,6 +64,8 @@ use futures::StreamExt;
 mod answer_latency;
 #[path = "scale/answers.rs"]
 mod answers;
+#[path = "scale/launch_rates.rs"]
+mod launch_rates;
 #[path = "scale/recovery.rs"]
 mod recovery;
 
@@ -113,8 +115,6 @@ impl Sizes {
 
 /// How long the node's idle CPU is read over, between the launch phases.
 const IDLE_WINDOW: Duration = Duration::from_secs(10);
-/// How many batches a launch rate is the best of.
-const ROUNDS: usize = 3;
 /// How many launches are in flight at once.
 const LAUNCHERS: usize = 16;
 /// The node's poll slots (`MAX_CONCURRENT_POLLS`).
@@ -202,19 +202,6 @@ impl Bench {
             .collect()
             .await;
         (began.elapsed(), turns)
-    }
-
-    /// Launches a job on each of `seats`, [`ROUNDS`] times, every job ended and collected
-    /// between rounds; the best rate (a batch takes a fraction of a second, which this
-    /// machine's noise swamps).
-    async fn launch_rounds(&mut self, seats: std::ops::Range<usize>) -> f64 {
-        let mut best: f64 = 0.0;
-        for _ in 0..ROUNDS {
-            let (took, _) = self.launch(seats.clone()).await;
-            best = best.max(seats.len() as f64 / took.as_secs_f64());
-            self.end_all(Duration::from_secs(120)).await;
-        }
-        best
     }
 
     /// The node's CPU over [`IDLE_WINDOW`] with nothing asked of it, in cores: what holding
@@ -425,41 +412,41 @@ async fn answer_latency_figures(sizes: &Sizes, figures: &mut Vec<Figure>) {
     }
 }
 
-/// The launch rates alone (`SCALE_ONLY=launches`, for profiling the node: its pid is
-/// printed): the batches on a fresh node, then on the same seats once it holds
-/// `SCALE_ACTIVE` seats whose first jobs ended.
+/// The launch rates alone (`SCALE_ONLY=launches`, for profiling: the nodes' pids are
+/// printed): a node holding `SCALE_ACTIVE` seats whose first jobs ended beside one holding the
+/// batch's seats only.
 async fn launch_figures(sizes: &Sizes, figures: &mut Vec<Figure>) {
-    let mut bench = Bench::start(sizes).await;
-    println!("  node pid {:?}", bench.node.pid());
-    let before = bench.store_txns().await;
-    let fresh_rate = bench.launch_rounds(0..sizes.batch).await;
-    bench.store_txns_since(before, "fresh").await;
-    let (took, _) = bench.launch(sizes.batch..sizes.active).await;
+    let mut many = Bench::start(sizes).await;
     println!(
-        "  a first job on each of the other {} seats in {took:.2?}",
-        sizes.active - sizes.batch
+        "  the node of {} seats: pid {:?}",
+        sizes.active,
+        many.node.pid()
     );
-    bench.end_all(Duration::from_secs(600)).await;
-    println!("  ended; the held batches start in {IDLE_WINDOW:?}");
-    let idle_cpu = bench.idle_cpu().await;
+    let (took, _) = many.launch(0..sizes.active).await;
+    println!(
+        "  a first job on each of {} seats in {took:.2?}",
+        sizes.active
+    );
+    many.end_all(Duration::from_secs(600)).await;
+    let idle_cpu = many.idle_cpu().await;
     println!(
         "  the node idle, {} seats held: {:.1}% of a core",
         sizes.active,
         idle_cpu * 100.0
     );
-    let before = bench.store_txns().await;
-    let held_rate = bench.launch_rounds(0..sizes.batch).await;
-    bench.store_txns_since(before, "held").await;
-    let ratio = held_rate / fresh_rate;
-    figures.push(figure(
-        format!(
-            "launches/s, {} seats fresh vs {} held",
-            sizes.batch, sizes.active
-        ),
-        format!("{fresh_rate:.0} vs {held_rate:.0} ({ratio:.2})"),
-        "≥ 0.8",
-        ratio >= 0.8,
-    ));
+    let mut few = Bench::start(sizes).await;
+    println!(
+        "  the node of {} seats: pid {:?}",
+        sizes.batch,
+        few.node.pid()
+    );
+    let before = (few.store_txns().await, many.store_txns().await);
+    let rates = launch_rates::interleaved(&mut few, &mut many, 0..sizes.batch).await;
+    few.store_txns_since(before.0, &format!("{} seats", sizes.batch))
+        .await;
+    many.store_txns_since(before.1, &format!("{} seats", sizes.active))
+        .await;
+    launch_rate_figures(sizes, &rates, sizes.active, figures);
     figures.push(figure(
         format!("node CPU idle, {} seats held", sizes.active),
         format!("{:.1}% of a core", idle_cpu * 100.0),
@@ -468,23 +455,44 @@ async fn launch_figures(sizes: &Sizes, figures: &mut Vec<Figure>) {
     ));
 }
 
+/// The launch rates of the interleaved pairs, `held` the seats the busier node held.
+fn launch_rate_figures(
+    sizes: &Sizes,
+    rates: &launch_rates::Rates,
+    held: impl std::fmt::Display,
+    figures: &mut Vec<Figure>,
+) {
+    let (low, high) = rates.ratio_range();
+    figures.push(figure(
+        format!("launches/s, {} seats held", sizes.batch),
+        format!("{:.0} (median of {})", rates.few(), launch_rates::PAIRS),
+        "—",
+        true,
+    ));
+    figures.push(figure(
+        format!("launches/s, {held} seats held"),
+        format!(
+            "{:.0}; paired with the first, median {:.2} (pairs {low:.2}–{high:.2})",
+            rates.many(),
+            rates.ratio()
+        ),
+        "≥ 0.8 of the first",
+        rates.ratio() >= 0.8,
+    ));
+}
+
 /// 1–4: one release node on the fake cell.
 async fn node_figures(sizes: &Sizes, figures: &mut Vec<Figure>) {
     let mut bench = Bench::start(sizes).await;
 
-    // 1. batches on the fresh node's first seats
+    // 1. every seat the runs use is held before the idle reading: a held seat's actor, lease
+    // and mailbox live as long as the node holds it, whatever its runs did (the soak bench's
+    // rule)
     let fresh = bench.rss();
-    let fresh_rate = bench.launch_rounds(0..sizes.batch).await;
+    let (took, _) = bench.launch(0..sizes.active).await;
     println!(
-        "  launches on {} seats: best {fresh_rate:.0}/s of {ROUNDS}",
-        sizes.batch
-    );
-    // every seat the runs use is held before the idle reading: a held seat's actor, lease and
-    // mailbox live as long as the node holds it, whatever its runs did (the soak bench's rule)
-    let (took, _) = bench.launch(sizes.batch..sizes.active).await;
-    println!(
-        "  a first job on each of the other {} seats in {took:.2?}",
-        sizes.active - sizes.batch
+        "  a first job on each of {} seats in {took:.2?}",
+        sizes.active
     );
     bench.end_all(Duration::from_secs(600)).await;
     tokio::time::sleep(SETTLE).await;
@@ -541,32 +549,18 @@ async fn node_figures(sizes: &Sizes, figures: &mut Vec<Figure>) {
     let after = bench.rss();
     let seats_held = probe::sample(&bench.metrics().await, "boxfleet_seats_held");
 
-    // 5b. the same batches on the same seats, now beside every seat held and their ended
-    // runs: what the store holds, not the polls' load, is what a launch must not read all of
-    let held_rate = bench.launch_rounds(0..sizes.batch).await;
-    println!(
-        "  launches on {} of {seats_held} seats held: best {held_rate:.0}/s of {ROUNDS}",
-        sizes.batch
-    );
-
-    figures.push(figure(
-        format!("launches/s, {} seats", sizes.batch),
-        format!("{fresh_rate:.1}"),
-        "—",
-        true,
-    ));
-    let ratio = held_rate / fresh_rate;
-    figures.push(figure(
-        format!("launches/s, {seats_held} seats held"),
-        format!("{held_rate:.1} ({ratio:.2} of the first)"),
-        "≥ 0.8 of the first",
-        ratio >= 0.8,
-    ));
+    // 5b. batches on the same seats of this node, now beside every seat held and their ended
+    // runs, paired with batches on a node holding those seats only: what the store holds, not
+    // the polls' load, is what a launch must not read all of
+    let mut few = Bench::start(sizes).await;
+    let rates = launch_rates::interleaved(&mut few, &mut bench, 0..sizes.batch).await;
+    launch_rate_figures(sizes, &rates, seats_held, figures);
     figures.push(figure(
         format!("launches/s beside {} running", sizes.active + 1),
         format!(
-            "{loaded_rate:.1} ({:.2} of the first)",
-            loaded_rate / fresh_rate
+            "{loaded_rate:.1} ({:.2} of a node holding {} seats)",
+            loaded_rate / rates.few(),
+            sizes.batch
         ),
         "— (the node polls them meanwhile)",
         true,
