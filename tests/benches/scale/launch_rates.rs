@@ -35,14 +35,19 @@ impl Rates {
         median(self.pairs.iter().map(|(_, many)| *many).collect())
     }
 
-    /// The median of the pairs' ratios, many ÷ few.
+    /// Each pair's ratio, many ÷ few.
+    fn ratios(&self) -> Vec<f64> {
+        self.pairs.iter().map(|(few, many)| many / few).collect()
+    }
+
+    /// The median of the pairs' ratios.
     pub fn ratio(&self) -> f64 {
-        median(self.pairs.iter().map(|(few, many)| many / few).collect())
+        median(self.ratios())
     }
 
     /// The lowest and highest of the pairs' ratios.
     pub fn ratio_range(&self) -> (f64, f64) {
-        let ratios: Vec<f64> = self.pairs.iter().map(|(few, many)| many / few).collect();
+        let ratios = self.ratios();
         let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
         let high = ratios.iter().copied().fold(0.0, f64::max);
         (low, high)
