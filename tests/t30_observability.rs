@@ -20,7 +20,7 @@ use boxfleet_tests::node::{NodeProcess, launched_turn_and_job};
 use boxfleet_tests::otlp_collector::OtlpCollector;
 
 /// Every metric the README lists.
-const METRICS: [&str; 16] = [
+const METRICS: [&str; 18] = [
     "boxfleet_runs",
     "boxfleet_launches_total",
     "boxfleet_polls_total",
@@ -28,6 +28,8 @@ const METRICS: [&str; 16] = [
     "boxfleet_collections_total",
     "boxfleet_store_txns_total",
     "boxfleet_store_txn_seconds",
+    "boxfleet_store_reads_total",
+    "boxfleet_store_keys_read_total",
     "boxfleet_store_retries_total",
     "boxfleet_lease_renewals_total",
     "boxfleet_seats_held",

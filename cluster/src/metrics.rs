@@ -11,9 +11,11 @@
 //! | `boxfleet_collections_total` | `outcome` (succeeded, job_failed, failed), `reason` | a collection: of a job that succeeded, of one that failed (`reason`: the phase record's, empty for its exit status alone), or one that itself failed (`box_unread`, `retried`, `collect_unreachable`) |
 //! | `boxfleet_store_txns_total` | `outcome` (applied, compare_failed, error) | every store txn |
 //! | `boxfleet_store_txn_seconds` | | every store txn |
+//! | `boxfleet_store_reads_total` | `call` (get, range, range_keys) | every store read |
+//! | `boxfleet_store_keys_read_total` | `call` | the keys a store read returned |
 //! | `boxfleet_store_retries_total` | | an etcd call passed on to another member |
 //! | `boxfleet_lease_renewals_total` | `outcome` (renewed, lost, failed) | seat, session and duty leases |
-//! | `boxfleet_seats_held` (gauge) | | this node's seats, read at each scrape |
+//! | `boxfleet_seats_held` (gauge) | | the seats this node holds, from its seat table at each scrape |
 //! | `boxfleet_actor_restarts_total` | `actor` | a supervisor restarting a child |
 //! | `boxfleet_tail_requests_total` | | a viewer asking a run's tail here |
 //! | `boxfleet_tail_readers` (gauge) | | viewers waiting on a box read now |
@@ -54,6 +56,12 @@ pub struct Status {
     pub status: String,
 }
 
+/// One label, `call`: which store read.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Call {
+    pub call: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ActorName {
     pub actor: String,
@@ -90,6 +98,8 @@ pub struct Metrics {
     pub collections: Family<OutcomeReason, Counter>,
     pub store_txns: Family<Outcome, Counter>,
     pub store_txn_seconds: Histogram,
+    pub store_reads: Family<Call, Counter>,
+    pub store_keys_read: Family<Call, Counter>,
     pub store_retries: Counter,
     pub lease_renewals: Family<Outcome, Counter>,
     pub seats_held: Gauge,
@@ -102,12 +112,24 @@ pub struct Metrics {
     registry: Registry,
 }
 
+/// The store's reads, as `boxfleet_store_reads_total` labels them.
+const READ_CALLS: [&str; 3] = ["get", "range", "range_keys"];
+
 fn latency() -> Histogram {
     // 1 ms to about 65 s
     Histogram::new(exponential_buckets(0.001, 2.0, 17))
 }
 
 impl Metrics {
+    /// A store read of `call` that returned `keys` keys.
+    pub fn store_read(&self, call: &str, keys: usize) {
+        let call = Call { call: call.into() };
+        self.store_reads.get_or_create(&call).inc();
+        self.store_keys_read
+            .get_or_create(&call)
+            .inc_by(keys as u64);
+    }
+
     fn new() -> Self {
         let m = Metrics {
             runs: Family::default(),
@@ -117,6 +139,8 @@ impl Metrics {
             collections: Family::default(),
             store_txns: Family::default(),
             store_txn_seconds: latency(),
+            store_reads: Family::default(),
+            store_keys_read: Family::default(),
             store_retries: Counter::default(),
             lease_renewals: Family::default(),
             seats_held: Gauge::default(),
@@ -159,6 +183,11 @@ impl Metrics {
             });
         }
         outcomes(&self.store_txns, &["applied", "compare_failed", "error"]);
+        for call in READ_CALLS {
+            let call = Call { call: call.into() };
+            let _ = self.store_reads.get_or_create(&call);
+            let _ = self.store_keys_read.get_or_create(&call);
+        }
         outcomes(&self.lease_renewals, &["renewed", "lost", "failed"]);
         outcomes(&self.tail_box_reads, &["read", "paused", "failed"]);
         for kind in [
@@ -215,6 +244,16 @@ impl Metrics {
             "store_txn_seconds",
             "One store transaction's latency",
             self.store_txn_seconds.clone(),
+        );
+        r.register(
+            "store_reads",
+            "Store reads, by call",
+            self.store_reads.clone(),
+        );
+        r.register(
+            "store_keys_read",
+            "The keys store reads returned, by call",
+            self.store_keys_read.clone(),
         );
         r.register(
             "store_retries",

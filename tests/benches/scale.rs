@@ -225,22 +225,29 @@ impl Bench {
             .map_or(0, |pid| probe::status_bytes(pid, "VmRSS:"))
     }
 
-    /// The node's store txns so far, and the seconds they took.
-    async fn store_txns(&self) -> (f64, f64) {
+    /// The node's store calls so far: txns, the seconds they took, reads, the keys read.
+    async fn store_calls(&self) -> [f64; 4] {
         let text = self.metrics().await;
-        (
+        [
             probe::sample(&text, "boxfleet_store_txn_seconds_count"),
             probe::sample(&text, "boxfleet_store_txn_seconds_sum"),
-        )
+            probe::family_sum(&text, "boxfleet_store_reads_total"),
+            probe::family_sum(&text, "boxfleet_store_keys_read_total"),
+        ]
     }
 
-    /// Prints the store txns since `before` (their count and mean time), as `what`.
-    async fn store_txns_since(&self, before: (f64, f64), what: &str) {
-        let (count, seconds) = self.store_txns().await;
-        let (count, seconds) = (count - before.0, seconds - before.1);
+    /// Prints the store calls since `before` per launch since `launched` (txns, their mean
+    /// time, reads and the keys they returned), as `what`.
+    async fn store_calls_since(&self, before: [f64; 4], launched: usize, what: &str) {
+        let now = self.store_calls().await;
+        let [txns, seconds, reads, keys] = std::array::from_fn(|i| now[i] - before[i]);
+        let launches = (self.launched - launched).max(1) as f64;
         println!(
-            "  {what}: {count:.0} store txns, {:.2} ms each on average",
-            seconds * 1e3 / count.max(1.0)
+            "  {what}, per launch: {:.1} store txns ({:.2} ms each on average), {:.1} reads returning {:.1} keys",
+            txns / launches,
+            seconds * 1e3 / txns.max(1.0),
+            reads / launches,
+            keys / launches
         );
     }
 
@@ -440,11 +447,12 @@ async fn launch_figures(sizes: &Sizes, figures: &mut Vec<Figure>) {
         sizes.batch,
         few.node.pid()
     );
-    let before = (few.store_txns().await, many.store_txns().await);
+    let before = (few.store_calls().await, many.store_calls().await);
+    let launched = (few.launched, many.launched);
     let rates = launch_rates::interleaved(&mut few, &mut many, 0..sizes.batch).await;
-    few.store_txns_since(before.0, &format!("{} seats", sizes.batch))
+    few.store_calls_since(before.0, launched.0, &format!("{} seats", sizes.batch))
         .await;
-    many.store_txns_since(before.1, &format!("{} seats", sizes.active))
+    many.store_calls_since(before.1, launched.1, &format!("{} seats", sizes.active))
         .await;
     launch_rate_figures(sizes, &rates, sizes.active, figures);
     figures.push(figure(

@@ -193,6 +193,11 @@ impl Coordinator {
         self.seats.held()
     }
 
+    /// How many seats this node holds (as far as it knows; the store has the last word).
+    pub fn held_count(&self) -> usize {
+        self.seats.held_count()
+    }
+
     /// Whether this node holds `seat` (as far as it knows; the store has the last word).
     pub fn holds(&self, seat: &str) -> bool {
         self.seats.fence(seat).is_some()

@@ -149,6 +149,11 @@ impl Seats {
         held
     }
 
+    /// How many seats are held.
+    pub fn held_count(&self) -> usize {
+        self.table().held.len()
+    }
+
     /// The fence `seat` is held under, when this node holds it.
     pub fn fence(&self, seat: &str) -> Option<Fence> {
         self.table().held.get(seat).cloned()

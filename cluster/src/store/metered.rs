@@ -1,5 +1,6 @@
 //! A store that counts what it does (`boxfleet_store_txns_total` by outcome, their latency,
-//! and `boxfleet_events_published_total` for every event a txn commits to the outbox). The
+//! `boxfleet_events_published_total` for every event a txn commits to the outbox, and the
+//! reads with the keys they returned). The
 //! node wraps its store in one; everything else passes through untouched.
 
 use std::sync::Arc;
@@ -43,15 +44,27 @@ fn event_type(value: &[u8]) -> String {
 #[async_trait]
 impl Store for Metered {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, Error> {
-        self.inner.get(key).await
+        let got = self.inner.get(key).await;
+        if let Ok(found) = &got {
+            metrics().store_read("get", usize::from(found.is_some()));
+        }
+        got
     }
 
     async fn range(&self, prefix: &str) -> Result<Range, Error> {
-        self.inner.range(prefix).await
+        let got = self.inner.range(prefix).await;
+        if let Ok(range) = &got {
+            metrics().store_read("range", range.kvs.len());
+        }
+        got
     }
 
     async fn range_keys(&self, prefix: &str) -> Result<Range, Error> {
-        self.inner.range_keys(prefix).await
+        let got = self.inner.range_keys(prefix).await;
+        if let Ok(range) = &got {
+            metrics().store_read("range_keys", range.kvs.len());
+        }
+        got
     }
 
     async fn txn(&self, txn: Txn) -> Result<TxnResponse, Error> {

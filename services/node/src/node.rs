@@ -322,10 +322,12 @@ impl Node {
             config.clone(),
         ));
         // the HTTP listener: the tool bridge and the OTLP receiver a box calls back on
+        let held_by = coordinator.clone();
         let dashboard = Arc::new(crate::http::dashboard::Dashboard::new(
             trust.clone(),
             config.id.clone(),
             grpc_addr,
+            Box::new(move || held_by.held_count()),
         ));
         let http = crate::http::start(&config, engines.clone(), trust.clone(), dashboard)
             .await?

@@ -37,23 +37,44 @@ use crate::trust::Trust;
 pub const COOKIE: &str = "boxfleet_token";
 
 /// What the dashboard asks with: its own node's API, as the viewer.
-#[derive(Debug)]
 pub struct Dashboard {
     trust: Arc<Trust>,
     peers: Peers,
     /// this node's name and the address its gRPC API is registered under
     node: String,
     grpc_addr: String,
+    /// how many seats this node holds, read from its seat table (`/metrics`)
+    seats_held: Box<dyn Fn() -> usize + Send + Sync>,
+}
+
+impl std::fmt::Debug for Dashboard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dashboard")
+            .field("node", &self.node)
+            .field("grpc_addr", &self.grpc_addr)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Dashboard {
-    pub fn new(trust: Arc<Trust>, node: String, grpc_addr: String) -> Self {
+    pub fn new(
+        trust: Arc<Trust>,
+        node: String,
+        grpc_addr: String,
+        seats_held: Box<dyn Fn() -> usize + Send + Sync>,
+    ) -> Self {
         Dashboard {
             peers: Peers::new(trust.clone()),
             trust,
             node,
             grpc_addr,
+            seats_held,
         }
+    }
+
+    /// How many seats this node holds.
+    pub fn seats_held(&self) -> usize {
+        (self.seats_held)()
     }
 
     fn runs(&self, viewer: &Viewer) -> Result<RunsPeer, Failure> {
@@ -66,11 +87,6 @@ impl Dashboard {
         self.peers
             .ops(&self.node, &self.grpc_addr, &viewer.token)
             .map_err(Failure::from)
-    }
-
-    /// This node's name.
-    pub fn node_name(&self) -> &str {
-        &self.node
     }
 
     /// A scraper's credential, checked (`/metrics`): its token.
