@@ -220,6 +220,8 @@ pub enum SeatKey {
     Holder,
     /// `seats/{seat}/inbox/{seq}`: a message waiting in its inbox
     Mail,
+    /// `seats/{seat}/retiring`: the seat left the company's agent seats, since the time it holds
+    Retiring,
 }
 
 /// The seat `key` belongs to, when it is that seat's key of the kind asked.
@@ -229,6 +231,7 @@ pub fn seat_of<'k>(keys: &Keys, key: &'k str, kind: SeatKey) -> Option<&'k str> 
     let matches = match kind {
         SeatKey::Holder => tail == "holder",
         SeatKey::Mail => tail.starts_with("inbox/"),
+        SeatKey::Retiring => tail == "retiring",
     };
     (matches && !seat.is_empty()).then_some(seat)
 }

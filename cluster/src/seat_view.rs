@@ -14,7 +14,7 @@
 //! A watch that breaks drops the view (the pass reads the store meanwhile), and the view is
 //! loaded again.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -32,8 +32,9 @@ use crate::{Error, Keys};
 const RELOAD_AFTER: Duration = Duration::from_secs(1);
 
 /// Which view, and how many changes of what the pass decides from it has seen: equal shapes,
-/// the same seats and holders. A change that only adds a run or a message to a seat that has
-/// one already (every launch's) leaves the shape as it was.
+/// the same seats and holders. A run or a message that comes to or goes from a seat that is
+/// among the seats whatever it does (held, or with the other kind) leaves the shape as it was:
+/// every launch's and every collection's on a held seat.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Shape {
     /// the load the view began with (each load of any view in the process has its own)
@@ -54,6 +55,8 @@ pub struct Known {
     mail: HashMap<String, u32>,
     /// the run entries of each seat
     runs: HashMap<String, u32>,
+    /// the seats marked retiring (left the company's agent seats)
+    retiring: HashSet<String>,
     /// every change to the seats' prefix up to this revision is in
     complete_through: Revision,
     shape: Shape,
@@ -80,6 +83,9 @@ impl Known {
         for kv in seats {
             if let Some(seat) = seat::seat_of(keys, &kv.key, SeatKey::Mail) {
                 *known.mail.entry(seat.to_owned()).or_default() += 1;
+            }
+            if let Some(seat) = seat::seat_of(keys, &kv.key, SeatKey::Retiring) {
+                known.retiring.insert(seat.to_owned());
             }
         }
         for kv in entries {
@@ -119,9 +125,15 @@ impl Known {
             .map(String::as_str)
     }
 
+    /// Whether `seat` is marked retiring.
+    pub fn is_retiring(&self, seat: &str) -> bool {
+        self.retiring.contains(seat)
+    }
+
     /// Whether both say the same of every seat (each as of its own revision).
     pub fn agrees_with(&self, other: &Known) -> bool {
-        (&self.holders, &self.mail, &self.runs) == (&other.holders, &other.mail, &other.runs)
+        (&self.holders, &self.mail, &self.runs, &self.retiring)
+            == (&other.holders, &other.mail, &other.runs, &other.retiring)
     }
 
     /// Every change to the seats' prefix up to this revision is in the view.
@@ -163,8 +175,16 @@ impl Known {
             self.reshaped(reshaped);
             return Ok(freed);
         }
+        if let Some(seat) = seat::seat_of(keys, key, SeatKey::Retiring) {
+            match change {
+                WatchEvent::Put(_) => self.retiring.insert(seat.to_owned()),
+                WatchEvent::Delete { .. } => self.retiring.remove(seat),
+            };
+        }
         if let Some(seat) = seat::seat_of(keys, key, SeatKey::Mail) {
-            let reshaped = count(&mut self.mail, seat, change);
+            let first_or_last = count(&mut self.mail, seat, change);
+            let reshaped =
+                first_or_last && !self.holders.contains_key(seat) && !self.runs.contains_key(seat);
             self.reshaped(reshaped);
         }
         Ok(false)
@@ -173,7 +193,9 @@ impl Known {
     /// Applies one change of the run entries.
     fn entry_changed(&mut self, keys: &Keys, change: &WatchEvent) {
         if let Some(seat) = seat_of_entry(keys, change.key()) {
-            let reshaped = count(&mut self.runs, seat, change);
+            let first_or_last = count(&mut self.runs, seat, change);
+            let reshaped =
+                first_or_last && !self.holders.contains_key(seat) && !self.mail.contains_key(seat);
             self.reshaped(reshaped);
         }
     }
@@ -319,7 +341,7 @@ mod tests {
     /// The pass skips a view whose shape it found nothing to do in: the shape must move with
     /// every change of which seats there are or who holds them, and only with those.
     #[test]
-    fn the_shape_moves_with_the_seats_and_their_holders_and_not_with_a_seats_second_run() {
+    fn the_shape_moves_with_which_seats_there_are_and_their_holders_only() {
         let keys = Keys::new("t");
         let mut known = Known::from_listings(&keys, &[], 1, &[]).unwrap();
         let mut shapes = vec![known.shape()];
@@ -371,16 +393,82 @@ mod tests {
         known.entry_changed(&keys, &gone(keys.seat_run("a", "t1"), 12));
         changed(&known, false, "one of two entries going does not");
         known.entry_changed(&keys, &gone(keys.seat_run("a", "t2"), 13));
-        changed(&known, true, "the last entry going does");
-        let freed = known.seat_changed(&keys, &gone(holder_key, 14)).unwrap();
+        changed(
+            &known,
+            false,
+            "a held seat's last entry going does not: it is held",
+        );
+        known.entry_changed(&keys, &put(keys.seat_run("a", "t3"), vec![], 1, 14));
+        changed(
+            &known,
+            false,
+            "nor a held seat's first entry (every launch on a held seat)",
+        );
+        let freed = known.seat_changed(&keys, &gone(holder_key, 15)).unwrap();
         assert!(freed, "a holder key deleted frees its seat");
         changed(&known, true, "the holder going");
+        known.entry_changed(&keys, &gone(keys.seat_run("a", "t3"), 16));
+        changed(
+            &known,
+            true,
+            "an unheld seat's last entry going removes the seat",
+        );
 
-        let reloaded = Known::from_listings(&keys, &[], 14, &[]).unwrap();
+        known
+            .seat_changed(&keys, &put(keys.inbox_message("c", 1), vec![], 1, 17))
+            .unwrap();
+        changed(&known, true, "an unheld seat's first message adds it");
+        known.entry_changed(&keys, &put(keys.seat_run("c", "t4"), vec![], 1, 18));
+        changed(&known, false, "a run on a seat there for its mail does not");
+        known
+            .seat_changed(&keys, &gone(keys.inbox_message("c", 1), 19))
+            .unwrap();
+        changed(&known, false, "its mail going while its run stays does not");
+        known.entry_changed(&keys, &gone(keys.seat_run("c", "t4"), 20));
+        changed(&known, true, "its run going then does");
+
+        let reloaded = Known::from_listings(&keys, &[], 20, &[]).unwrap();
         assert_ne!(
             reloaded.shape(),
-            Known::from_listings(&keys, &[], 14, &[]).unwrap().shape(),
+            Known::from_listings(&keys, &[], 20, &[]).unwrap().shape(),
             "each load has a shape of its own"
         );
+    }
+
+    /// The placement pass reads a held agent's seat's retirement mark only when the view shows
+    /// one: the view must follow the mark.
+    #[test]
+    fn the_view_follows_a_seats_retirement_mark() {
+        let keys = Keys::new("t");
+        let marked = put(
+            keys.seat_retiring("a"),
+            b"2026-12-05T00:00:00Z".to_vec(),
+            1,
+            2,
+        );
+        let loaded = Known::from_listings(
+            &keys,
+            std::slice::from_ref(match &marked {
+                WatchEvent::Put(kv) => kv,
+                WatchEvent::Delete { .. } => unreachable!(),
+            }),
+            2,
+            &[],
+        )
+        .unwrap();
+        assert!(loaded.is_retiring("a"), "a mark in the listing");
+        assert!(!loaded.is_retiring("b"));
+
+        let mut known = Known::from_listings(&keys, &[], 1, &[]).unwrap();
+        let shape = known.shape();
+        known.seat_changed(&keys, &marked).unwrap();
+        assert!(known.is_retiring("a"), "a mark put");
+        assert_eq!(known.shape(), shape, "a mark is not a seat nor a holder");
+        let cleared = WatchEvent::Delete {
+            key: keys.seat_retiring("a"),
+            revision: 3,
+        };
+        known.seat_changed(&keys, &cleared).unwrap();
+        assert!(!known.is_retiring("a"), "a mark cleared");
     }
 }
