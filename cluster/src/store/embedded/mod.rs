@@ -89,10 +89,13 @@ pub const FILE_NAME: &str = "store.redb";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EmbeddedOptions {
     /// How many of the latest revisions are kept for watches; a watch from an older revision
-    /// gets [`Error::Compacted`]. Default [`DEFAULT_HISTORY_REVISIONS`]; at least 1.
+    /// gets [`Error::Compacted`]. Once passed, a thirty-second of it goes at once (the history
+    /// holds between it less a thirty-second and it; `txn::TRIM_SLACK`). Default
+    /// [`DEFAULT_HISTORY_REVISIONS`]; at least 1.
     pub history_revisions: u64,
     /// How many bytes of history are kept, however few revisions that is (the latest is
-    /// always kept). Default [`DEFAULT_HISTORY_BYTES`].
+    /// always kept); trimmed a thirty-second under it at once, as the revisions are. Default
+    /// [`DEFAULT_HISTORY_BYTES`].
     pub history_bytes: u64,
     /// How many seconds of history are kept, however many revisions and bytes that is (the
     /// latest is always kept; 0: by count and bytes alone). Default

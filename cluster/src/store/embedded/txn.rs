@@ -230,10 +230,20 @@ impl Tables<'_> {
     }
 }
 
+/// How much under its bounds a trim takes the history, as a share of each bound (none for a
+/// bound under [`TRIM_SLACK`]): a history trimmed by one revision per commit rewrote the
+/// tree's oldest pages in every commit — 15% of a commit at its bounds, and launches 20%
+/// slower on a node whose history was full than on a fresh one (issue 20's scale bench).
+/// Trimmed a thirty-second at a time, as etcd compacts on its period rather than per write,
+/// the history holds between the bound less a thirty-second and the bound.
+pub(super) const TRIM_SLACK: i64 = 32;
+
 impl Tables<'_> {
     /// Drops the history below `floor`, and the oldest past `history_bytes` (`added` bytes were
-    /// just written), never `latest`'s own revision; counts what was written and dropped
-    /// toward the next compaction (`Inner::history_changed`). Returns the bytes dropped.
+    /// just written), never `latest`'s own revision; once one of them is passed, a
+    /// [`TRIM_SLACK`]th more of the revisions' and the bytes' bounds goes with it. Counts what
+    /// was written and dropped toward the next compaction (`Inner::history_changed`). Returns
+    /// the bytes dropped.
     pub(super) fn trim_history(
         &mut self,
         inner: &Inner,
@@ -244,6 +254,8 @@ impl Tables<'_> {
         let mut kept_bytes = inner.meta(&self.meta, META_HISTORY_BYTES)?.unwrap_or(0) + added;
         let mut oldest = inner.oldest(&self.meta)?;
         let mut trimmed = 0;
+        // past a bound, the history goes down to the bound less its slack
+        let (mut floor, mut most_bytes, mut past_a_bound) = (floor, inner.history_bytes, false);
         while oldest < latest {
             let first = match self
                 .history
@@ -254,8 +266,13 @@ impl Tables<'_> {
                 Some((first, _)) if first.value() < latest => first.value(),
                 _ => break,
             };
-            if first >= floor && kept_bytes <= inner.history_bytes {
+            if first >= floor && kept_bytes <= most_bytes {
                 break;
+            }
+            if !past_a_bound {
+                past_a_bound = true;
+                floor = floor.saturating_add(inner.history_revisions / TRIM_SLACK);
+                most_bytes -= inner.history_bytes / TRIM_SLACK;
             }
             let size = self
                 .history
@@ -406,5 +423,61 @@ mod tests {
             &Compare::create_revision("k", CompareOp::Equal, 5),
             Some(&kv)
         ));
+    }
+
+    /// The oldest revision a watch may start from, read as a watch from the first revision
+    /// would be refused.
+    async fn oldest(store: &super::super::EmbeddedStore) -> i64 {
+        match store.watch("", 1).await {
+            Err(crate::Error::Compacted { oldest, .. }) => oldest,
+            Err(other) => panic!("expected Compacted, got {other}"),
+            Ok(_) => 1,
+        }
+    }
+
+    /// Past its bound, the history goes down a thirty-second under it at once — one trim per
+    /// thirty-second of the bound, not one per commit — and never holds more than its bound.
+    #[tokio::test]
+    async fn history_past_its_bound_is_trimmed_a_slack_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = super::super::EmbeddedOptions {
+            history_revisions: 320,
+            history_seconds: 0,
+            ..Default::default()
+        };
+        let store = super::super::EmbeddedStore::open_with(dir.path(), options)
+            .await
+            .unwrap();
+        let (bound, slack) = (320, 320 / super::TRIM_SLACK);
+        let mut oldests = Vec::new();
+        for i in 0..400 {
+            let revision = store
+                .put(&format!("k/{}", i % 7), vec![b'v'; 64])
+                .await
+                .unwrap();
+            let oldest = oldest(&store).await;
+            let held = revision - oldest.max(2) + 1;
+            assert!(held <= bound, "{held} revisions held at {revision}");
+            if revision > bound + 1 {
+                assert!(
+                    held > bound - slack - 1,
+                    "{held} revisions held at {revision}"
+                );
+            }
+            if oldests.last() != Some(&oldest) {
+                oldests.push(oldest);
+            }
+        }
+        // revisions 2..=401: the first trim at 322 (to 13), then every eleven revisions
+        assert_eq!(
+            oldests.first(),
+            Some(&1),
+            "nothing trimmed before the bound"
+        );
+        assert_eq!(oldests.get(1), Some(&13), "{oldests:?}");
+        assert!(
+            oldests.windows(2).skip(1).all(|w| w[1] - w[0] == slack + 1),
+            "{oldests:?}"
+        );
     }
 }
