@@ -1,9 +1,12 @@
 //! Small text helpers the lifecycle's steps share: new ids, cutting a text to a bound on a
 //! whole line, and quoting a word for a POSIX shell.
 
-/// A new id, `{prefix}-{32 hex}`.
+/// A new id, `{prefix}-{32 hex}`: a UUIDv7, so ids made one after another sort one after
+/// another (74 bits of each are random). A store key made of a random id lands anywhere in its
+/// family's B-tree, and every write of a batch dirtied pages of its own: at 10,000 runs the
+/// embedded store's commits wrote a third more pages than at 100 (issue 20's scale bench).
 pub fn new_id(prefix: &str) -> String {
-    format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
+    format!("{prefix}-{}", uuid::Uuid::now_v7().simple())
 }
 
 /// The turn id a seat's delivery is launched under, `turn-{32 hex}` derived from the seat and
