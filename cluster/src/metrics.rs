@@ -112,6 +112,22 @@ pub struct Metrics {
     registry: Registry,
 }
 
+/// One store read's series: `boxfleet_store_reads_total` and `boxfleet_store_keys_read_total`
+/// of its `call`.
+#[derive(Debug, Clone)]
+pub struct ReadSeries {
+    reads: Counter,
+    keys: Counter,
+}
+
+impl ReadSeries {
+    /// A read that returned `keys` keys.
+    pub fn read(&self, keys: usize) {
+        self.reads.inc();
+        self.keys.inc_by(keys as u64);
+    }
+}
+
 /// The store's reads, as `boxfleet_store_reads_total` labels them.
 const READ_CALLS: [&str; 3] = ["get", "range", "range_keys"];
 
@@ -121,13 +137,14 @@ fn latency() -> Histogram {
 }
 
 impl Metrics {
-    /// A store read of `call` that returned `keys` keys.
-    pub fn store_read(&self, call: &str, keys: usize) {
+    /// The series of store reads of `call` (and the keys they return), resolved once by whoever
+    /// counts them: a read is then two atomic adds, no label built.
+    pub fn store_read_series(&self, call: &str) -> ReadSeries {
         let call = Call { call: call.into() };
-        self.store_reads.get_or_create(&call).inc();
-        self.store_keys_read
-            .get_or_create(&call)
-            .inc_by(keys as u64);
+        ReadSeries {
+            reads: self.store_reads.get_or_create(&call).clone(),
+            keys: self.store_keys_read.get_or_create(&call).clone(),
+        }
     }
 
     fn new() -> Self {

@@ -154,11 +154,13 @@ impl Coordinator {
         } else {
             Vec::new()
         };
-        self.seat_view.look(|known| {
-            retirement.retain(|fence| {
-                known.is_retiring(&fence.seat) || !self.seat_is_agents(&fence.seat)
+        if !retirement.is_empty() {
+            self.seat_view.look(|known| {
+                retirement.retain(|fence| {
+                    known.is_retiring(&fence.seat) || !self.seat_is_agents(&fence.seat)
+                });
             });
-        });
+        }
         for fence in retirement {
             if let Err(error) = self.retire_if_removed(&fence).await {
                 warn!(seat = %fence.seat, %error, "seat_retirement_failed");

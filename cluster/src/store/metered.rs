@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 
 use super::{Error, KeyValue, LeaseId, Op, Range, Revision, Store, Txn, TxnResponse, WatchStream};
-use crate::metrics::{EventType, Outcome, metrics};
+use crate::metrics::{EventType, Outcome, ReadSeries, metrics};
 
 /// `inner`, counted.
 #[derive(Debug)]
@@ -18,13 +18,21 @@ pub struct Metered {
     inner: Arc<dyn Store>,
     /// the outbox's prefix (`{prefix}/events/`): a put under it is an event published
     events: String,
+    /// the series of each read: get, range, range_keys
+    gets: ReadSeries,
+    ranges: ReadSeries,
+    key_ranges: ReadSeries,
 }
 
 impl Metered {
     pub fn new(inner: Arc<dyn Store>, events_prefix: String) -> Self {
+        let m = metrics();
         Metered {
             inner,
             events: events_prefix,
+            gets: m.store_read_series("get"),
+            ranges: m.store_read_series("range"),
+            key_ranges: m.store_read_series("range_keys"),
         }
     }
 }
@@ -46,7 +54,7 @@ impl Store for Metered {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, Error> {
         let got = self.inner.get(key).await;
         if let Ok(found) = &got {
-            metrics().store_read("get", usize::from(found.is_some()));
+            self.gets.read(usize::from(found.is_some()));
         }
         got
     }
@@ -54,7 +62,7 @@ impl Store for Metered {
     async fn range(&self, prefix: &str) -> Result<Range, Error> {
         let got = self.inner.range(prefix).await;
         if let Ok(range) = &got {
-            metrics().store_read("range", range.kvs.len());
+            self.ranges.read(range.kvs.len());
         }
         got
     }
@@ -62,7 +70,7 @@ impl Store for Metered {
     async fn range_keys(&self, prefix: &str) -> Result<Range, Error> {
         let got = self.inner.range_keys(prefix).await;
         if let Ok(range) = &got {
-            metrics().store_read("range_keys", range.kvs.len());
+            self.key_ranges.read(range.kvs.len());
         }
         got
     }
