@@ -265,14 +265,21 @@ impl Bench {
         probe::sample(&self.metrics().await, "boxfleet_runs{status=\"running\"}")
     }
 
-    /// Ends every job (the cell's `until_file`) and waits until the board shows none running
-    /// and every launch asked has its phase record; then lets the next jobs run again.
+    /// Ends every job (the cell's `until_file`) and waits until the board shows none launching,
+    /// running or ending and every launch asked has its phase record; then lets the next jobs
+    /// run again.
     async fn end_all(&self, within: Duration) -> Duration {
         std::fs::write(&self.until, b"").expect("until_file");
         let began = Instant::now();
         loop {
             let text = self.metrics().await;
-            let running = probe::sample(&text, "boxfleet_runs{status=\"running\"}");
+            // a collected run is `ending` until its end is written, and its seat busy till then
+            let running = ["launching", "running", "ending"]
+                .iter()
+                .map(|status| {
+                    probe::sample(&text, &format!("boxfleet_runs{{status=\"{status}\"}}"))
+                })
+                .sum::<f64>();
             let collected = probe::family_sum(&text, "boxfleet_collections_total");
             if running == 0.0 && collected as usize >= self.launched {
                 break;
