@@ -260,28 +260,37 @@ impl Bench {
         (after - before) / began.elapsed().as_secs_f64()
     }
 
+    /// Whether no seat has a run that keeps it busy (`Ops.Seats`).
+    async fn seats_free(&self) -> bool {
+        let mut ops = boxfleet_tests::grpc::ops(&self.node.addr())
+            .await
+            .expect("connect");
+        let seats = ops
+            .seats(pb::SeatsRequest {})
+            .await
+            .expect("Ops.Seats")
+            .into_inner();
+        seats.seats.iter().all(|seat| seat.active_runs == 0)
+    }
+
     /// How many runs the board shows running.
     async fn running(&self) -> f64 {
         probe::sample(&self.metrics().await, "boxfleet_runs{status=\"running\"}")
     }
 
-    /// Ends every job (the cell's `until_file`) and waits until the board shows none launching,
-    /// running or ending and every launch asked has its phase record; then lets the next jobs
-    /// run again.
+    /// Ends every job (the cell's `until_file`) and waits until the board shows none running,
+    /// every launch asked has its phase record and no seat has a run that keeps it busy; then
+    /// lets the next jobs run again.
     async fn end_all(&self, within: Duration) -> Duration {
         std::fs::write(&self.until, b"").expect("until_file");
         let began = Instant::now();
         loop {
             let text = self.metrics().await;
-            // a collected run is `ending` until its end is written, and its seat busy till then
-            let running = ["launching", "running", "ending"]
-                .iter()
-                .map(|status| {
-                    probe::sample(&text, &format!("boxfleet_runs{{status=\"{status}\"}}"))
-                })
-                .sum::<f64>();
+            let running = probe::sample(&text, "boxfleet_runs{status=\"running\"}");
             let collected = probe::family_sum(&text, "boxfleet_collections_total");
-            if running == 0.0 && collected as usize >= self.launched {
+            // a run ended by a failure is `ending` until its end is written, its seat busy till
+            // then, and the board does not show it: the seats say
+            if running == 0.0 && collected as usize >= self.launched && self.seats_free().await {
                 break;
             }
             assert!(
