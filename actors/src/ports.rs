@@ -171,6 +171,31 @@ pub trait Sandbox: Send + Sync + fmt::Debug {
     async fn job_running(&self, job: &JobHandle) -> Result<bool, BoxError>;
     /// Kills the job's whole process group (SIGKILL), only while its identity still matches.
     async fn kill_job(&self, job: &JobHandle) -> Result<(), BoxError>;
+    /// Kills every process in the box marked as started by launch `launch_id` (the
+    /// [`LAUNCH_MARKER`] in its environment, which a job and all it starts inherit), round
+    /// after round until a scan finds none: how a recovery stops what a relaunch started in a
+    /// reused box before the row named its job. The count killed; a box gone is
+    /// [`BoxError::Gone`]. The default scans `/proc` with a POSIX-sh command through
+    /// [`Sandbox::exec`] (every backend's box is a Linux process tree, container or VM).
+    async fn kill_launch(&self, launch_id: &str) -> Result<usize, BoxError> {
+        let out = self
+            .exec(
+                &launch_kill_script(launch_id),
+                &BTreeMap::new(),
+                Duration::from_secs(60),
+            )
+            .await?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if out.exit_code != 0 {
+            return Err(BoxError::Failed(format!(
+                "stopping launch {launch_id}'s processes in box {} exited {}: {}",
+                self.id(),
+                out.exit_code,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(text.trim().parse().unwrap_or(0))
+    }
     /// Writes a whole file (regular file or nothing at the path; a link is refused).
     async fn write_file(&self, path: &str, bytes: &[u8]) -> Result<(), BoxError>;
     /// Reads a whole regular file, `None` when nothing is at the path. Past
@@ -204,6 +229,37 @@ pub trait Sandbox: Send + Sync + fmt::Debug {
     async fn disk_check(&self) -> Result<Option<String>, BoxError> {
         Ok(None)
     }
+}
+
+/// The environment variable naming the launch a job's processes belong to (set on every job).
+pub const LAUNCH_MARKER: &str = "BOXFLEET_LAUNCH_ID";
+
+/// A POSIX-sh command that SIGKILLs every process whose environment holds
+/// `{LAUNCH_MARKER}={launch_id}`, never itself, in rounds until one finds none (at most ten),
+/// and prints how many it killed.
+pub fn launch_kill_script(launch_id: &str) -> String {
+    let wanted = format!("{LAUNCH_MARKER}={launch_id}").replace('\'', "'\\''");
+    format!(
+        r#"wanted='{wanted}'
+killed=0
+round=0
+while [ "$round" -lt 10 ]; do
+  found=0
+  for env in /proc/[0-9]*/environ; do
+    pid=${{env#/proc/}}
+    pid=${{pid%/environ}}
+    [ "$pid" = "$$" ] && continue
+    if tr '\000' '\n' <"$env" 2>/dev/null | grep -qxF "$wanted"; then
+      kill -9 "$pid" 2>/dev/null && found=$((found + 1))
+    fi
+  done
+  [ "$found" -eq 0 ] && break
+  killed=$((killed + found))
+  round=$((round + 1))
+done
+echo "$killed"
+"#
+    )
 }
 
 /// A piece of what a box wrote, past its bound, that a condensation shortens.

@@ -355,6 +355,39 @@ pub struct Usage {
     pub cost_micros: u64,
 }
 
+/// What an answer's relaunch replaced on the row, kept until the new job's conversation
+/// commits: a relaunch whose node stopped before then goes back to exactly this
+/// (`revert_relaunch`), so the answer is resumed again into the same conversation, the same
+/// job's command, and the same box where it still exists.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RelaunchedFrom {
+    /// the job that asked the question the answer answers
+    pub launch_id: String,
+    pub iteration: u32,
+    pub brief: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launched_at: Option<DateTime<Utc>>,
+    /// the suspended conversation the answer resumes into
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<Vec<u8>>,
+    /// the asking job (its runner, its command), as `RunRecord::job` named it
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
+    /// the box the relaunch reused; `None`: a re-seed, whose new box is the relaunch's own
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub declined_answers: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub charged: Option<Charged>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase_published: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelReceipt>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_at: Option<DateTime<Utc>>,
+}
+
 /// Bound on the bridge-call log: this many first and last entries are kept, the middle elided.
 pub const BRIDGE_LOG_HEAD: usize = 16;
 pub const BRIDGE_LOG_TAIL: usize = 48;
@@ -492,6 +525,10 @@ pub struct RunRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launched_at: Option<DateTime<Utc>>,
 
+    /// what an answer's relaunch replaced, until its conversation commits
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relaunched_from: Option<Box<RelaunchedFrom>>,
+
     /// keys this build does not know, written back as they were read
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,
@@ -553,6 +590,7 @@ impl RunRecord {
             created_at: now,
             updated_at: now,
             launched_at: None,
+            relaunched_from: None,
             extra: BTreeMap::new(),
         }
     }

@@ -265,13 +265,26 @@ impl Trial {
             .filter(|e| e.kind == kind::RUN_STARTED && e.body["iteration"] == 0)
             .count();
         let failures = count(kind::RUN_FAILED);
-        // the reply is published only once the last job's findings are: the run finished
-        let finished = phases.len() >= 2 && replies == 1;
+        // the reply is published only once the last job's findings are; the run finished
+        // only when that job ran the command with the answer and delivered (a job rerun with
+        // the question as its command publishes a failed phase record and a failed reply)
+        let reply = events.iter().find(|e| e.kind == kind::TURN_REPLIED);
+        let delivered = reply.is_some_and(|e| {
+            e.body["succeeded"] == true
+                && e.body["reply"]
+                    .as_str()
+                    .is_some_and(|text| text.contains(&format!("Delivered: fix/{marker}")))
+        });
+        let finished = phases.len() >= 2 && replies == 1 && delivered;
         let outcome = match (&failure, finished) {
             (Some(reason), true) => format!("finished (after the first try's {reason})"),
             (None, true) => "finished".to_owned(),
             (Some(reason), false) => format!("failed: {reason}"),
             (None, false) if !accepted => "never accepted".to_owned(),
+            (None, false) if replies == 1 => format!(
+                "replied without delivering: {}",
+                reply.map(|e| e.body.to_string()).unwrap_or_default()
+            ),
             (None, false) => format!("{} phase records, {replies} replies", phases.len()),
         };
         let mut lost = Vec::new();
@@ -300,6 +313,18 @@ impl Trial {
             .count();
         if resumed_answers > 1 {
             doubled.push(format!("{resumed_answers} answers announced resumed"));
+        }
+        // a crash on an answer's route never moves its rerun out of the box it asked in: that
+        // box outlives a node's death, and its files are the job's work so far
+        let boxes: std::collections::BTreeSet<&str> = phases
+            .values()
+            .filter_map(|e| e.body["record"]["sandbox_id"].as_str())
+            .collect();
+        if (point.starts_with("answer.") || point.starts_with("relaunch.")) && boxes.len() > 1 {
+            lost.push(format!(
+                "the answer's rerun left the box it asked in: its jobs ran in {}",
+                boxes.into_iter().collect::<Vec<_>>().join(", ")
+            ));
         }
         if answered && finished && resumed_answers == 0 {
             lost.push("the answer's resume was never announced (sandbox_run_answered)".into());

@@ -545,7 +545,7 @@ impl Coordinator {
         (sandbox, fresh): (&dyn Sandbox, bool),
     ) -> Result<(), Error> {
         let sandbox_id = sandbox.id().to_owned();
-        let mut env = run_environment(plan, &request.seat, turn_id);
+        let mut env = run_environment(plan, &request.seat, (turn_id, launch_id));
         env.extend(request.env.clone());
         // a reused box skips the steps: its provisioning survives with its disk
         if fresh && let Err(text) = apply_setup(sandbox, &plan.setup, &env).await {
@@ -652,13 +652,23 @@ impl Coordinator {
     }
 }
 
-/// The run environment a job starts with: the plan's, the seat's handle, the turn, and for
+/// The run environment a job starts with: the plan's, the seat's handle, the turn, the launch, and for
 /// OpenCode its endpoint (which the runner writes into its own config file and takes out of
 /// the box's environment).
-fn run_environment(plan: &SandboxPlan, seat: &str, turn_id: &str) -> BTreeMap<String, String> {
+fn run_environment(
+    plan: &SandboxPlan,
+    seat: &str,
+    (turn_id, launch_id): (&str, &str),
+) -> BTreeMap<String, String> {
     let mut env = plan.env.clone();
     env.insert("BOXFLEET_AGENT_HANDLE".to_owned(), seat.to_owned());
     env.insert("BOXFLEET_TURN_ID".to_owned(), turn_id.to_owned());
+    // marks every process the job starts, so a recovery can stop what a launch started before
+    // its row named the job (Sandbox::kill_launch)
+    env.insert(
+        crate::ports::LAUNCH_MARKER.to_owned(),
+        launch_id.to_owned(),
+    );
     if let Some(url) = plan.base_url.as_ref().filter(|_| plan.runner == "opencode") {
         env.insert("BOXFLEET_OPENCODE_BASE_URL".to_owned(), url.clone());
         let wire = match plan.wire {

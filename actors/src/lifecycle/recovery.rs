@@ -16,6 +16,8 @@ use boxfleet_cluster::transition::{EndingGuard, Fence, Refusal, Transition};
 use tracing::{info, warn};
 
 use crate::crash;
+use crate::boxes::BoxOp;
+use crate::ports::BoxError;
 
 use super::Coordinator;
 use super::error::Error;
@@ -137,20 +139,40 @@ impl Coordinator {
         Ok(())
     }
 
-    /// A relaunch whose node stopped before its conversation committed: its box is killed (with
-    /// whatever the relaunch started in it), and the run goes back to its answer, which
-    /// re-seeds in a new box, within the revival bounds; past them the run is reaped (I12).
+    /// A relaunch whose node stopped before its conversation committed goes back to its
+    /// answer, exactly as the run was before it, within the revival bounds; past them the run
+    /// is reaped (I12). In the box the relaunch reused, what it started is stopped (by its
+    /// launch's marker: the row may not name the job yet) and the answer reruns there; a box
+    /// the relaunch made (a re-seed's) is killed, and a box gone or out of reach leaves the
+    /// answer to re-seed.
     async fn revert_relaunch(
         &self,
         fence: &Fence,
         record: &boxfleet_cluster::record::RunRecord,
     ) -> Result<(), Error> {
         let turn_id = record.turn_id.as_str();
-        if let Some(sandbox_id) = &record.sandbox_id {
-            self.reclaim_box(fence, record, sandbox_id).await?;
-        }
+        let reused = record
+            .relaunched_from
+            .as_ref()
+            .and_then(|from| from.sandbox_id.as_deref());
+        let keep_box = match record.sandbox_id.as_deref() {
+            Some(sandbox_id)
+                if Some(sandbox_id) == reused && self.access.reachable(record).is_ok() =>
+            {
+                self.stop_relaunch_in(record, sandbox_id).await?
+            }
+            Some(sandbox_id) => {
+                self.reclaim_box(fence, record, sandbox_id).await?;
+                false
+            }
+            None => {
+                self.kill_unnamed_boxes(record).await?;
+                false
+            }
+        };
         let revert = Transition::RevertRelaunch {
             launch_id: record.launch_id.clone(),
+            keep_box,
         };
         let revival = Revival {
             revived: "sandbox_relaunch_reverted",
@@ -161,6 +183,48 @@ impl Coordinator {
             self.drive_answer(fence, turn_id).await?;
         }
         Ok(())
+    }
+
+    /// Stops what a dead relaunch started in the box it reused: every process its launch
+    /// marked (the job its row names, when it got that far, among them). `true` when the box
+    /// is kept for the answer's rerun; `false` when the box is gone (the answer re-seeds). A
+    /// box that fails to answer keeps the row for the next pass.
+    async fn stop_relaunch_in(
+        &self,
+        record: &boxfleet_cluster::record::RunRecord,
+        sandbox_id: &str,
+    ) -> Result<bool, Error> {
+        let turn_id = record.turn_id.as_str();
+        let provider = self.access.provider_of(record)?;
+        let sandbox = match self
+            .access
+            .box_handle(&provider, sandbox_id, BoxOp::Connect)
+            .await
+        {
+            Ok(sandbox) => sandbox,
+            Err(BoxError::Gone(_)) => return Ok(false),
+            Err(error) => {
+                warn!(turn_id, sandbox_id, %error, "sandbox_relaunch_stop_failed");
+                return Err(error.into());
+            }
+        };
+        match sandbox.kill_launch(&record.launch_id).await {
+            Ok(killed) => {
+                info!(
+                    turn_id,
+                    sandbox_id,
+                    launch_id = %record.launch_id,
+                    killed,
+                    "sandbox_relaunch_stopped"
+                );
+                Ok(true)
+            }
+            Err(BoxError::Gone(_)) => Ok(false),
+            Err(error) => {
+                warn!(turn_id, sandbox_id, %error, "sandbox_relaunch_stop_failed");
+                Err(error.into())
+            }
+        }
     }
 
     /// A completion's claim whose node stopped before a turn took the findings: the run goes

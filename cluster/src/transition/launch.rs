@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::events::{self, Event};
-use crate::record::{ClaimKind, RunRecord, Status};
+use crate::record::{ClaimKind, RelaunchedFrom, RunRecord, Status};
 
 use super::step::{Decision, Effect, Fence, Next, Refusal, Step, Transition};
 
@@ -77,6 +77,7 @@ pub(super) fn commit_suspension(
     // a relaunch's answer is used from here: the job runs with it
     next.answer = None;
     next.question = None;
+    next.relaunched_from = None;
     next.conversation = Some(conversation.to_vec());
     next.status = Status::Running;
     Ok(())
@@ -106,6 +107,24 @@ pub(super) fn relaunch(
             delivery_id: answer.delivery_id.clone(),
         });
     }
+    // an answer's relaunch keeps what it replaces until its conversation commits: a relaunch
+    // whose node stops before then goes back to exactly it (revert_relaunch)
+    next.relaunched_from = (claim.kind == ClaimKind::Answer).then(|| {
+        Box::new(RelaunchedFrom {
+            launch_id: step.current.launch_id.clone(),
+            iteration: step.current.iteration,
+            brief: step.current.brief.clone(),
+            launched_at: step.current.launched_at,
+            conversation: step.current.conversation.clone(),
+            job: step.current.job.clone(),
+            sandbox_id: step.current.sandbox_id.clone(),
+            declined_answers: step.current.declined_answers.clone(),
+            charged: step.current.charged.clone(),
+            phase_published: step.current.phase_published.clone(),
+            model: step.current.model.clone(),
+            paused_at: step.current.paused_at,
+        })
+    });
     next.status = Status::Launching;
     next.launch_id = new_launch_id.to_owned();
     next.launched_at = Some(step.now);
@@ -131,13 +150,17 @@ pub(super) fn relaunch(
 }
 
 /// A relaunch that died before its conversation committed (the row still carries the answer it
-/// relaunched with): back to `answered`, untaken and without a box — the caller killed the box
-/// and whatever the relaunch started in it — so the answer re-seeds; at most
-/// [`MAX_ANSWER_REVIVALS`] times within one pause TTL of the first loss (I12).
+/// relaunched with): back to `answered`, untaken, exactly as the row was before the relaunch —
+/// its job (the command the answer reruns), its conversation, its iteration — so the answer is
+/// resumed again. `keep_box`: the box the relaunch reused still exists and the caller stopped
+/// what the relaunch started in it, so the answer reruns there; otherwise the caller killed the
+/// box (or it was gone) and the answer re-seeds. At most [`MAX_ANSWER_REVIVALS`] times within
+/// one pause TTL of the first loss (I12).
 pub(super) fn revert_relaunch(
     step: &Step<'_>,
     next: &mut RunRecord,
     launch_id: &str,
+    keep_box: bool,
 ) -> Result<(), Refusal> {
     step.require_status(Status::Launching)?;
     step.same_launch(launch_id)?;
@@ -148,9 +171,41 @@ pub(super) fn revert_relaunch(
     step.spend_revival(&mut answer.lost_claims, &mut answer.first_lost_at)?;
     answer.taken_at = None;
     next.status = Status::Answered;
-    next.sandbox_id = None;
-    next.job = None;
     next.epoch = step.fence.epoch;
+    match next.relaunched_from.take() {
+        Some(from) => {
+            let RelaunchedFrom {
+                launch_id,
+                iteration,
+                brief,
+                launched_at,
+                conversation,
+                job,
+                sandbox_id,
+                declined_answers,
+                charged,
+                phase_published,
+                model,
+                paused_at,
+            } = *from;
+            next.sandbox_id = sandbox_id.filter(|_| keep_box);
+            next.launch_id = launch_id;
+            next.iteration = iteration;
+            next.brief = brief;
+            next.launched_at = launched_at;
+            next.conversation = conversation;
+            next.job = job;
+            next.declined_answers = declined_answers;
+            next.charged = charged;
+            next.phase_published = phase_published;
+            next.model = model;
+            next.paused_at = paused_at;
+        }
+        // a row an older build relaunched: only its box is undone (the job it names still
+        // carries the runner and the command a relaunch reuses)
+        None if keep_box => {}
+        None => next.sandbox_id = None,
+    }
     Ok(())
 }
 
@@ -395,6 +450,21 @@ mod tests {
         // the answer and its question stay on the row until the conversation commits
         expected.declined_answers = Vec::new();
         expected.conversation = None;
+        // and so does what the relaunch replaces, for a revert to go back to
+        expected.relaunched_from = Some(Box::new(RelaunchedFrom {
+            launch_id: current.launch_id.clone(),
+            iteration: current.iteration,
+            brief: current.brief.clone(),
+            launched_at: current.launched_at,
+            conversation: current.conversation.clone(),
+            job: current.job.clone(),
+            sandbox_id: current.sandbox_id.clone(),
+            declined_answers: current.declined_answers.clone(),
+            charged: current.charged.clone(),
+            phase_published: current.phase_published.clone(),
+            model: current.model.clone(),
+            paused_at: current.paused_at,
+        }));
         assert_eq!(
             decide_on(&current, relaunch(LAUNCH, "launch-2")),
             writes(expected.clone(), vec![started("launch-2", 1)])
@@ -464,6 +534,7 @@ mod tests {
         };
         let revert = || Transition::RevertRelaunch {
             launch_id: "launch-2".into(),
+            keep_box: false,
         };
         let Ok(Decision {
             next: Next::Write(reverted),
@@ -478,6 +549,31 @@ mod tests {
             reverted.sandbox_id, None,
             "the answer re-seeds: its box was killed"
         );
+        // the run is back exactly as before the relaunch: its job (the command the answer
+        // reruns), its launch, its iteration, its conversation
+        assert_eq!(reverted.job, claimed.job, "the job the answer reruns is kept");
+        assert_eq!(reverted.launch_id, claimed.launch_id);
+        assert_eq!(reverted.iteration, claimed.iteration);
+        assert_eq!(reverted.conversation, claimed.conversation);
+        assert_eq!(reverted.brief, claimed.brief);
+        assert!(reverted.relaunched_from.is_none());
+        // the box the relaunch reused still exists and what it started there was stopped:
+        // the answer reruns in it
+        let Ok(Decision {
+            next: Next::Write(kept),
+            ..
+        }) = decide_on(
+            &relaunched,
+            Transition::RevertRelaunch {
+                launch_id: "launch-2".into(),
+                keep_box: true,
+            },
+        )
+        else {
+            panic!("reverted, keeping the box");
+        };
+        assert_eq!(kept.sandbox_id, claimed.sandbox_id);
+        assert_eq!(kept.job, claimed.job);
         let answer = reverted.answer.as_ref().expect("the answer is kept");
         assert_eq!((answer.taken_at, answer.lost_claims), (None, 1));
         // the commit uses the answer up: nothing to go back to after it
@@ -498,7 +594,8 @@ mod tests {
             decide_on(
                 &launching(),
                 Transition::RevertRelaunch {
-                    launch_id: LAUNCH.into()
+                    launch_id: LAUNCH.into(),
+                    keep_box: false,
                 }
             ),
             Err(Refusal::Invalid(_))

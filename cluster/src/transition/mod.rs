@@ -151,9 +151,10 @@ pub fn decide(
             collect::revive_completion(&step, &mut next)?
         }
         Transition::Revive => answer::revive(&step, &mut next)?,
-        Transition::RevertRelaunch { launch_id } => {
-            launch::revert_relaunch(&step, &mut next, launch_id)?
-        }
+        Transition::RevertRelaunch {
+            launch_id,
+            keep_box,
+        } => launch::revert_relaunch(&step, &mut next, launch_id, *keep_box)?,
         Transition::LetGo => answer::let_go(&step, &mut next, &mut effects)?,
         Transition::ClearHandBack { delivery_ids } => {
             answer::clear_hand_back(&step, &mut next, delivery_ids)?

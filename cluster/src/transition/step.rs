@@ -129,8 +129,11 @@ pub enum Transition {
         brief: String,
     },
     /// A relaunch whose node stopped before its conversation committed goes back to its
-    /// answer, which re-seeds (its box was killed first), within the revival bounds (I12).
-    RevertRelaunch { launch_id: String },
+    /// answer, exactly as the run was before the relaunch, within the revival bounds (I12).
+    /// `keep_box`: the box the relaunch reused still exists and what the relaunch started in
+    /// it was stopped, so the answer reruns there; otherwise the box was killed (or was gone)
+    /// and the answer re-seeds.
+    RevertRelaunch { launch_id: String, keep_box: bool },
     /// A seat's new holder stamps its lease on the run (the reap's fence), and itself as the
     /// run's owner when it names one.
     FenceRun { owner: Option<String> },

@@ -306,6 +306,7 @@ pub(super) fn one_of_each() -> Vec<Transition> {
         },
         Transition::RevertRelaunch {
             launch_id: LAUNCH.into(),
+            keep_box: false,
         },
         Transition::FenceRun { owner: None },
         Transition::AppendBridgeCall {

@@ -158,6 +158,21 @@ impl Engines {
                     .settle(&turn_id, &launch_id, finished)
                     .await?;
             }
+            ResumeKind::Answer | ResumeKind::Reseed if command.is_none() => {
+                // a built-in launch is a command: a row naming none has lost the job the
+                // answer reruns, and the command runner would run the brief (the question and
+                // its answer) as the shell command; the run ends saying so instead
+                warn!(turn_id, launch_id, "builtin_engine_command_missing");
+                let broken = Settle::ResumeBroken {
+                    error: "the run's record names no command for the answer to rerun (its job \
+                            was lost): the built-in engine will not run the question as a \
+                            command; launch the job again"
+                        .into(),
+                };
+                self.coordinator
+                    .settle(&turn_id, &launch_id, broken)
+                    .await?;
+            }
             ResumeKind::Answer | ResumeKind::Reseed => {
                 // the relaunch carries the answer, the question and (a re-seed) the branch:
                 // the node exports them to the new job (`BOXFLEET_ANSWER`, …)

@@ -101,6 +101,8 @@ struct FakeJob {
     started: Instant,
     /// where its report goes (`BOXFLEET_REPORT` in its environment)
     report_path: Option<String>,
+    /// the launch that started it (`BOXFLEET_LAUNCH_ID` in its environment)
+    launch_id: Option<String>,
 }
 
 #[derive(Debug)]
@@ -587,6 +589,7 @@ impl Sandbox for FakeSandbox {
                 killed: false,
                 started: Instant::now(),
                 report_path: env.get("BOXFLEET_REPORT").cloned(),
+                launch_id: env.get(boxfleet_actors::ports::LAUNCH_MARKER).cloned(),
             },
         );
         if finishes_now {
@@ -656,6 +659,23 @@ impl Sandbox for FakeSandbox {
                 counters.job_kills += 1;
             }
             Ok(())
+        })
+    }
+
+    /// Kills the unfinished jobs started with `BOXFLEET_LAUNCH_ID={launch_id}` (a real box's
+    /// scan of its processes' environments, which the default does).
+    async fn kill_launch(&self, launch_id: &str) -> Result<usize, BoxError> {
+        self.pace.wait(Call::Manage).await;
+        self.with_box(|fake, counters| {
+            let mut killed = 0;
+            for job in fake.jobs.values_mut() {
+                if job.launch_id.as_deref() == Some(launch_id) && !job.finished && !job.killed {
+                    job.killed = true;
+                    counters.job_kills += 1;
+                    killed += 1;
+                }
+            }
+            Ok(killed)
         })
     }
 
