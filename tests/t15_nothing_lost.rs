@@ -590,3 +590,110 @@ async fn a_seat_given_up_mid_launch_is_taken_back_after_the_launch() {
         "the launch was not reaped: {events:#?}"
     );
 }
+
+/// Every announcement the node at `addr` holds.
+async fn all_events(addr: &str) -> Vec<serde_json::Value> {
+    use futures::StreamExt;
+    let mut runs = boxfleet_tests::grpc::runs(addr).await.expect("connect");
+    let mut stream = runs
+        .events(boxfleet_proto::v1::EventsRequest {
+            from_revision: 0,
+            follow: false,
+        })
+        .await
+        .expect("events")
+        .into_inner();
+    let mut all = Vec::new();
+    while let Some(event) = stream.next().await {
+        all.push(serde_json::from_str(&event.expect("event").json).expect("event JSON"));
+    }
+    all
+}
+
+/// The hand-back of owed copies' crash point (`crash::ROUTES`, "hand-back of owed copies"): a
+/// chat reply recorded on a parked run whose resume the engine keeps refusing is let go within
+/// the run's pause TTL, as a copy the run owes its seat; the node dies right after queueing
+/// the copy on the seat's inbox and before clearing it from the row (`hand_back.after_enqueue`).
+/// Back, its recovery pass queues the copy again under the same delivery id and clears it: the
+/// reply becomes the turn it looks like once, never twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_killed_after_handing_a_reply_back_to_its_seat_works_it_once() {
+    let mut fleet = Fleet::start_configured(
+        &boxfleet_tests::EtcdServer::shared().client_url(),
+        &[],
+        3,
+        "",
+    );
+    fleet.failpoints = "engine-answers-refused".into();
+    let once = fleet.dir.path().join("crash");
+    fleet.env = vec![
+        ("BOXFLEET_CRASH_AT".into(), "hand_back.after_enqueue".into()),
+        ("BOXFLEET_CRASH_ONCE".into(), once.display().to_string()),
+    ];
+    fleet.add("n1");
+    let (code, out, err) = fleet.node("n1").cli(&[
+        "launch",
+        "--seat",
+        "handback",
+        "--runner",
+        "command",
+        "--conversation",
+        "conv-handback",
+        "--pause-ttl",
+        "4",
+        "--command",
+        r#"boxfleet-ask "which way?" --to requester"#,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let turn = launched_turn(&out);
+    fleet.parked_launch("n1", &turn).await;
+    let (code, out, err) = fleet.node("n1").cli(&[
+        "deliver",
+        "--seat",
+        "handback",
+        "--conversation",
+        "conv-handback",
+        "--text",
+        "echo handed-back-once",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let died_by = std::time::Instant::now() + Duration::from_secs(60);
+    while !fleet.node_mut("n1").has_exited() {
+        assert!(
+            std::time::Instant::now() < died_by,
+            "n1 to die at hand_back.after_enqueue:\n{}",
+            fleet.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    fleet.node_mut("n1").start_again();
+    let addr = fleet.node("n1").addr();
+    let started = eventually(
+        &fleet,
+        "the handed-back reply to run as its own turn",
+        Duration::from_secs(60),
+        async || {
+            let events = all_events(&addr).await;
+            let started: Vec<serde_json::Value> = events
+                .into_iter()
+                .filter(|e| {
+                    e["type"] == "sandbox_run_started"
+                        && e["body"]["task"] == "echo handed-back-once"
+                })
+                .collect();
+            (!started.is_empty()).then_some(started)
+        },
+    )
+    .await;
+    // a second copy would be a second turn, launched a moment later
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let again: Vec<serde_json::Value> = all_events(&addr)
+        .await
+        .into_iter()
+        .filter(|e| {
+            e["type"] == "sandbox_run_started" && e["body"]["task"] == "echo handed-back-once"
+        })
+        .collect();
+    assert_eq!(started.len(), 1, "{started:#?}");
+    assert_eq!(again.len(), 1, "the copy was worked once: {again:#?}");
+}

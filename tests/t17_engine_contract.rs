@@ -475,3 +475,88 @@ async fn work_waits_for_its_engine_and_a_deferred_message_is_spaced_then_dead_le
         .await;
     assert_eq!(closing.reason, "node_stopping", "{closing:?}");
 }
+
+/// The hand-back to an engine's crash point (`crash::ROUTES`, "hand-back to an engine"): the
+/// node dies right after an external engine's take of an answer was written
+/// (`answer.after_take`). The take spent the answer, so the node that comes back never resumes
+/// the run with it a second time: it reaps the run as `abandoned_tail` (spec: a claim whose
+/// resumed turn had already taken the answer is reaped as spent), and tells the engine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_killed_after_an_engines_take_of_an_answer_never_resumes_it_twice() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let once = dir.path().join("crash");
+    let once_path = once.display().to_string();
+    let env = [
+        ("BOXFLEET_CRASH_AT", "answer.after_take"),
+        ("BOXFLEET_CRASH_ONCE", once_path.as_str()),
+    ];
+    let mut node = start("taken", dir.path(), &env);
+    let addr = node.addr();
+    let token = engine_token(dir.path(), "engine-a", &["eng"]);
+    let mut engine = ScriptedEngine::attach(&addr, &token, &["eng"])
+        .await
+        .expect("attach");
+    let job = r#"if [ -n "$BOXFLEET_ANSWER" ]; then echo done > "$BOXFLEET_REPORT"; else boxfleet-ask "which region?" --to alice; fi"#;
+    let run = launched(
+        launch(
+            &addr,
+            pb::LaunchRequest {
+                seat: "eng".into(),
+                command: job.into(),
+                requester: "alice".into(),
+                ..pb::LaunchRequest::default()
+            },
+        )
+        .await,
+    );
+    let parked = engine
+        .next_where(Duration::from_secs(30), |m| match m {
+            pb::engine_down::Msg::Parked(p) => Some(p.clone()),
+            _ => None,
+        })
+        .await;
+    let (code, out, err) = node.cli(&[
+        "answer",
+        &run.turn_id,
+        "--launch",
+        &parked.launch_id,
+        "--text",
+        "eu-west",
+        "--as",
+        "alice",
+    ]);
+    assert_eq!(code, 0, "{out} {err}");
+    let resume = engine.resume(pb::resume::Kind::Answer).await;
+    assert_eq!(resume.answer, "eu-west");
+
+    println!("--- phase: the engine takes the answer; the node dies right after writing it");
+    engine.send(take(&resume.turn_id, &resume.launch_id)).await;
+    let died_by = Instant::now() + Duration::from_secs(15);
+    while !node.has_exited() {
+        assert!(
+            Instant::now() < died_by,
+            "the node died at answer.after_take"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(engine);
+    node.start_again();
+
+    println!("--- phase: the node comes back: the run is reaped as spent, never resumed again");
+    let mut next = ScriptedEngine::attach(&node.addr(), &token, &["eng"])
+        .await
+        .expect("attach again");
+    let failed = next.resume(pb::resume::Kind::Failed).await;
+    assert_eq!(failed.turn_id, run.turn_id);
+    assert_eq!(failed.ending, "abandoned_tail", "{failed:?}");
+    let events = events(&node.addr()).await;
+    let resumed = events
+        .iter()
+        .filter(|e| {
+            e["type"] == "sandbox_run_answered"
+                && e["turn_id"] == run.turn_id.as_str()
+                && e["body"]["became"] == "resumed"
+        })
+        .count();
+    assert_eq!(resumed, 1, "the answer resumed its run once: {events:#?}");
+}

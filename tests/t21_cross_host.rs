@@ -336,3 +336,101 @@ async fn a_seat_stays_with_the_host_of_its_running_box_until_the_run_settles() {
         Some("n1")
     );
 }
+
+/// The stranded box kill's crash points (`crash::ROUTES`, "stranded box kill"): the node that
+/// lets the box go is killed right after naming it for its host (`strand.after_named`), and
+/// the node on the box's host right after killing it, before it forgets the entry
+/// (`strand.after_kill`). Each comes back: the answer still re-seeds and settles once, and the
+/// box is killed and forgotten, never left running nor named for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_killed_at_each_step_of_a_stranded_box_kill_loses_nothing_and_leaks_no_box() {
+    let mut fleet = Fleet::start(&[], 3);
+    fleet.own_boxes = true;
+    fleet.own_hosts = true;
+    let once = fleet.dir.path().join("crash");
+    fleet.env = vec![
+        (
+            "BOXFLEET_CRASH_AT".into(),
+            "strand.after_named,strand.after_kill".into(),
+        ),
+        ("BOXFLEET_CRASH_ONCE".into(), once.display().to_string()),
+    ];
+    for node in NODES {
+        fleet.add(node);
+    }
+    let (turn, launch_id, sandbox_id, dir, ticker) =
+        park_on_n1_then_kill_it(&mut fleet, "xhost-crash", "3600").await;
+
+    println!("--- phase: answered through n2, which dies right after naming the box for host-n1");
+    let (code, out, err) = fleet
+        .node("n2")
+        .cli(&["answer", &turn, "--launch", &launch_id, "--text", "yes"]);
+    assert_eq!(code, 0, "{out}{err}\n{}", fleet.logs());
+    eventually(
+        &fleet,
+        "n2 to die at strand.after_named",
+        Duration::from_secs(30),
+        async || {
+            once.with_extension("strand.after_named")
+                .exists()
+                .then_some(())
+        },
+    )
+    .await;
+    let died_by = std::time::Instant::now() + Duration::from_secs(10);
+    while !fleet.node_mut("n2").has_exited() {
+        assert!(std::time::Instant::now() < died_by, "n2 died at its point");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        stranded_entry(&fleet, "host-n1", &sandbox_id)
+            .await
+            .is_some(),
+        "the box was named for host-n1 before n2 died"
+    );
+    fleet.node_mut("n2").start_again();
+    fleet
+        .until_settled(
+            "n2",
+            &turn,
+            "the answered run to settle on n2 after its restart",
+            Duration::from_secs(90),
+        )
+        .await;
+    let events = fleet.events_of("n2", &turn).await;
+    let count = |kind: &str| events.iter().filter(|e| e["type"] == kind).count();
+    assert_eq!(
+        count("sandbox_run_failed"),
+        0,
+        "nothing failed: {events:#?}"
+    );
+    assert_eq!(count("turn_replied"), 1, "one reply: {events:#?}");
+    assert_eq!(count("agent_phase_completed"), 2, "two jobs: {events:#?}");
+
+    println!("--- phase: n1 comes back, kills the box and dies before forgetting it");
+    // it may die before it is listening: its first sweep runs as it starts
+    fleet.node_mut("n1").try_start_again();
+    eventually(
+        &fleet,
+        "n1 to die at strand.after_kill",
+        Duration::from_secs(30),
+        async || {
+            once.with_extension("strand.after_kill")
+                .exists()
+                .then_some(())
+        },
+    )
+    .await;
+    let died_by = std::time::Instant::now() + Duration::from_secs(10);
+    while !fleet.node_mut("n1").has_exited() {
+        assert!(std::time::Instant::now() < died_by, "n1 died at its point");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        stranded_entry(&fleet, "host-n1", &sandbox_id)
+            .await
+            .is_some(),
+        "the entry outlives a kill its node did not confirm"
+    );
+    n1_comes_back_and_kills(&mut fleet, &sandbox_id, &dir, ticker).await;
+}

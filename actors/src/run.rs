@@ -38,7 +38,13 @@ pub enum RunMsg {
     Check,
     /// Resume the recorded answer after `delay` (a failed resume's retry).
     RetryAnswer { delay: Duration },
+    /// Decide an ending the store did not take, then finish it; asked again every
+    /// [`DECISION_RETRY`] while the store does not answer and the seat is held here.
+    DecideEnding(Box<crate::lifecycle::KeptEnding>),
 }
+
+/// How soon a kept ending's decision is asked again.
+pub const DECISION_RETRY: Duration = Duration::from_secs(5);
 
 impl Actor for RunActor {
     type Msg = RunMsg;
@@ -65,6 +71,29 @@ impl Actor for RunActor {
         match message {
             RunMsg::RetryAnswer { delay } => {
                 myself.send_after(delay, || RunMsg::Check);
+            }
+            RunMsg::DecideEnding(ending) => {
+                let coordinator = &state.coordinator;
+                let turn_id = &state.turn_id;
+                let fence = match coordinator.seat_fence(&ending.seat).await {
+                    Ok(fence) => fence,
+                    Err(error) => {
+                        // the seat is another node's now: its recovery pass takes the run over
+                        warn!(turn_id, %error, "run_driver_stopped");
+                        myself.stop(Some("seat not held".into()));
+                        return Ok(());
+                    }
+                };
+                match coordinator.end_run_kept(&fence, turn_id, &ending).await {
+                    Ok(true) => {}
+                    Ok(false) => warn!(turn_id, "sandbox_ending_declined"),
+                    Err(error) => {
+                        warn!(turn_id, %error, "sandbox_ending_decision_kept");
+                        myself.send_after(DECISION_RETRY, move || RunMsg::DecideEnding(ending));
+                        return Ok(());
+                    }
+                }
+                myself.stop(Some("ending decided".into()));
             }
             RunMsg::Check => {
                 let coordinator = &state.coordinator;

@@ -115,6 +115,11 @@ impl FollowUps for NodeTree {
         self.drive(turn_id, RunMsg::Check).await;
     }
 
+    async fn keep_ending(&self, turn_id: &str, ending: crate::lifecycle::KeptEnding) {
+        self.drive(turn_id, RunMsg::DecideEnding(Box::new(ending)))
+            .await;
+    }
+
     async fn answer_resume_failed(&self, seat: &str, turn_id: &str, retry: AnswerRetry) {
         match retry {
             AnswerRetry::After(delay) => {

@@ -245,36 +245,19 @@ impl WaiterState {
             if !held_here && !polls {
                 continue;
             }
-            // a box the pause reaper released and could not kill yet is killed again
-            if held_here && record.reclaim_owed.is_some() {
-                let reclaimed = match coordinator.seat_fence(&record.seat).await {
-                    Ok(fence) => coordinator.reclaim_owed(&fence, &record).await,
-                    Err(error) => Err(error),
-                };
-                if let Err(error) = reclaimed {
-                    let error = format!("{}: {error}", record.turn_id);
-                    duty_failed(coordinator.store.as_ref(), "sandbox_reclaim_failed", &error);
-                    state.args.errors.record("waiter", &error);
-                }
-            }
-            // a parked row naming a box holds that box, its pause stamped or not
-            if held_here
+            // a box the pause reaper released and could not kill yet is killed again, and a
+            // parked row naming a box holds that box, its pause stamped or not (the pause
+            // reaper bounds it by its run's pause TTL): each in a task of its own, on the
+            // polls' slots, so one slow kill delays no other box's poll or keepalive
+            let owed = held_here && record.reclaim_owed.is_some();
+            let parked = held_here
                 && record.sandbox_id.is_some()
                 && matches!(
                     record.status,
                     Status::AwaitingClarification | Status::Answered
-                )
-            {
-                // the pause reaper: a parked box is bounded by its run's pause TTL
-                if let Err(error) = coordinator.expire_pause(&record).await {
-                    let error = format!("{}: {error}", record.turn_id);
-                    duty_failed(
-                        coordinator.store.as_ref(),
-                        "sandbox_pause_reap_failed",
-                        &error,
-                    );
-                    state.args.errors.record("waiter", &error.to_string());
-                }
+                );
+            if owed || parked {
+                state.spawn_reclaim(record, owed, parked);
                 continue;
             }
             if record.status != Status::Running {
@@ -398,6 +381,67 @@ impl WaiterState {
     /// Polls one running run in the background, in a poll slot, unless it is being polled. A
     /// poll the duty authorised (`by_duty`) is bounded by the duty's claim: its TTL less one
     /// interval, so it never outlives the claim it was made under.
+    /// Kills a box owed its kill (`owed`) and applies the pause reaper to a parked run's box
+    /// (`parked`), in a task of its own on one of the polls' slots and bounded as a poll is;
+    /// passed over while the run's last poll or reclaim is still running.
+    fn spawn_reclaim(&self, record: RunRecord, owed: bool, parked: bool) {
+        if !self
+            .polling
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(record.turn_id.clone())
+        {
+            return;
+        }
+        let coordinator = self.args.coordinator.clone();
+        let slots = self.slots.clone();
+        let polling = self.polling.clone();
+        let errors = self.args.errors.clone();
+        tokio::spawn(async move {
+            if let Ok(_slot) = slots.acquire().await {
+                let work = async {
+                    if owed {
+                        let reclaimed = match coordinator.seat_fence(&record.seat).await {
+                            Ok(fence) => coordinator.reclaim_owed(&fence, &record).await,
+                            Err(error) => Err(error),
+                        };
+                        if let Err(error) = reclaimed {
+                            let error = format!("{}: {error}", record.turn_id);
+                            duty_failed(
+                                coordinator.store.as_ref(),
+                                "sandbox_reclaim_failed",
+                                &error,
+                            );
+                            errors.record("waiter", &error);
+                        }
+                    }
+                    if parked && let Err(error) = coordinator.expire_pause(&record).await {
+                        let error = format!("{}: {error}", record.turn_id);
+                        duty_failed(
+                            coordinator.store.as_ref(),
+                            "sandbox_pause_reap_failed",
+                            &error,
+                        );
+                        errors.record("waiter", &error);
+                    }
+                };
+                if tokio::time::timeout(POLL_BOUND, work).await.is_err() {
+                    let error = format!(
+                        "{}: the box's reclaim took more than {}s",
+                        record.turn_id,
+                        POLL_BOUND.as_secs()
+                    );
+                    duty_failed(coordinator.store.as_ref(), "sandbox_reclaim_failed", &error);
+                    errors.record("waiter", &error);
+                }
+            }
+            polling
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&record.turn_id);
+        });
+    }
+
     fn spawn_poll(
         &self,
         myself: &ActorRef<WaiterMsg>,

@@ -8,28 +8,52 @@
 //! CRASH_STORE=embedded cargo bench -p boxfleet-tests --bench crash_matrix  # every point, embedded
 //! ```
 //!
-//! For each crash point (`boxfleet_actors::crash::ALL`, plus one pair that also kills the node
-//! whose recovery pass takes the run over) it runs one trial (`boxfleet_tests::crash_matrix`):
-//! three nodes on real etcd, one run that asks, is answered and delivers, the seat's holder
-//! SIGKILLed at that point, the fleet left to recover. It prints
-//! `point | outcome | lost | doubled | leaked`, then each finding in full.
+//! For each crash point of each route the matrix walks (`boxfleet_actors::crash::ROUTES`, plus
+//! one pair that also kills the node whose recovery pass takes the run over) it runs one trial
+//! (`boxfleet_tests::crash_matrix`) in the point's route's scenario (the answer given at once,
+//! by the inbox, by a chat reply; the run re-seeded after its pause TTL; its seat's node
+//! drained): three nodes on real etcd, one run that asks, is answered and delivers, the seat's
+//! holder SIGKILLed at that point, the fleet left to recover. It prints
+//! `point (route, scenario) | outcome | lost | doubled | leaked`, then each finding in full.
 
-use boxfleet_actors::crash;
-use boxfleet_tests::crash_matrix::{Backing, Verdict, trial_on};
+use boxfleet_actors::crash::{self, Scenario};
+use boxfleet_tests::crash_matrix::{Backing, Verdict, runs_on, trial_in};
 
-/// The points `cargo test` runs: one per stage of the lifecycle.
+/// The points `cargo test` runs on etcd: one per stage of the lifecycle, and the drain's
+/// hand-over, which only a fleet has.
 const SUBSET: &[&str] = &[
     crash::LAUNCH_AFTER_COMMIT,
     crash::COLLECT_AFTER_PUBLISH,
-    crash::ANSWER_AFTER_CLAIM,
+    crash::ANSWER_AT_ONCE_AFTER_WRITE,
     crash::ENDING_BEFORE_DELETE,
+    crash::RELEASE_AFTER_SETTLE,
 ];
 
-/// Every point, the recovery pass's armed beside one that leaves it a run to take over.
+/// Every scenario the matrix walks.
+const SCENARIOS: [Scenario; 5] = [
+    Scenario::AtOnce,
+    Scenario::Inbox,
+    Scenario::Chat,
+    Scenario::Reseed,
+    Scenario::Drain,
+];
+
+/// The scenario a point (or the first of several, comma-separated) is walked in: its route's.
+fn scenario_of(points: &str) -> Scenario {
+    let first = points.split(',').next().unwrap_or_default().trim();
+    match crash::route_of(first).map(|route| route.walk) {
+        Some(crash::Walk::Matrix(scenario)) => scenario,
+        _ => Scenario::AtOnce,
+    }
+}
+
+/// Every point of every scenario, the recovery pass's armed beside one that leaves it a run
+/// to take over.
 fn every_point() -> Vec<String> {
     let recovery = [crash::RECOVERY_AFTER_FENCE, crash::RECOVERY_AFTER_REVIVE];
-    let mut all: Vec<String> = crash::ALL
+    let mut all: Vec<String> = SCENARIOS
         .iter()
+        .flat_map(|scenario| crash::matrix_points(*scenario))
         .filter(|p| !recovery.contains(p))
         .map(|p| p.to_string())
         .collect();
@@ -47,7 +71,7 @@ fn main() {
         _ => None,
     };
     // `cargo bench`: every point on etcd; `cargo test`: the subset on etcd and every point
-    // on the embedded store (one node, restarted on it after each crash)
+    // on the embedded store (one node, restarted on it after each crash) but the drain's
     let plan: Vec<(Backing, String)> = match (std::env::var("CRASH_POINTS"), full) {
         (Ok(list), _) => list
             .split(';')
@@ -67,6 +91,10 @@ fn main() {
             plan
         }
     };
+    let plan: Vec<(Backing, String)> = plan
+        .into_iter()
+        .filter(|(backing, point)| runs_on(scenario_of(point), *backing))
+        .collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -74,10 +102,14 @@ fn main() {
         .expect("runtime");
     let mut verdicts = Vec::new();
     for (n, (backing, point)) in plan.iter().enumerate() {
-        let mut verdict = runtime.block_on(trial_on(*backing, point, n));
-        if *backing == Backing::Embedded {
-            verdict.point = format!("{point} (embedded)");
-        }
+        let scenario = scenario_of(point);
+        let mut verdict = runtime.block_on(trial_in(*backing, scenario, point, n));
+        let route = crash::route_of(point.split(',').next().unwrap_or_default())
+            .map_or("?", |route| route.name);
+        verdict.point = match backing {
+            Backing::Embedded => format!("{point} ({route}, {}, embedded)", scenario.name()),
+            Backing::Etcd => format!("{point} ({route}, {})", scenario.name()),
+        };
         println!(
             "{:<60} {}",
             verdict.point,

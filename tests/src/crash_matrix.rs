@@ -29,6 +29,8 @@ use std::time::{Duration, Instant};
 use boxfleet_cluster::events::{Event, kind};
 use boxfleet_cluster::store::Store;
 
+use boxfleet_actors::crash::Scenario;
+
 use crate::EtcdServer;
 use crate::fleet::Fleet;
 use crate::node::launched_turn;
@@ -82,14 +84,31 @@ pub async fn trial(point: &str, n: usize) -> Verdict {
     trial_on(Backing::Etcd, point, n).await
 }
 
-/// Runs one trial at `point` on `backing`.
+/// Runs one trial at `point` on `backing`, the answer given at once (the main scenario).
 pub async fn trial_on(backing: Backing, point: &str, n: usize) -> Verdict {
+    trial_in(backing, Scenario::AtOnce, point, n).await
+}
+
+/// The scenarios a backing can run: a drain moves the seat to another node, which the
+/// embedded store's one node does not have.
+pub fn runs_on(scenario: Scenario, backing: Backing) -> bool {
+    scenario != Scenario::Drain || backing == Backing::Etcd
+}
+
+/// Runs one trial at `point` on `backing`, in `scenario` (how the run's answer is given).
+pub async fn trial_in(backing: Backing, scenario: Scenario, point: &str, n: usize) -> Verdict {
     let mut fleet = Fleet::start_configured(&EtcdServer::shared().client_url(), &[], TTL, "");
     let once = fleet.dir.path().join("crash");
     fleet.env = vec![
         ("BOXFLEET_CRASH_AT".into(), point.into()),
         ("BOXFLEET_CRASH_ONCE".into(), once.display().to_string()),
     ];
+    if scenario == Scenario::Inbox {
+        fleet.env.push((
+            "BOXFLEET_FAILPOINTS".into(),
+            "answer-takes-the-inbox".into(),
+        ));
+    }
     fleet.embedded = backing == Backing::Embedded;
     let nodes: &'static [&'static str] = match backing {
         Backing::Etcd => &NODES,
@@ -99,7 +118,13 @@ pub async fn trial_on(backing: Backing, point: &str, n: usize) -> Verdict {
         fleet.add(name);
     }
     let marker = format!("crashmatrix{n}x{}", std::process::id());
-    let seat = format!("cm{n}");
+    // a drained seat is one placed on the node the trial drains
+    let seat = match scenario {
+        Scenario::Drain => {
+            crate::fleet::seats_placed_on(NODES[0], &NODES, 1, &format!("cm{n}")).remove(0)
+        }
+        _ => format!("cm{n}"),
+    };
     let turn = format!("turn-cm{n}-{}", uuid::Uuid::new_v4().simple());
     let store = match backing {
         Backing::Etcd => Some(fleet.store().await),
@@ -109,6 +134,10 @@ pub async fn trial_on(backing: Backing, point: &str, n: usize) -> Verdict {
         store,
         nodes,
         fleet,
+        scenario,
+        seat: seat.clone(),
+        drained: false,
+        conversation: format!("conv-cm{n}"),
         turn: turn.clone(),
         deadline: Instant::now() + QUIESCE_WITHIN,
         notes: Vec::new(),
@@ -141,6 +170,12 @@ struct Trial {
     store: Option<crate::EtcdStore>,
     nodes: &'static [&'static str],
     fleet: Fleet,
+    scenario: Scenario,
+    seat: String,
+    /// whether the drain scenario's drain was acknowledged
+    drained: bool,
+    /// the run's conversation key, which a chat reply is posted on
+    conversation: String,
     turn: String,
     deadline: Instant,
     notes: Vec<String>,
@@ -171,7 +206,7 @@ impl Trial {
         let mut first = true;
         while Instant::now() < self.deadline {
             let via = self.live_node();
-            let (code, out, err) = self.fleet.node(&via).cli(&[
+            let mut args = vec![
                 "launch",
                 "--seat",
                 seat,
@@ -181,7 +216,14 @@ impl Trial {
                 "command",
                 "--command",
                 command,
-            ]);
+                "--conversation",
+                &self.conversation,
+            ];
+            // a pause TTL of one second: the box is reaped while the run waits for its answer
+            if self.scenario == Scenario::Reseed {
+                args.extend(["--pause-ttl", "1"]);
+            }
+            let (code, out, err) = self.fleet.node(&via).cli(&args);
             if code == 0 {
                 let turn = launched_turn(&out);
                 if turn != self.turn {
@@ -205,18 +247,44 @@ impl Trial {
                 // gone before it parked: ended (judged below)
                 return false;
             };
-            if record["status"] != "awaiting_clarification" && record["status"] != "reseed" {
+            let parked = match self.scenario {
+                // answered only once the pause reaper took its box
+                Scenario::Reseed => record["status"] == "reseed" && record["sandbox_id"].is_null(),
+                _ => record["status"] == "awaiting_clarification" || record["status"] == "reseed",
+            };
+            if !parked {
                 tokio::time::sleep(Duration::from_millis(300)).await;
+                continue;
+            }
+            if self.scenario == Scenario::Drain && !self.drained {
+                self.drain_holder().await;
                 continue;
             }
             let launch = record["launch_id"].as_str().unwrap_or_default().to_owned();
             let via = self.live_node();
-            let (code, out, err) = self
-                .fleet
-                .node(&via)
-                .cli(&["answer", &self.turn, "--launch", &launch, "--text", "go on"]);
-            // recorded on the run, or pending on the seat's inbox: durable either way
-            if code == 0 && (out.contains("recorded") || out.contains("pending")) {
+            let (code, out, err) = match self.scenario {
+                // a reply on the run's conversation, as a person in the chat gives it
+                Scenario::Chat => self.fleet.node(&via).cli(&[
+                    "deliver",
+                    "--seat",
+                    &self.seat,
+                    "--conversation",
+                    &self.conversation,
+                    "--text",
+                    "go on",
+                ]),
+                _ => self
+                    .fleet
+                    .node(&via)
+                    .cli(&["answer", &self.turn, "--launch", &launch, "--text", "go on"]),
+            };
+            // recorded on the run, or pending on the seat's inbox: durable either way (a
+            // delivery is acknowledged once it is on the seat's inbox)
+            let acknowledged = match self.scenario {
+                Scenario::Chat => code == 0,
+                _ => code == 0 && (out.contains("recorded") || out.contains("pending")),
+            };
+            if acknowledged {
                 return true;
             }
             self.notes
@@ -224,6 +292,21 @@ impl Trial {
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
         false
+    }
+
+    /// Drains the node the trial's seat was placed on (asked of another node, which passes it
+    /// on), once: the seat moves with its parked run.
+    async fn drain_holder(&mut self) {
+        let via = self.nodes[1];
+        let (code, out, err) = self.fleet.node(via).cli(&["drain", self.nodes[0]]);
+        if code == 0 {
+            self.drained = true;
+        } else {
+            self.notes
+                .push(format!("drain refused: {}{}", out.trim(), err.trim()));
+            // a drained node that died mid-drain comes back undrained: drained again
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
     }
 
     /// Waits until the run's record is gone, restarting dead nodes meanwhile.

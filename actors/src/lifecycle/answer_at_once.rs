@@ -38,6 +38,10 @@ impl Coordinator {
         run: &Versioned,
         delivery: &Delivery,
     ) -> Option<AnswerOutcome> {
+        // a test failpoint: every answer takes the inbox's way (the crash matrix walks it)
+        if crate::workers::failpoint_armed("answer-takes-the-inbox") {
+            return None;
+        }
         let seat = run.record.seat.as_str();
         let given = delivery.answer_given.as_deref()?;
         let fence = self.seats.fence(seat)?;
@@ -93,10 +97,9 @@ impl Coordinator {
             delivery_id = %delivery.delivery_id,
             "sandbox_answer_recorded"
         );
-        crash::point(crash::ANSWER_AFTER_RECORD);
-        crash::point(crash::ANSWER_AFTER_CLAIM);
+        crash::point(crash::ANSWER_AT_ONCE_AFTER_WRITE);
         self.dispatch(EngineDown::Resume(Box::new(answer_resume(&claimed))));
-        crash::point(crash::ANSWER_AFTER_RESUME_DISPATCH);
+        crash::point(crash::ANSWER_AT_ONCE_AFTER_RESUME_DISPATCH);
         Some(AnswerOutcome::Recorded)
     }
 }

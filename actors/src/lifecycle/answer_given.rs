@@ -116,6 +116,7 @@ impl Coordinator {
             return Ok(outcome);
         }
         self.inbox.enqueue(&record.seat, &delivery).await?;
+        crash::point(crash::ANSWER_AFTER_ENQUEUE);
         info!(
             turn_id,
             seat = %record.seat,
@@ -210,6 +211,7 @@ impl Coordinator {
                 if let Err(error) = self.inbox.ack(fence, message).await {
                     warn!(seat = %fence.seat, %error, "sandbox_answer_ack_failed");
                 }
+                crash::point(crash::ANSWER_AFTER_ACK);
                 Ok(())
             }
             Err(RunError::Refused(Refusal::Missing)) => {

@@ -110,6 +110,20 @@ impl Coordinator {
                 .await;
                 Ok(())
             }
+            Err(Failed::Interrupted) => {
+                // handed back uncounted: the next holder collects it again at once
+                metrics.collected("failed", "interrupted");
+                info!(turn_id, launch_id, seat = %fence.seat, "sandbox_collect_interrupted");
+                let hand_back = Transition::HandBackClaim {
+                    launch_id: launch_id.to_owned(),
+                    collect_failed: false,
+                };
+                match self.runs.apply(&fence, turn_id, hand_back).await {
+                    Ok(_) | Err(RunError::Refused(_)) => Ok(()),
+                    // the claim stays for the seat's next holder, whose recovery revives it
+                    Err(error) => Err(error.into()),
+                }
+            }
             Err(failed) => {
                 let unread = matches!(failed, Failed::Unread(_));
                 metrics.collected("failed", if unread { "box_unread" } else { "retried" });
@@ -170,10 +184,13 @@ impl Coordinator {
             .ok_or_else(|| Error::NotFound(format!("run {turn_id} names no job")))?;
         self.access.reachable(run)?;
         let sandbox_id = run.sandbox_id.clone().unwrap_or_default();
-        let evidence = self
-            .read_evidence(run, &job, &sandbox_id)
-            .await
-            .map_err(Failed::Unread)?;
+        // the reads (reaching the box) are what a hand-over stops: nothing is written before
+        // they end, so the claim goes back as the completion found it
+        let evidence = tokio::select! {
+            biased;
+            read = self.read_evidence(run, &job, &sandbox_id) => read.map_err(Failed::Unread)?,
+            () = self.work.interrupted(&run.seat) => return Err(Failed::Interrupted),
+        };
         Ok(self.collect_read(fence, run, &job, evidence).await?)
     }
 
@@ -531,12 +548,18 @@ impl Coordinator {
 enum Failed {
     Unread(Error),
     After(Error),
+    /// this node stopped the collection (its seat is being handed over: a drain, a graceful
+    /// restart), which says nothing about the box
+    Interrupted,
 }
 
 impl Failed {
     fn into_error(self) -> Error {
         match self {
             Failed::Unread(error) | Failed::After(error) => error,
+            Failed::Interrupted => Error::Box(BoxError::Unreachable(
+                "the collection was stopped: its seat is being handed over".into(),
+            )),
         }
     }
 }

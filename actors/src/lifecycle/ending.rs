@@ -25,6 +25,17 @@ use super::limits::MAX_ENDING_DETAIL_BYTES;
 use super::strand::Reclaimed;
 use super::text::cut;
 
+/// An ending to decide, with its terms, kept while the store does not answer the decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptEnding {
+    /// the seat of the run, whose fence the decision is written under
+    pub seat: String,
+    pub reason: EndingReason,
+    /// redacted and bounded
+    pub detail: String,
+    pub guard: EndingGuard,
+}
+
 impl Coordinator {
     /// Decides an ending (announced once), then finishes it: copies owed handed back, the box
     /// reclaimed, the row deleted. A step that fails keeps the row for the next reader.
@@ -36,19 +47,49 @@ impl Coordinator {
         detail: &str,
         guard: EndingGuard,
     ) {
-        let decide = Transition::DecideEnding {
+        let ending = KeptEnding {
+            seat: fence.seat.clone(),
             reason,
             // a failure's text can quote the box: redacted whole before it is bounded
             detail: cut(&boxfleet_redact::redact(detail), MAX_ENDING_DETAIL_BYTES),
             guard,
         };
+        match self.end_run_kept(fence, turn_id, &ending).await {
+            Ok(true) => {}
+            Ok(false) => info!(turn_id, reason = reason.as_str(), "sandbox_ending_declined"),
+            Err(error) => {
+                // the store did not take the decision: it is kept, and the run's driver asks
+                // again until the store answers (or the seat moves, whose next holder's recovery
+                // pass takes the run over)
+                warn!(turn_id, %error, reason = reason.as_str(), "sandbox_ending_decision_kept");
+                self.follow_ups.keep_ending(turn_id, ending).await;
+            }
+        }
+    }
+
+    /// Decides `ending` and finishes it as [`Coordinator::end_run`] does: `true`. `false`: the
+    /// run declined it (its guard no longer holds: the run moved on), never to be kept. `Err`:
+    /// the store did not answer the decision (the caller keeps it).
+    pub async fn end_run_kept(
+        &self,
+        fence: &Fence,
+        turn_id: &str,
+        ending: &KeptEnding,
+    ) -> Result<bool, RunError> {
+        let reason = ending.reason;
+        let decide = Transition::DecideEnding {
+            reason,
+            detail: ending.detail.clone(),
+            guard: ending.guard.clone(),
+        };
         let decided = match self.runs.apply(fence, turn_id, decide).await {
             Ok(outcome) => outcome.record().cloned(),
             Err(RunError::Refused(Refusal::EndingDecided(_))) => None,
-            Err(error) => {
-                warn!(turn_id, %error, reason = reason.as_str(), "sandbox_ending_refused");
-                return;
+            Err(RunError::Refused(refusal)) => {
+                info!(turn_id, %refusal, reason = reason.as_str(), "sandbox_ending_refusal");
+                return Ok(false);
             }
+            Err(error) => return Err(error),
         };
         crash::point(crash::ENDING_AFTER_DECISION);
         if reason.is_failure() {
@@ -78,6 +119,7 @@ impl Coordinator {
                 self.follow_ups.check_run(turn_id).await;
             }
         }
+        Ok(true)
     }
 
     /// Finishes a decided ending from wherever it stopped.
@@ -137,6 +179,7 @@ impl Coordinator {
             self.inbox.enqueue(&record.seat, &delivery).await?;
             ids.push(copy.delivery_id.clone());
         }
+        crash::point(crash::HAND_BACK_AFTER_ENQUEUE);
         let clear = Transition::ClearHandBack { delivery_ids: ids };
         match self.runs.apply(fence, &record.turn_id, clear).await {
             Ok(_) | Err(RunError::Refused(Refusal::AlreadyDone)) => Ok(()),
@@ -195,6 +238,7 @@ impl Coordinator {
         if self.reclaim_box(fence, run, sandbox_id).await? == Reclaimed::Stranded {
             return Ok(());
         }
+        crash::point(crash::REAP_AFTER_KILL);
         let reclaimed = Transition::BoxReclaimed {
             sandbox_id: sandbox_id.clone(),
         };

@@ -33,6 +33,9 @@ pub trait FollowUps: Send + Sync + std::fmt::Debug {
     /// A run owes more than the step that just ran could do (an ending kept for a later try):
     /// its `Run` driver reads it again and does what it owes.
     async fn check_run(&self, turn_id: &str);
+    /// An ending the store did not take: the `Run` driver decides it again until the store
+    /// answers, then finishes it.
+    async fn keep_ending(&self, turn_id: &str, ending: super::ending::KeptEnding);
     /// A recorded answer's resume failed: the `Run` driver of `seat`'s run `turn_id` retries
     /// it or lets it go.
     async fn answer_resume_failed(&self, seat: &str, turn_id: &str, retry: AnswerRetry);
@@ -51,6 +54,7 @@ impl FollowUps for Detached {
     async fn seat_acquired(&self, _seat: &str) {}
     fn seat_released(&self, _seat: &str) {}
     async fn check_run(&self, _turn_id: &str) {}
+    async fn keep_ending(&self, _turn_id: &str, _ending: super::ending::KeptEnding) {}
     async fn answer_resume_failed(&self, _seat: &str, _turn_id: &str, _retry: AnswerRetry) {}
     async fn box_op(&self, provider: &Arc<dyn Provider>, sandbox_id: &str, op: BoxOp) -> BoxReply {
         crate::boxes::run(provider, sandbox_id, op).await

@@ -15,6 +15,8 @@ use boxfleet_cluster::transition::{DEFAULT_PAUSE_TTL_SECONDS, Fence, Refusal, Tr
 use chrono::Utc;
 use tracing::{info, warn};
 
+use crate::crash;
+
 use super::Coordinator;
 use super::api::EngineDown;
 use super::error::Error;
@@ -185,10 +187,12 @@ impl Coordinator {
             Ok(_) | Err(RunError::Refused(Refusal::AlreadyRecorded)) => {
                 self.offers.settled(delivery_id);
                 self.offers.answered(&fence.seat);
+                crash::point(crash::CHAT_AFTER_RECORD);
                 // recorded before the delivery is acked
                 if let Err(error) = self.inbox.ack(fence, message).await {
                     warn!(seat = %fence.seat, %error, "sandbox_answer_ack_failed");
                 }
+                crash::point(crash::CHAT_AFTER_ACK);
                 self.drive_answer(fence, &turn_id).await?;
                 Ok(true)
             }

@@ -188,6 +188,9 @@ impl Coordinator {
         let mut record =
             self.launching_record(&request, &plan, (&turn_id, &launch_id), provider.as_ref());
         record.sandbox_id = chosen_box.clone();
+        // known as in flight before its row opens: a recovery pass re-run under this lease
+        // meanwhile (the seat's actor restarting) leaves the row to this launch
+        let _in_flight = self.work.start_launch(&launch_id, fence.epoch);
         crash::point(crash::LAUNCH_BEFORE_OPEN);
         self.runs
             .apply(
@@ -458,6 +461,7 @@ impl Coordinator {
                         boxes_dir: provider.boxes_dir(),
                     };
                     self.runs.apply(fence, turn_id, name).await?;
+                    crash::point(crash::RESEED_AFTER_BOX_NAMED);
                 }
                 JobBox::New(chosen)
             }
@@ -665,10 +669,7 @@ fn run_environment(
     env.insert("BOXFLEET_TURN_ID".to_owned(), turn_id.to_owned());
     // marks every process the job starts, so a recovery can stop what a launch started before
     // its row named the job (Sandbox::kill_launch)
-    env.insert(
-        crate::ports::LAUNCH_MARKER.to_owned(),
-        launch_id.to_owned(),
-    );
+    env.insert(crate::ports::LAUNCH_MARKER.to_owned(), launch_id.to_owned());
     if let Some(url) = plan.base_url.as_ref().filter(|_| plan.runner == "opencode") {
         env.insert("BOXFLEET_OPENCODE_BASE_URL".to_owned(), url.clone());
         let wire = match plan.wire {

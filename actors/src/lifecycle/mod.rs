@@ -86,6 +86,7 @@ pub use api::{
     AnswerOutcome, Answerer, Ended, EngineDown, LaunchOutcome, LaunchRequest, Parked, RefusalClass,
     Resume, ResumeKind, Settle,
 };
+pub use ending::KeptEnding;
 pub use error::Error;
 pub use follow_ups::{AnswerRetry, Detached, FollowUps};
 pub use limits::{
@@ -175,6 +176,9 @@ pub struct Coordinator {
     pub seat_view: boxfleet_cluster::seat_view::SeatView,
     /// what the last placement pass that found nothing to do decided from
     settled_pass: std::sync::Mutex<Option<placement_pass::Settled>>,
+    /// the seat of each turn whose resume this node handed to the engine, until it settles:
+    /// a settle that cannot read the run's record still knows whose fence to end it under
+    resumes_out: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl Coordinator {
@@ -213,6 +217,7 @@ impl Coordinator {
             access: Arc::new(access),
             seats: seats::Seats::new(session),
             work: work::WorkInProgress::default(),
+            resumes_out: std::sync::Mutex::default(),
             offers: offers::Offers::default(),
             fleet: RwLock::new(None),
             condenser: RwLock::new(None),
@@ -308,6 +313,12 @@ impl Coordinator {
 
     /// Hands work to the engine.
     fn dispatch(&self, work: EngineDown) {
+        if let EngineDown::Resume(resume) = &work {
+            self.resumes_out
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(resume.turn_id.clone(), resume.seat.clone());
+        }
         if self.engine.send(work).is_err() {
             warn!(node = %self.node, "engine_detached");
         }

@@ -11,6 +11,8 @@ use boxfleet_cluster::seat::{self, Acquire, Session};
 use boxfleet_cluster::transition::Fence;
 use tracing::{debug, info, warn};
 
+use crate::crash;
+
 use super::Coordinator;
 use super::error::Error;
 use super::work::WorkGuard;
@@ -18,6 +20,8 @@ use super::work::WorkGuard;
 /// How much longer than its own settle a release waits for one already under way, which
 /// started earlier with a settle of its own.
 const RELEASE_WAIT_MARGIN: Duration = Duration::from_secs(5);
+/// How long a hand-over waits, past its settle, for the work it stopped to write that down.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 
 impl Coordinator {
     /// The node's current session (a new one replaces it when the old lease is lost).
@@ -134,12 +138,24 @@ impl Coordinator {
         // work while holding the lock would stall a launch queued on it until `settle` ran out
         let deadline = tokio::time::Instant::now() + settle;
         self.work.settle(seat, deadline).await;
+        if self.work.count(seat) > 0 {
+            // what is still in progress past the wait is stopped where it can be (a
+            // collection still reading its box hands its claim back uncounted), and given a
+            // moment to write that down under this fence
+            self.work.interrupt(seat);
+            self.work
+                .settle(seat, tokio::time::Instant::now() + INTERRUPT_GRACE)
+                .await;
+        }
         self.settle_resumes(seat, deadline).await;
         let _lock = self.seats.seat.lock(seat).await;
+        crash::point(crash::RELEASE_AFTER_SETTLE);
         let released = seat::release(self.store.as_ref(), &self.keys, &fence).await;
+        crash::point(crash::RELEASE_AFTER_DELETE);
         self.seats.released(seat);
         self.follow_ups.seat_released(seat);
         self.seats.end_release(seat);
+        self.work.resume(seat);
         let released = released?;
         info!(seat, epoch = fence.epoch, node = %self.node, released, "seat_released");
         Ok(released)

@@ -15,8 +15,8 @@ use boxfleet_cluster::runs::RunError;
 use boxfleet_cluster::transition::{EndingGuard, Fence, Refusal, Transition};
 use tracing::{info, warn};
 
-use crate::crash;
 use crate::boxes::BoxOp;
+use crate::crash;
 use crate::ports::BoxError;
 
 use super::Coordinator;
@@ -66,6 +66,14 @@ impl Coordinator {
         for run in runs {
             let record = &run.record;
             let turn_id = record.turn_id.as_str();
+            if record.status == Status::Launching
+                && self.work.launch_in_flight(&record.launch_id, fence.epoch)
+            {
+                // this node holds the seat under the same lease and the launch is running
+                // here now (the pass re-runs as the seat's actor restarts): not abandoned
+                info!(turn_id, launch_id = %record.launch_id, "sandbox_launch_in_flight_kept");
+                continue;
+            }
             match record.status {
                 // a relaunch that died before its commit still carries its answer: re-seeded
                 Status::Launching if record.answer.is_some() => {

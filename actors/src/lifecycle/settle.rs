@@ -23,8 +23,8 @@ use super::Coordinator;
 use super::api::{LaunchRequest, Settle};
 use super::error::Error;
 use super::job::StoredJob;
-use super::limits::MAX_FINDINGS_RESUME_REFUSALS;
-use super::text::new_id;
+use super::limits::{MAX_ENDING_DETAIL_BYTES, MAX_FINDINGS_RESUME_REFUSALS};
+use super::text::{cut, new_id};
 
 impl Coordinator {
     /// The last moment before the resumed turn runs: the claim records the take (an answer is
@@ -102,8 +102,20 @@ impl Coordinator {
         launch_id: &str,
         settle: Settle,
     ) -> Result<Option<String>, Error> {
-        let Some(run) = self.runs.read(turn_id).await? else {
-            return Err(Error::NotFound(format!("run {turn_id} is gone")));
+        let read = self.runs.read(turn_id).await;
+        let seat_out = self
+            .resumes_out
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(turn_id);
+        let run = match read {
+            Ok(Some(run)) => run,
+            Ok(None) => return Err(Error::NotFound(format!("run {turn_id} is gone"))),
+            Err(error) => {
+                return self
+                    .settle_unread(turn_id, launch_id, settle, seat_out, error.into())
+                    .await;
+            }
         };
         let span = self.span_of(crate::spans::Op::Settle, &run.record);
         tracing::Instrument::instrument(
@@ -111,6 +123,58 @@ impl Coordinator {
             span,
         )
         .await
+    }
+
+    /// A resumed turn came back (cleanly, or broken after writing outside the engine) and its
+    /// run's record could not be read (`sandbox_claimed_settled_unread`): rather than leave the
+    /// row in `resumed`, the store is asked to end the run while it is still the claim this
+    /// node took, under the fence of the seat the resume went out for. A relaunched run (no
+    /// longer that claim) declines it (`sandbox_claimed_settle_declined`); a store that refuses
+    /// this too keeps the ending for the run's driver to decide once the store answers
+    /// (`sandbox_claimed_settle_kept`), or the seat's next holder reaps it. Any other settle, or
+    /// a turn this node sent no resume for, returns the read's error.
+    async fn settle_unread(
+        &self,
+        turn_id: &str,
+        launch_id: &str,
+        settle: Settle,
+        seat: Option<String>,
+        error: Error,
+    ) -> Result<Option<String>, Error> {
+        let (reason, detail) = match &settle {
+            Settle::Finished { reply, .. } => (EndingReason::Finished, reply.clone()),
+            Settle::BrokeAfterExternalWrite { error } => {
+                (EndingReason::BrokeAfterExternalWrite, error.clone())
+            }
+            _ => return Err(error),
+        };
+        let Some(seat) = seat else {
+            return Err(error);
+        };
+        warn!(turn_id, launch_id, seat, %error, "sandbox_claimed_settled_unread");
+        if let Settle::Finished { reply, succeeded } = &settle {
+            self.publish_reply(turn_id, launch_id, &seat, reply, *succeeded)
+                .await;
+        }
+        let fence = self.in_flight_fence(&seat).await?;
+        let ending = super::ending::KeptEnding {
+            seat,
+            reason,
+            detail: cut(&boxfleet_redact::redact(&detail), MAX_ENDING_DETAIL_BYTES),
+            guard: EndingGuard::Claim {
+                launch_id: launch_id.to_owned(),
+            },
+        };
+        match self.end_run_kept(&fence, turn_id, &ending).await {
+            Ok(true) => {}
+            Ok(false) => info!(turn_id, launch_id, "sandbox_claimed_settle_declined"),
+            Err(kept) => {
+                warn!(turn_id, launch_id, error = %kept, "sandbox_claimed_settle_kept");
+                self.follow_ups.keep_ending(turn_id, ending).await;
+            }
+        }
+        self.pump(&fence.seat).await;
+        Ok(None)
     }
 
     async fn settle_read(
@@ -252,6 +316,7 @@ impl Coordinator {
             self.strand(fence, run, sandbox_id).await?;
         }
         let new_launch = new_id("launch");
+        let _in_flight = self.work.start_launch(&new_launch, fence.epoch);
         let relaunch = Transition::Relaunch {
             launch_id: launch_id.to_owned(),
             new_launch_id: new_launch.clone(),

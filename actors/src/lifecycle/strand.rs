@@ -13,6 +13,8 @@ use boxfleet_cluster::stranded;
 use boxfleet_cluster::transition::{Fence, Refusal, Transition};
 use tracing::{info, warn};
 
+use crate::crash;
+
 use super::Coordinator;
 use super::error::Error;
 use crate::boxes::BoxOp;
@@ -62,6 +64,7 @@ impl Coordinator {
             Ok(_) | Err(RunError::Refused(Refusal::AlreadyDone)) => {}
             Err(error) => return Err(error.into()),
         }
+        crash::point(crash::STRAND_AFTER_NAMED);
         info!(
             turn_id = %run.turn_id,
             sandbox_id,
@@ -94,6 +97,7 @@ impl Coordinator {
                 warn!(sandbox_id, turn_id = %stranded.turn_id, %error, "sandbox_kill_failed");
                 continue;
             }
+            crash::point(crash::STRAND_AFTER_KILL);
             stranded::forget(self.store.as_ref(), &self.keys, &stranded, read_at).await?;
             info!(sandbox_id, turn_id = %stranded.turn_id, host, "sandbox_stranded_box_killed");
             killed += 1;

@@ -1,8 +1,12 @@
 //! Work in progress on a seat: the launches, collections and answers a graceful release waits
 //! for before it hands the seat over. A step counts itself with [`WorkInProgress::start`] and
-//! is counted until its [`WorkGuard`] drops.
+//! is counted until its [`WorkGuard`] drops. A launch (or relaunch) is also known by its launch
+//! id until its [`LaunchGuard`] drops, so a recovery pass this node re-runs under the same lease
+//! (a seat actor's restart) passes over the `launching` row of a launch happening right now
+//! instead of reaping it as abandoned (spec: "one on a seat this node already owns is a launch
+//! happening right now").
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use tracing::warn;
@@ -12,6 +16,27 @@ use tracing::warn;
 pub(crate) struct WorkInProgress {
     working: Arc<Mutex<HashMap<String, usize>>>,
     settled: Arc<tokio::sync::Notify>,
+    /// the launches in flight in this process: (launch id, the seat's epoch they run under)
+    launching: Arc<Mutex<HashSet<(String, i64)>>>,
+    /// the seats whose hand-over stops what is still in progress on them
+    interrupted: Arc<Mutex<HashSet<String>>>,
+    interrupt: Arc<tokio::sync::Notify>,
+}
+
+/// A launch in flight under one epoch of its seat, known until it drops.
+#[derive(Debug)]
+pub struct LaunchGuard {
+    launching: Arc<Mutex<HashSet<(String, i64)>>>,
+    key: (String, i64),
+}
+
+impl Drop for LaunchGuard {
+    fn drop(&mut self) {
+        self.launching
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.key);
+    }
 }
 
 /// A launch, collection or answer in progress on a seat, counted until it drops.
@@ -49,6 +74,63 @@ impl WorkInProgress {
             working: self.working.clone(),
             settled: self.settled.clone(),
             seat: seat.to_owned(),
+        }
+    }
+
+    /// Knows launch `launch_id`, running under the seat's `epoch`, as in flight until the
+    /// guard drops.
+    pub fn start_launch(&self, launch_id: &str, epoch: i64) -> LaunchGuard {
+        let key = (launch_id.to_owned(), epoch);
+        self.launching
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.clone());
+        LaunchGuard {
+            launching: self.launching.clone(),
+            key,
+        }
+    }
+
+    /// Whether launch `launch_id` is in flight in this process under `epoch`: its row is a
+    /// launch happening right now, not one a stopped node left.
+    pub fn launch_in_flight(&self, launch_id: &str, epoch: i64) -> bool {
+        self.launching
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&(launch_id.to_owned(), epoch))
+    }
+
+    /// Tells the work on `seat` that can stop (a collection's reads) to stop, until
+    /// [`WorkInProgress::resume`]: its seat's hand-over waited long enough.
+    pub fn interrupt(&self, seat: &str) {
+        self.interrupted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(seat.to_owned());
+        self.interrupt.notify_waiters();
+    }
+
+    /// The hand-over of `seat` is over: work on it is no longer stopped.
+    pub fn resume(&self, seat: &str) {
+        self.interrupted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(seat);
+    }
+
+    /// Resolves once the work on `seat` is told to stop.
+    pub async fn interrupted(&self, seat: &str) {
+        loop {
+            let told = self.interrupt.notified();
+            if self
+                .interrupted
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(seat)
+            {
+                return;
+            }
+            told.await;
         }
     }
 

@@ -551,7 +551,10 @@ mod tests {
         );
         // the run is back exactly as before the relaunch: its job (the command the answer
         // reruns), its launch, its iteration, its conversation
-        assert_eq!(reverted.job, claimed.job, "the job the answer reruns is kept");
+        assert_eq!(
+            reverted.job, claimed.job,
+            "the job the answer reruns is kept"
+        );
         assert_eq!(reverted.launch_id, claimed.launch_id);
         assert_eq!(reverted.iteration, claimed.iteration);
         assert_eq!(reverted.conversation, claimed.conversation);

@@ -235,11 +235,24 @@ pub(crate) async fn read_report(
             boxfleet_redact::redact(&String::from_utf8_lossy(&bytes)),
         )),
         Ok(_) => Ok(None),
+        // a report merely too large to read whole is no collect failure: it is described by
+        // its size, and the run is collected without it
+        Err(BoxError::TooLarge { path, size, limit }) => {
+            Ok(Some(too_large_note("findings report", &path, size, limit)))
+        }
         Err(error) => {
             errors.push("report", &report, error);
             Err(())
         }
     }
+}
+
+/// What stands in for a piece too large to read whole: its size, the bound, where it is.
+pub(crate) fn too_large_note(piece: &str, path: &str, size: u64, limit: u64) -> String {
+    format!(
+        "[boxfleet] the {piece} at {path} is {size} bytes, over the {limit}-byte bound a \
+         collection reads whole, so it was not read; it is still in the box"
+    )
 }
 
 /// Stderr's end, redacted whole, its unread start said by size.
@@ -316,6 +329,12 @@ pub(crate) async fn read_question(
         let path = format!("{ask_dir}/{name}");
         match sandbox.read_file(&path).await {
             Ok(bytes) => pieces.push(bytes),
+            // a question too large to read whole still parks the run, described by its size;
+            // an audience or branch that large is read as none
+            Err(BoxError::TooLarge { path, size, limit }) => pieces.push(
+                (name == "question")
+                    .then(|| too_large_note("question", &path, size, limit).into_bytes()),
+            ),
             Err(error) => {
                 readable = false;
                 errors.push(&format!("question's {name}"), &path, error);

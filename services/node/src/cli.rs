@@ -223,6 +223,10 @@ pub struct LaunchArgs {
     /// seconds; 0 = never pause. Omit it for the seat's default.
     #[arg(long, value_name = "SECS")]
     pub pause_ttl: Option<u64>,
+    /// The conversation the turn reports back to (its conversation key): a reply posted
+    /// there (`boxfleet deliver --conversation KEY`) answers the job's question.
+    #[arg(long, value_name = "CONVERSATION")]
+    pub conversation: Option<String>,
     /// Cap the coding agent's agentic rounds for this job (Claude Code's `--max-turns`,
     /// OpenCode's steps). Omit it for the role's cap, then the company default.
     #[arg(long, value_name = "N")]

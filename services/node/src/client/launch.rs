@@ -51,6 +51,7 @@ fn launch_request(args: &LaunchArgs) -> LaunchRequest {
         command: args.command.clone().unwrap_or_default(),
         model: args.model.clone().unwrap_or_default(),
         pause_ttl_seconds: args.pause_ttl,
+        conversation_key: args.conversation.clone().unwrap_or_default(),
         timeout_seconds: args.timeout.unwrap_or(0),
         max_turns: args.max_turns.unwrap_or(0),
         ..LaunchRequest::default()

@@ -347,6 +347,7 @@ impl pb::ops_server::Ops for OpsService {
         // gracefully, in parallel, and that node recovers its runs; a seat no other node would
         // take stays held here, its runs polled and settled, until one joins
         coordinator.set_draining(true).await.map_err(status)?;
+        boxfleet_actors::crash::point(boxfleet_actors::crash::DRAIN_AFTER_MARKED);
         tracing::info!(node = %coordinator.node, "node_draining");
         let before = coordinator.held_seats().len() as u32;
         // the placement pass may release some first: count what is gone
