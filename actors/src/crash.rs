@@ -156,13 +156,8 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         name: "settle",
-        promise: "the turn's reply is published once and the run ends once",
-        points: &[
-            SETTLE_AFTER_TAKE,
-            SETTLE_AFTER_REPLY,
-            SETTLE_BEFORE_ENDING,
-            SETTLE_AFTER_FINISH,
-        ],
+        promise: "the turn's reply is published once, with the run's ending, and the run ends once",
+        points: &[SETTLE_AFTER_TAKE, SETTLE_BEFORE_ENDING, SETTLE_AFTER_FINISH],
         walk: Walk::Matrix(Scenario::AtOnce),
     },
     Route {
@@ -278,7 +273,6 @@ pub const RELAUNCH_AFTER_COMMIT: &str = "relaunch.after_commit";
 /// a re-seed's new box named on the row, not made yet
 pub const RESEED_AFTER_BOX_NAMED: &str = "reseed.after_box_named";
 pub const SETTLE_AFTER_TAKE: &str = "settle.after_take";
-pub const SETTLE_AFTER_REPLY: &str = "settle.after_reply";
 /// the engine's settle arrived; the ending not decided yet
 pub const SETTLE_BEFORE_ENDING: &str = "settle.before_ending";
 pub const SETTLE_AFTER_FINISH: &str = "settle.after_finish";

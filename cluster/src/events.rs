@@ -383,7 +383,15 @@ mod tests {
                        "activity_transcript": ["\u{1}".repeat(1 << 20)]},
             "succeeded": true,
         });
-        let event = Event::new(kind::TURN_REPLIED, &["t"], "t", "l", "s", Utc::now(), body);
+        let event = Event::new(
+            kind::TURN_REPLIED,
+            &["t"],
+            "t",
+            "l",
+            "s",
+            crate::clock::now(),
+            body,
+        );
         let limit = 1536 * 1024;
         let json = fit(&event, limit);
         assert!(json.len() <= limit, "{} over {limit}", json.len());
@@ -417,7 +425,7 @@ mod tests {
                 turn,
                 "l",
                 "s",
-                Utc::now(),
+                crate::clock::now(),
                 serde_json::json!({"n": n}),
             );
             let (compare, puts) = create(&keys, &event, lease, usize::MAX);
@@ -433,7 +441,7 @@ mod tests {
             "turn-c",
             "l",
             "s",
-            Utc::now(),
+            crate::clock::now(),
             serde_json::json!({}),
         );
         store
@@ -467,7 +475,7 @@ mod tests {
 
     #[test]
     fn ids_are_derived_from_what_is_announced() {
-        let at = Utc::now();
+        let at = crate::clock::now();
         let a = Event::new(
             kind::RUN_FAILED,
             &["t", "x"],
@@ -574,7 +582,7 @@ mod backlog_tests {
                 &format!("turn-{n}"),
                 "l",
                 "s",
-                Utc::now(),
+                crate::clock::now(),
                 serde_json::json!({"n": n, "pad": "x".repeat(4096)}),
             );
             let (compare, ops) = create(&keys, &event, lease, 1 << 20);

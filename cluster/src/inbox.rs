@@ -143,7 +143,7 @@ impl Inbox {
             let stored = Stored {
                 delivery: delivery.clone(),
                 delivery_count: 0,
-                enqueued_at: Utc::now(),
+                enqueued_at: crate::clock::now(),
             };
             let txn = Txn::new()
                 .when([
@@ -231,7 +231,7 @@ impl Inbox {
     }
 
     async fn ack_once(&self, fence: &Fence, message: &Message) -> Result<(), Rejected> {
-        let now = Utc::now();
+        let now = crate::clock::now();
         let lease = self.ledger.lease(self.store.as_ref(), now).await?;
         let seat = &fence.seat;
         let delivery_id = &message.delivery.delivery_id;

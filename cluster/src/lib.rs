@@ -16,6 +16,7 @@
 //!
 //! Nothing here does sandbox I/O: the actors decide when to call these operations.
 
+pub mod clock;
 pub mod duty;
 pub mod error;
 pub mod events;

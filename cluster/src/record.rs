@@ -664,7 +664,7 @@ mod tests {
 
     #[test]
     fn unknown_keys_survive_a_rewrite_by_this_build() {
-        let now = Utc::now();
+        let now = crate::clock::now();
         let mut record = RunRecord::launching("t1", "l1", "eng", "command", now);
         record.conversation = Some(b"\x00opaque".to_vec());
         let mut json: serde_json::Value =

@@ -143,7 +143,10 @@ impl Runs {
     /// run gone, or not waiting on its question). `true` when this call created it.
     pub async fn announce(&self, event: &events::Event) -> Result<bool, Error> {
         for _ in 0..2 {
-            let lease = self.events.lease(self.store.as_ref(), Utc::now()).await?;
+            let lease = self
+                .events
+                .lease(self.store.as_ref(), crate::clock::now())
+                .await?;
             let budget = self
                 .store
                 .max_request_bytes()
@@ -290,7 +293,8 @@ impl Runs {
         turn_id: &str,
         transition: Transition,
     ) -> Result<Outcome, RunError> {
-        self.apply_at(fence, turn_id, transition, Utc::now()).await
+        self.apply_at(fence, turn_id, transition, crate::clock::now())
+            .await
     }
 
     /// [`Runs::apply`] with the decision's clock given (tests, replays).
@@ -405,7 +409,13 @@ impl Runs {
             // trip per run, which a failover makes for every run of every seat it takes
             let steps = (&stamp, &[][..]);
             match self
-                .apply_steps(fence, &turn_id, Some(Box::new(run)), steps, Utc::now())
+                .apply_steps(
+                    fence,
+                    &turn_id,
+                    Some(Box::new(run)),
+                    steps,
+                    crate::clock::now(),
+                )
                 .await
             {
                 Ok(Outcome::Written(run)) => fenced.push(*run),

@@ -44,6 +44,7 @@ pub mod npm;
 pub mod otlp_collector;
 pub mod probe;
 pub mod proxy;
+pub mod sim;
 pub mod tls;
 
 use std::time::Duration;

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use boxfleet_cluster::record::RunRecord;
-use chrono::Utc;
 use tracing::warn;
 
 use super::error::Error;
@@ -340,7 +339,9 @@ impl Access {
             return Ok(None);
         };
         let limit = Duration::from_secs(deadline + 10) + backstop_margin();
-        let ran = (Utc::now() - started_at).to_std().unwrap_or_default();
+        let ran = (boxfleet_cluster::clock::now() - started_at)
+            .to_std()
+            .unwrap_or_default();
         if ran < limit {
             return Ok(None);
         }

@@ -89,7 +89,11 @@ impl Coordinator {
         let Some(answer) = &record.answer else {
             return;
         };
-        let retry = after_failed_resume(answer, record.pause_ttl_seconds, Utc::now());
+        let retry = after_failed_resume(
+            answer,
+            record.pause_ttl_seconds,
+            boxfleet_cluster::clock::now(),
+        );
         self.follow_ups
             .answer_resume_failed(&record.seat, &record.turn_id, retry)
             .await;

@@ -19,7 +19,6 @@
 use boxfleet_cluster::inbox::Delivery;
 use boxfleet_cluster::runs::{Outcome, Versioned};
 use boxfleet_cluster::transition::Transition;
-use chrono::Utc;
 use tracing::info;
 
 use crate::crash;
@@ -78,7 +77,7 @@ impl Coordinator {
                 turn_id,
                 Some(Box::new(run.clone())),
                 (&steps[0], &steps[1..]),
-                Utc::now(),
+                boxfleet_cluster::clock::now(),
             )
             .await
         {

@@ -19,7 +19,6 @@ use boxfleet_cluster::inbox::{AnswerGiven, Delivery, Message};
 use boxfleet_cluster::record::{Answer, AnswerRoute, Operator, RunRecord, Status};
 use boxfleet_cluster::runs::RunError;
 use boxfleet_cluster::transition::{Fence, Refusal, Transition};
-use chrono::Utc;
 use tracing::{info, warn};
 
 use crate::crash;
@@ -99,7 +98,7 @@ impl Coordinator {
             partition: None,
             from: answerer.from.clone(),
             text: text.to_owned(),
-            posted_at: Utc::now(),
+            posted_at: boxfleet_cluster::clock::now(),
             // the question it answers: the job the run held when this call checked it
             answer_given: Some(Box::new(AnswerGiven {
                 turn_id: turn_id.to_owned(),
@@ -264,7 +263,7 @@ impl Coordinator {
     ) -> Result<(), Error> {
         if let (Some(became), Some(given)) = (became, &message.delivery.answer_given) {
             let event = announcement(&given.turn_id, &fence.seat, &message.delivery)
-                .event(became, Utc::now());
+                .event(became, boxfleet_cluster::clock::now());
             self.runs.announce(&event).await?;
             info!(turn_id = %given.turn_id, became, "sandbox_run_answered");
         }
@@ -279,7 +278,7 @@ pub(super) fn given_answer(delivery: &Delivery, given: &AnswerGiven, run: &RunRe
         delivery,
         &given.launch_id,
         AnswerRoute::Operator,
-        Utc::now(),
+        boxfleet_cluster::clock::now(),
     );
     answer.given_by = given.given_by.clone();
     answer.operator = given.operator.clone();

@@ -7,7 +7,6 @@
 //! Decisions: `transition::bridge` (append_bridge_call).
 
 use boxfleet_cluster::transition::Transition;
-use chrono::Utc;
 use tracing::warn;
 
 use super::Coordinator;
@@ -33,7 +32,7 @@ pub fn bridge_call_line(tool: &str, arguments: &str, failed: bool, result: &str)
     };
     format!(
         "{} {tool} {} -> {}: {}",
-        Utc::now().format("%Y-%m-%dT%H:%M:%SZ"),
+        boxfleet_cluster::clock::now().format("%Y-%m-%dT%H:%M:%SZ"),
         preview(arguments),
         if failed { "error" } else { "ok" },
         preview(result)

@@ -93,7 +93,7 @@ impl Coordinator {
         let company = self.company();
         let budgets = &company.budgets;
         let clock = budgets.offset();
-        let now = Utc::now();
+        let now = boxfleet_cluster::clock::now();
         let windows = spend::windows_on(now, clock);
         let scopes: [(String, String, Caps); 2] = [
             (

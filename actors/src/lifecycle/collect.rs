@@ -23,7 +23,6 @@ use boxfleet_cluster::runs::{Outcome, RunError};
 use boxfleet_cluster::transition::{
     COLLECT_SPAN, EndingGuard, Fence, Refusal, Share, Transition, collect_allowance_spent,
 };
-use chrono::Utc;
 use tracing::{info, warn};
 
 use crate::crash;
@@ -87,7 +86,9 @@ impl Coordinator {
         let metrics = boxfleet_cluster::metrics::metrics();
         match self.collect_claimed(&fence, &claimed).await {
             Ok(()) => Ok(()),
-            Err(Failed::Unread(error)) if collect_allowance_spent(&claimed, Utc::now()) => {
+            Err(Failed::Unread(error))
+                if collect_allowance_spent(&claimed, boxfleet_cluster::clock::now()) =>
+            {
                 metrics.collected("failed", "collect_unreachable");
                 // past the allowance the box is given up on: torn down, the run ended
                 let detail = format!(
@@ -298,6 +299,9 @@ impl Coordinator {
         {
             Ok(sandbox) => match runner.collect(sandbox.as_ref(), &job.handle).await {
                 Ok(collected) => (collected, Some(sandbox)),
+                // the box stopped answering mid-read: it could not be read back, which is a
+                // collect failure asked again, never a run collected without those pieces
+                Err(error @ BoxError::Unreachable(_)) => return Err(error.into()),
                 Err(error) => (
                     Collected {
                         read_errors: vec![format!("the job's output could not be read: {error}")],
@@ -351,7 +355,7 @@ impl Coordinator {
         let backstop = match &sandbox {
             Some(sandbox) if job.timeout_seconds.is_some() => {
                 let path = format!("{}/{BACKSTOP_FILE}", job.handle.dir);
-                read_note(sandbox.as_ref(), &path, &mut collected).await
+                read_note(sandbox.as_ref(), &path, &mut collected).await?
             }
             _ => None,
         };
@@ -360,7 +364,7 @@ impl Coordinator {
         let disk_budget = match &sandbox {
             Some(sandbox) if local => {
                 let path = format!("{}/{DISK_BUDGET_FILE}", job.handle.dir);
-                read_note(sandbox.as_ref(), &path, &mut collected).await
+                read_note(sandbox.as_ref(), &path, &mut collected).await?
             }
             _ => None,
         };
@@ -430,7 +434,7 @@ impl Coordinator {
             assessment,
             usage,
             sandbox_id,
-            Utc::now(),
+            boxfleet_cluster::clock::now(),
         );
         let publish = Transition::PublishPhase {
             launch_id: run.launch_id.clone(),
@@ -472,7 +476,7 @@ impl Coordinator {
                 audience: asked.audience.clone(),
                 audience_handles: audience.handles,
                 audience_fallback: audience.fallback,
-                asked_at: Utc::now(),
+                asked_at: boxfleet_cluster::clock::now(),
                 branch: asked.branch.clone(),
             };
             let park = Transition::Park {
@@ -571,15 +575,23 @@ impl From<Error> for Failed {
 }
 
 /// A note the engine left in a job's directory (the backstop's, the disk watchdog's), at
-/// most 4 KiB; one that cannot be read is a read error, never "absent".
-async fn read_note(sandbox: &dyn Sandbox, path: &str, collected: &mut Collected) -> Option<String> {
+/// most 4 KiB; one that cannot be read is a read error, never "absent", and a box that does
+/// not answer is a collect failure (`Err`: asked again).
+async fn read_note(
+    sandbox: &dyn Sandbox,
+    path: &str,
+    collected: &mut Collected,
+) -> Result<Option<String>, Error> {
     match sandbox.read_file(path).await {
-        Ok(found) => found.map(|bytes| bounds::from_start(&String::from_utf8_lossy(&bytes), 4096)),
+        Ok(found) => {
+            Ok(found.map(|bytes| bounds::from_start(&String::from_utf8_lossy(&bytes), 4096)))
+        }
+        Err(error @ BoxError::Unreachable(_)) => Err(error.into()),
         Err(error) => {
             collected
                 .read_errors
                 .push(format!("{path} could not be read: {error}"));
-            None
+            Ok(None)
         }
     }
 }

@@ -13,7 +13,6 @@ use boxfleet_cluster::runs::RunError;
 use boxfleet_cluster::transition::{
     DEFAULT_PAUSE_TTL_SECONDS, EndingGuard, Fence, Refusal, Transition,
 };
-use chrono::Utc;
 use tracing::{info, warn};
 
 use crate::crash;
@@ -26,7 +25,7 @@ use super::strand::Reclaimed;
 use super::text::cut;
 
 /// An ending to decide, with its terms, kept while the store does not answer the decision.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct KeptEnding {
     /// the seat of the run, whose fence the decision is written under
     pub seat: String,
@@ -34,6 +33,8 @@ pub struct KeptEnding {
     /// redacted and bounded
     pub detail: String,
     pub guard: EndingGuard,
+    /// what the decision announces with it: a finished turn's reply
+    pub announce: Option<Box<boxfleet_cluster::events::Event>>,
 }
 
 impl Coordinator {
@@ -47,12 +48,28 @@ impl Coordinator {
         detail: &str,
         guard: EndingGuard,
     ) {
+        self.end_run_announcing(fence, turn_id, reason, detail, guard, None)
+            .await;
+    }
+
+    /// [`Coordinator::end_run`], the decision announcing `announce` too (a finished turn's
+    /// reply): the run does not end without it.
+    pub(super) async fn end_run_announcing(
+        &self,
+        fence: &Fence,
+        turn_id: &str,
+        reason: EndingReason,
+        detail: &str,
+        guard: EndingGuard,
+        announce: Option<boxfleet_cluster::events::Event>,
+    ) {
         let ending = KeptEnding {
             seat: fence.seat.clone(),
             reason,
             // a failure's text can quote the box: redacted whole before it is bounded
             detail: cut(&boxfleet_redact::redact(detail), MAX_ENDING_DETAIL_BYTES),
             guard,
+            announce: announce.map(Box::new),
         };
         match self.end_run_kept(fence, turn_id, &ending).await {
             Ok(true) => {}
@@ -81,6 +98,7 @@ impl Coordinator {
             reason,
             detail: ending.detail.clone(),
             guard: ending.guard.clone(),
+            announce: ending.announce.clone(),
         };
         let decided = match self.runs.apply(fence, turn_id, decide).await {
             Ok(outcome) => outcome.record().cloned(),
@@ -200,7 +218,7 @@ impl Coordinator {
             return Ok(false);
         }
         let ttl = run.pause_ttl_seconds.unwrap_or(DEFAULT_PAUSE_TTL_SECONDS);
-        if (Utc::now() - paused_at).num_seconds() < ttl as i64 {
+        if (boxfleet_cluster::clock::now() - paused_at).num_seconds() < ttl as i64 {
             return Ok(false);
         }
         let fence = self.seat_fence(&run.seat).await?;

@@ -113,7 +113,7 @@ impl Coordinator {
 
     /// Says node `node` was lost: its event once, a warning, and its `lost/` entry.
     async fn announce_lost(&self, node: &NodeInfo) {
-        let now = Utc::now();
+        let now = boxfleet_cluster::clock::now();
         warn!(node = %node.node, incarnation = %node.incarnation, addr = %node.addr, "node_lost");
         let lost = LostNode {
             node: node.node.clone(),
@@ -170,7 +170,7 @@ impl Coordinator {
             &format!("fleet-{}", self.node),
             "",
             "",
-            Utc::now(),
+            boxfleet_cluster::clock::now(),
             serde_json::json!({"node": self.node, "incarnation": self.incarnation}),
         );
         self.publish_once(event).await;
@@ -214,7 +214,7 @@ impl Coordinator {
             &format!("fleet-{}", self.node),
             "",
             &fence.seat,
-            Utc::now(),
+            boxfleet_cluster::clock::now(),
             serde_json::json!({
                 "seat": fence.seat,
                 "from_node": from.node,

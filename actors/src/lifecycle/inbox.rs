@@ -12,7 +12,6 @@ use boxfleet_cluster::runs::{RunError, Versioned};
 use std::time::Duration;
 
 use boxfleet_cluster::transition::{DEFAULT_PAUSE_TTL_SECONDS, Fence, Refusal, Transition};
-use chrono::Utc;
 use tracing::{info, warn};
 
 use crate::crash;
@@ -170,7 +169,7 @@ impl Coordinator {
             delivery,
             &run.record.launch_id,
             boxfleet_cluster::record::AnswerRoute::Chat,
-            Utc::now(),
+            boxfleet_cluster::clock::now(),
         );
         let turn_id = run.record.turn_id.clone();
         // a test failpoint: the store refuses every record of a chat reply

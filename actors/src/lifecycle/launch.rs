@@ -17,7 +17,6 @@ use boxfleet_cluster::transition::{EndingGuard, Fence, Transition};
 use boxfleet_config::mcp::McpLeftOut;
 use boxfleet_config::plan::SandboxPlan;
 use boxfleet_config::providers::Wire;
-use chrono::Utc;
 use tracing::{info, warn};
 
 use crate::crash;
@@ -355,7 +354,7 @@ impl Coordinator {
             launch_id,
             &request.seat,
             &request.runner,
-            Utc::now(),
+            boxfleet_cluster::clock::now(),
         );
         record.iteration = request.iteration;
         // the board's role and agent_id: the seat's, as the company document names them
@@ -632,7 +631,7 @@ impl Coordinator {
             command: request.command.clone(),
             timeout_seconds: request.timeout_seconds,
             model: plan.model.clone(),
-            started_at: Some(Utc::now()),
+            started_at: Some(boxfleet_cluster::clock::now()),
         };
         let attach = Transition::AttachBox {
             launch_id: launch_id.to_owned(),

@@ -207,11 +207,11 @@ mod tests {
                 partition: None,
                 from: "ada".into(),
                 text: "yes".into(),
-                posted_at: chrono::Utc::now(),
+                posted_at: boxfleet_cluster::clock::now(),
                 answer_given: None,
             },
             delivery_count,
-            enqueued_at: chrono::Utc::now(),
+            enqueued_at: boxfleet_cluster::clock::now(),
             mod_revision: 1,
         };
         assert!(!reserve_reached(&message(

@@ -1,5 +1,5 @@
 //! What the engine's side announces (DESIGN §8.2, §8.3): a turn's reply — what the resumed
-//! turn answered, published as the turn's `turn_replied` event before its run ends — and a
+//! turn answered, the turn's `turn_replied` event, written with its run's ending decision — and a
 //! message dead-lettered after its deferrals. Each event's id is derived from what it is about,
 //! so an engine's settle repeated after a crash — or the built-in engine's publish followed by
 //! its settle — writes it once.
@@ -17,24 +17,25 @@ use super::text::{cut, turn_id_for_delivery};
 const DEAD_LETTER_TEXT_BYTES: usize = 2048;
 
 impl Coordinator {
-    /// Publishes `reply` as the turn's reply event, once; `succeeded` is the job's own
-    /// verdict when the engine knows it. A reply not published is logged, never fatal: the run
-    /// still ends, and its phase record holds the findings.
-    pub(super) async fn publish_reply(
-        &self,
+    /// `reply` as the turn's reply event (`turn_replied`); `succeeded` is the job's own verdict
+    /// when the engine knows it. It rides the run's ending decision, so a run never ends
+    /// without it (it used to be published on its own first, and a write the store refused
+    /// lost it while the run ended anyway); its id is derived from the job, so a settle
+    /// repeated after a crash announces it once.
+    pub(super) fn reply_event(
         turn_id: &str,
         launch_id: &str,
         seat: &str,
         reply: &str,
         succeeded: Option<bool>,
-    ) {
-        let now = chrono::Utc::now();
+    ) -> Event {
+        let now = boxfleet_cluster::clock::now();
         let reply = cut(&boxfleet_redact::redact(reply), MAX_REPORT_BYTES);
         let mut body = serde_json::json!({ "reply": reply });
         if let Some(succeeded) = succeeded {
             body["succeeded"] = serde_json::Value::Bool(succeeded);
         }
-        let event = Event::new(
+        Event::new(
             events::kind::TURN_REPLIED,
             &[turn_id, launch_id],
             turn_id,
@@ -42,8 +43,7 @@ impl Coordinator {
             seat,
             now,
             body,
-        );
-        self.publish_once(event).await;
+        )
     }
 
     /// Announces that `message` was dead-lettered from `seat`'s inbox.
@@ -62,7 +62,7 @@ impl Coordinator {
             &turn_id,
             "",
             seat,
-            chrono::Utc::now(),
+            boxfleet_cluster::clock::now(),
             body,
         );
         self.publish_once(event).await;
@@ -96,7 +96,7 @@ impl Coordinator {
             &turn_id,
             "",
             "",
-            chrono::Utc::now(),
+            boxfleet_cluster::clock::now(),
             body,
         );
         self.publish_once(event).await;

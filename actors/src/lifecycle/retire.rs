@@ -72,7 +72,7 @@ impl Coordinator {
             }
             return Ok(());
         }
-        let now = Utc::now();
+        let now = boxfleet_cluster::clock::now();
         let since = match self.store.get(&key).await? {
             Some(kv) => std::str::from_utf8(&kv.value)
                 .ok()

@@ -152,10 +152,12 @@ impl Coordinator {
             return Err(error);
         };
         warn!(turn_id, launch_id, seat, %error, "sandbox_claimed_settled_unread");
-        if let Settle::Finished { reply, succeeded } = &settle {
-            self.publish_reply(turn_id, launch_id, &seat, reply, *succeeded)
-                .await;
-        }
+        let announce = match &settle {
+            Settle::Finished { reply, succeeded } => Some(Box::new(Coordinator::reply_event(
+                turn_id, launch_id, &seat, reply, *succeeded,
+            ))),
+            _ => None,
+        };
         let fence = self.in_flight_fence(&seat).await?;
         let ending = super::ending::KeptEnding {
             seat,
@@ -164,6 +166,7 @@ impl Coordinator {
             guard: EndingGuard::Claim {
                 launch_id: launch_id.to_owned(),
             },
+            announce,
         };
         match self.end_run_kept(&fence, turn_id, &ending).await {
             Ok(true) => {}
@@ -188,22 +191,32 @@ impl Coordinator {
         let guard = EndingGuard::Claim {
             launch_id: launch_id.to_owned(),
         };
-        // the turn's reply is published before the run ends, under an id derived from the
-        // job, so a settle repeated after a crash publishes it once
-        if let Settle::Finished { reply, succeeded } = &settle {
-            self.publish_reply(turn_id, launch_id, &run.record.seat, reply, *succeeded)
-                .await;
-            crash::point(crash::SETTLE_AFTER_REPLY);
-        }
         crash::point(if matches!(settle, Settle::Relaunched { .. }) {
             crash::RELAUNCH_BEFORE_OPEN
         } else {
             crash::SETTLE_BEFORE_ENDING
         });
         match settle {
-            Settle::Finished { reply, .. } => {
-                self.end_run(&fence, turn_id, EndingReason::Finished, &reply, guard)
-                    .await;
+            Settle::Finished { reply, succeeded } => {
+                // the turn's reply rides the ending's decision, under an id derived from the
+                // job: the run never ends without it, and a settle repeated after a crash
+                // announces it once
+                let announce = Coordinator::reply_event(
+                    turn_id,
+                    launch_id,
+                    &run.record.seat,
+                    &reply,
+                    succeeded,
+                );
+                self.end_run_announcing(
+                    &fence,
+                    turn_id,
+                    EndingReason::Finished,
+                    &reply,
+                    guard,
+                    Some(announce),
+                )
+                .await;
                 crash::point(crash::SETTLE_AFTER_FINISH);
                 self.pump(&run.record.seat).await;
                 Ok(None)

@@ -6,7 +6,7 @@
 /// family's B-tree, and every write of a batch dirtied pages of its own: at 10,000 runs the
 /// embedded store's commits wrote a third more pages than at 100 (issue 20's scale bench).
 pub fn new_id(prefix: &str) -> String {
-    format!("{prefix}-{}", uuid::Uuid::now_v7().simple())
+    format!("{prefix}-{}", boxfleet_cluster::clock::unique())
 }
 
 /// The turn id a seat's delivery is launched under, `turn-{32 hex}` derived from the seat and

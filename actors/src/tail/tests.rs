@@ -53,7 +53,7 @@ fn record(launch_id: &str) -> Box<RunRecord> {
         launch_id,
         "eng",
         "command",
-        chrono::Utc::now(),
+        boxfleet_cluster::clock::now(),
     ))
 }
 

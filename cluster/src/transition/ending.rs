@@ -229,6 +229,7 @@ mod tests {
             reason,
             detail: "it broke".into(),
             guard,
+            announce: None,
         }
     }
 

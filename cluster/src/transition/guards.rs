@@ -147,6 +147,7 @@ mod tests {
                 guard: EndingGuard::Claim {
                     launch_id: launch_id.clone(),
                 },
+                announce: None,
             },
         ]
     }

@@ -163,7 +163,13 @@ pub fn decide(
             reason,
             detail,
             guard,
-        } => ending::decide_ending(&step, &mut next, &mut effects, *reason, detail, guard)?,
+            announce,
+        } => {
+            ending::decide_ending(&step, &mut next, &mut effects, *reason, detail, guard)?;
+            if let Some(event) = announce {
+                effects.push(Effect::Announce(event.clone()));
+            }
+        }
         Transition::ReleaseBox { sandbox_id } => ending::release_box(&step, &mut next, sandbox_id)?,
         Transition::Finish => return ending::finish(&step),
         Transition::RefuseResume { launch_id } => {

@@ -103,6 +103,9 @@ pub enum Transition {
         reason: EndingReason,
         detail: String,
         guard: EndingGuard,
+        /// what the decision announces beside its own events: a finished turn's reply
+        /// (`turn_replied`), so the run never ends without it
+        announce: Option<Box<crate::events::Event>>,
     },
     /// The box the record names was killed (I8).
     ReleaseBox { sandbox_id: String },

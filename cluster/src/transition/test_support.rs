@@ -282,6 +282,7 @@ pub(super) fn one_of_each() -> Vec<Transition> {
             reason: EndingReason::Cancelled,
             detail: String::new(),
             guard: EndingGuard::Any,
+            announce: None,
         },
         Transition::ReleaseBox {
             sandbox_id: BOX.into(),

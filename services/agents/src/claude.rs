@@ -370,7 +370,7 @@ impl Runner for ClaudeCodeRunner {
             notes.push(std::mem::take(&mut collected.stderr_tail));
             collected.stderr_tail = notes.join("\n");
         }
-        Ok(common::finish_cli_collect(sandbox, collected, errors, failure.as_deref()).await)
+        common::finish_cli_collect(sandbox, collected, errors, failure.as_deref()).await
     }
 
     async fn follow_errors(

@@ -217,7 +217,7 @@ impl Runner for CommandRunner {
 
         common::read_stderr(sandbox, job, &mut collected, &mut errors).await;
         common::read_question(sandbox, &mut collected, &mut errors).await;
-        collected.read_errors = errors.0;
+        errors.finish(&mut collected)?;
         Ok(collected)
     }
 

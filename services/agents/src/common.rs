@@ -186,13 +186,32 @@ pub(crate) async fn start_wrapper(
     sandbox.start_background(&run, &env, dir).await
 }
 
-/// Read errors, each naming the piece and its path.
+/// Read errors, each naming the piece and its path, and the first piece the box did not
+/// answer for.
 #[derive(Debug, Default)]
-pub(crate) struct ReadErrors(pub Vec<String>);
+pub(crate) struct ReadErrors {
+    pieces: Vec<String>,
+    unreachable: Option<BoxError>,
+}
 
 impl ReadErrors {
     pub(crate) fn push(&mut self, piece: &str, path: &str, error: BoxError) {
-        self.0.push(format!("{piece} ({path}): {error}"));
+        self.pieces.push(format!("{piece} ({path}): {error}"));
+        if matches!(error, BoxError::Unreachable(_)) && self.unreachable.is_none() {
+            self.unreachable = Some(BoxError::Unreachable(format!("{piece} ({path}): {error}")));
+        }
+    }
+
+    /// The collection's end: a piece the box did not answer for means the box could not be
+    /// read back, which is a collect failure (asked again under the poll's allowance, spec
+    /// "Collect failure"), never a run collected without that piece; every other error is
+    /// the piece's own and is carried on the run.
+    pub(crate) fn finish(self, collected: &mut Collected) -> Result<(), BoxError> {
+        if let Some(unreachable) = self.unreachable {
+            return Err(unreachable);
+        }
+        collected.read_errors = self.pieces;
+        Ok(())
     }
 }
 
@@ -298,13 +317,13 @@ pub(crate) async fn read_stderr(
 /// The question the ask shim recorded.
 /// The end of a coding CLI's collection: a CLI that exited 0 on a failed result (or on none)
 /// did not succeed, which is said on stderr and read as exit 1; then the question, and the
-/// read errors gathered along the way.
+/// read errors gathered along the way (`Err` when the box did not answer for a piece).
 pub(crate) async fn finish_cli_collect(
     sandbox: &dyn Sandbox,
     mut collected: Collected,
     mut errors: ReadErrors,
     failure: Option<&str>,
-) -> Collected {
+) -> Result<Collected, BoxError> {
     if let (Some(0), Some(failure)) = (collected.exit_code, failure) {
         collected.exit_code = Some(1);
         collected.stderr_tail = format!(
@@ -313,8 +332,8 @@ pub(crate) async fn finish_cli_collect(
         );
     }
     read_question(sandbox, &mut collected, &mut errors).await;
-    collected.read_errors = errors.0;
-    collected
+    errors.finish(&mut collected)?;
+    Ok(collected)
 }
 
 pub(crate) async fn read_question(

@@ -559,7 +559,7 @@ impl Runner for OpenCodeRunner {
         {
             collected.transcript.push(format!("[ended] {failure}"));
         }
-        Ok(common::finish_cli_collect(sandbox, collected, errors, failure.as_deref()).await)
+        common::finish_cli_collect(sandbox, collected, errors, failure.as_deref()).await
     }
 
     async fn follow_errors(

@@ -21,6 +21,11 @@ mod store_link;
 mod traces;
 mod trust;
 
+/// The node's engines (the built-in one among them) and where a seat's call is answered, for a
+/// simulation that runs nodes in process.
+pub use engines::{Engines, Router, RouterArgs};
+pub use routing::{Route, route};
+
 use clap::Parser as _;
 
 /// The node's allocator: mimalloc (`memory.rs` says why and how it is set up).

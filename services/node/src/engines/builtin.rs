@@ -17,7 +17,7 @@ use super::Engines;
 
 impl Engines {
     /// The built-in engine's handling of one piece of work.
-    pub(super) async fn builtin(&self, work: EngineDown) {
+    pub async fn builtin(&self, work: EngineDown) {
         match work {
             EngineDown::Turn { seat, delivery, .. } => {
                 // the turn id is the delivery's: worked again after a crash, it is the same

@@ -128,6 +128,21 @@ struct State {
     counters: FakeCounters,
     /// what a job with no script queued does
     default_job: ScriptedJob,
+    /// chooses a job's script from its environment before the queue is looked at
+    script_by: Option<ScriptBy>,
+}
+
+/// A job's script chosen from the environment it starts with (`None`: the queue's, else the
+/// default): how a simulation gives every job of every box its own part.
+#[derive(Clone)]
+pub struct ScriptBy(
+    pub Arc<dyn Fn(&BTreeMap<String, String>) -> Option<ScriptedJob> + Send + Sync>,
+);
+
+impl std::fmt::Debug for ScriptBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ScriptBy(..)")
+    }
 }
 
 /// The `fake` cell's provider. Clones share their boxes.
@@ -301,6 +316,28 @@ impl FakeProvider {
     /// Queues a job script for the next `start_background` (on any box).
     pub fn script(&self, job: ScriptedJob) {
         lock(&self.state).scripts.push_back(job);
+    }
+
+    /// Chooses every job's script from its environment from now on (before the queue).
+    pub fn script_by(&self, by: ScriptBy) {
+        lock(&self.state).script_by = Some(by);
+    }
+
+    /// The boxes that exist now (paused or not).
+    pub fn box_ids(&self) -> Vec<String> {
+        lock(&self.state).boxes.keys().cloned().collect()
+    }
+
+    /// Removes what lies at `path` in a box, and everything under it.
+    pub fn remove(&self, sandbox_id: &str, path: &str) {
+        let Ok(at) = resolve(path) else {
+            return;
+        };
+        let under = format!("{}/", at.trim_end_matches('/'));
+        if let Some(fake) = lock(&self.state).boxes.get_mut(sandbox_id) {
+            fake.files
+                .retain(|key, _| key != &at && !key.starts_with(&under));
+        }
     }
 
     /// Queues what the next `exec` answers (by default: exit 0, no output).
@@ -561,6 +598,7 @@ impl Sandbox for FakeSandbox {
             next_job,
             counters,
             default_job,
+            script_by: state_script_by,
             ..
         } = &mut *state;
         let fake = boxes
@@ -568,7 +606,10 @@ impl Sandbox for FakeSandbox {
             .ok_or_else(|| BoxError::Gone(self.id.clone()))?;
         self.refuse_if_paused(fake, "starting a job")?;
         let dir = resolve(dir)?;
-        let script = scripts.pop_front().unwrap_or_else(|| default_job.clone());
+        let chosen = state_script_by.as_ref().and_then(|by| (by.0)(env));
+        let script = chosen
+            .or_else(|| scripts.pop_front())
+            .unwrap_or_else(|| default_job.clone());
         *next_job += 1;
         counters.jobs_started += 1;
         let n = *next_job;

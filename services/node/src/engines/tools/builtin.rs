@@ -13,7 +13,6 @@
 
 use boxfleet_cluster::events::Event;
 use boxfleet_proto::v1 as pb;
-use chrono::Utc;
 use serde_json::json;
 
 use super::{ToolCall, ToolOutput};
@@ -97,7 +96,7 @@ async fn post_note(engines: &Engines, call: &ToolCall) -> ToolOutput {
     }
     let redacted = boxfleet_redact::redact(text);
     let kept = boxfleet_actors::lifecycle::text::cut(&redacted, MAX_NOTE_BYTES);
-    let now = Utc::now();
+    let now = boxfleet_cluster::clock::now();
     let note_id = boxfleet_actors::lifecycle::text::new_id("note");
     let event = Event::new(
         NOTE_EVENT,

@@ -1,0 +1,115 @@
+//! The deterministic simulation of the fleet (issue 45; `boxfleet_tests::sim`): CI's seeds,
+//! determinism, and the replay of one seed.
+//!
+//! - `ci_seeds`: `SIM_SEEDS` seeds (500 unless told) from `SIM_FIRST` (1), over two threads;
+//!   every invariant holds on every one.
+//! - `regression_seeds`: the seeds that found a bug, each kept once its fix landed.
+//! - `a_seed_replays_bit_for_bit`: one seed run twice gives the same trace.
+//! - `replay`: `SIM_SEED=1234 cargo test -p boxfleet-tests --test t35_simulation -- replay
+//!   --nocapture` runs that seed alone and prints its trace (`SIM_TRACE=1` adds the nodes' logs).
+
+use boxfleet_tests::sim::{Outcome, run_seed};
+
+/// Seeds that found a bug in the simulation's first runs: what each found is in
+/// `docs/simulation.md`.
+const REGRESSION_SEEDS: &[u64] = &[];
+
+fn failed(outcome: &Outcome) -> String {
+    let tail: Vec<&String> = outcome.trace.iter().rev().take(40).collect();
+    let tail: Vec<&String> = tail.into_iter().rev().collect();
+    format!(
+        "seed {} broke an invariant:\n  {}\nreplay: {}\nthe trace's end:\n{}",
+        outcome.seed,
+        outcome.violations.join("\n  "),
+        outcome.replay(),
+        tail.iter()
+            .map(|l| l.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    )
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(value) => value
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={value:?} is not a number of seeds")),
+        Err(_) => default,
+    }
+}
+
+#[test]
+fn ci_seeds() {
+    let first = env_u64("SIM_FIRST", 1);
+    let count = env_u64("SIM_SEEDS", 500);
+    let outcomes = boxfleet_tests::sim::run_seeds(first..first + count, 2);
+    let broken: Vec<String> = outcomes
+        .iter()
+        .filter(|o| !o.violations.is_empty())
+        .map(failed)
+        .collect();
+    let launches: usize = outcomes.iter().map(|o| o.launches).sum();
+    let answers: usize = outcomes.iter().map(|o| o.answers).sum();
+    let kills: usize = outcomes.iter().map(|o| o.kills).sum();
+    println!(
+        "{count} seeds: {launches} launches, {answers} answers, {kills} node kills, {} broken",
+        broken.len()
+    );
+    assert!(broken.is_empty(), "{}", broken.join("\n\n"));
+}
+
+#[test]
+fn regression_seeds() {
+    for &seed in REGRESSION_SEEDS {
+        let outcome = run_seed(seed);
+        assert!(outcome.violations.is_empty(), "{}", failed(&outcome));
+    }
+}
+
+#[test]
+fn a_seed_replays_bit_for_bit() {
+    let seed = env_u64("SIM_SEED", 7);
+    let first = run_seed(seed);
+    let second = run_seed(seed);
+    if first.trace != second.trace {
+        let at = first
+            .trace
+            .iter()
+            .zip(&second.trace)
+            .position(|(a, b)| a != b)
+            .unwrap_or(first.trace.len().min(second.trace.len()));
+        panic!(
+            "seed {seed} ran two ways; they part at step {at}:\n  first:  {:?}\n  second: {:?}",
+            first.trace.get(at),
+            second.trace.get(at)
+        );
+    }
+    assert_eq!(first.digest(), second.digest());
+}
+
+#[test]
+fn replay() {
+    let Ok(seed) = std::env::var("SIM_SEED") else {
+        println!("set SIM_SEED=<seed> to replay one seed");
+        return;
+    };
+    let seed: u64 = seed
+        .parse()
+        .unwrap_or_else(|_| panic!("SIM_SEED={seed:?} is not a seed (a number)"));
+    if std::env::var_os("SIM_TRACE").is_some() {
+        boxfleet_tests::sim::log_to_stderr();
+    }
+    let outcome = run_seed(seed);
+    for line in &outcome.trace {
+        println!("{line}");
+    }
+    println!(
+        "seed {seed}: {} launches, {} answers, {} kills, {} simulated seconds, digest {:016x}",
+        outcome.launches,
+        outcome.answers,
+        outcome.kills,
+        outcome.simulated_seconds,
+        outcome.digest()
+    );
+    assert!(outcome.violations.is_empty(), "{}", failed(&outcome));
+}
