@@ -189,7 +189,7 @@ impl Coordinator {
         record.sandbox_id = chosen_box.clone();
         // known as in flight before its row opens: a recovery pass re-run under this lease
         // meanwhile (the seat's actor restarting) leaves the row to this launch
-        let _in_flight = self.work.start_launch(&launch_id, fence.epoch);
+        let in_flight = self.work.start_launch(&launch_id, fence.epoch);
         crash::point(crash::LAUNCH_BEFORE_OPEN);
         self.runs
             .apply(
@@ -240,6 +240,7 @@ impl Coordinator {
                         .await;
                     return Err(error.into());
                 }
+                in_flight.committed();
                 crash::point(crash::LAUNCH_AFTER_COMMIT);
                 Ok(LaunchOutcome::Launched {
                     turn_id,

@@ -129,18 +129,21 @@ impl Coordinator {
             let kept_for_its_box = held.placed_elsewhere
                 && held.on_another_host
                 && self.boxed_here(&held.seat).await?;
-            if held.placed_elsewhere && !kept_for_its_box {
+            if held.not_acted_for {
+                // ours in the store but not acting for it here (a recovery pass that failed,
+                // a session given up for lost that the store kept, a hand-over whose delete
+                // the store refused): taken back once the work this node still does on it is
+                // over — and a seat placed elsewhere is then handed over by the next pass.
+                // Released from here it was not released at all: the release found no hold
+                // to hand over, and the holder key kept the seat from every other node
+                to_acquire.push((held.seat, true));
+            } else if held.placed_elsewhere && !kept_for_its_box {
                 let (me, seat) = (self.clone(), held.seat);
                 tokio::spawn(async move {
                     if let Err(error) = me.release_seat(&seat, RELEASE_SETTLE).await {
                         warn!(seat, %error, "seat_release_failed");
                     }
                 });
-            } else if held.not_acted_for {
-                // ours in the store but not acting for it here (a recovery pass that failed,
-                // a session given up for lost that the store kept): taken back once the work
-                // this node still does on it is over
-                to_acquire.push((held.seat, true));
             }
         }
         let acquired = self.acquire_all(to_acquire).await;

@@ -329,7 +329,7 @@ impl Coordinator {
             self.strand(fence, run, sandbox_id).await?;
         }
         let new_launch = new_id("launch");
-        let _in_flight = self.work.start_launch(&new_launch, fence.epoch);
+        let in_flight = self.work.start_launch(&new_launch, fence.epoch);
         let relaunch = Transition::Relaunch {
             launch_id: launch_id.to_owned(),
             new_launch_id: new_launch.clone(),
@@ -383,6 +383,7 @@ impl Coordinator {
                     conversation: next.conversation,
                 };
                 self.runs.apply(fence, turn_id, commit).await?;
+                in_flight.committed();
                 crash::point(crash::RELAUNCH_AFTER_COMMIT);
                 info!(turn_id, launch_id = %new_launch, "sandbox_run_started");
                 Ok(Some(new_launch))

@@ -4,9 +4,11 @@
 //! id until its [`LaunchGuard`] drops, so a recovery pass this node re-runs under the same lease
 //! (a seat actor's restart) passes over the `launching` row of a launch happening right now
 //! instead of reaping it as abandoned (spec: "one on a seat this node already owns is a launch
-//! happening right now").
+//! happening right now"). A launch whose commit landed stays known ([`LaunchGuard::committed`]),
+//! so a pass that read its row while it was still launching does not act on that stale read:
+//! it used to revert a relaunch that had just committed, stopping the job it had started.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use tracing::warn;
@@ -18,16 +20,34 @@ pub(crate) struct WorkInProgress {
     settled: Arc<tokio::sync::Notify>,
     /// the launches in flight in this process: (launch id, the seat's epoch they run under)
     launching: Arc<Mutex<HashSet<(String, i64)>>>,
+    /// the last launches whose commit landed in this process, newest last
+    committed: Arc<Mutex<VecDeque<(String, i64)>>>,
     /// the seats whose hand-over stops what is still in progress on them
     interrupted: Arc<Mutex<HashSet<String>>>,
     interrupt: Arc<tokio::sync::Notify>,
 }
 
+/// How many committed launches a process remembers: far more than one recovery pass can have
+/// read while they were launching.
+const COMMITTED_KEPT: usize = 4096;
+
 /// A launch in flight under one epoch of its seat, known until it drops.
 #[derive(Debug)]
 pub struct LaunchGuard {
     launching: Arc<Mutex<HashSet<(String, i64)>>>,
+    committed: Arc<Mutex<VecDeque<(String, i64)>>>,
     key: (String, i64),
+}
+
+impl LaunchGuard {
+    /// The launch's commit landed: it stays known to this process as this node's own.
+    pub fn committed(self) {
+        let mut committed = self.committed.lock().unwrap_or_else(|p| p.into_inner());
+        committed.push_back(self.key.clone());
+        while committed.len() > COMMITTED_KEPT {
+            committed.pop_front();
+        }
+    }
 }
 
 impl Drop for LaunchGuard {
@@ -87,17 +107,25 @@ impl WorkInProgress {
             .insert(key.clone());
         LaunchGuard {
             launching: self.launching.clone(),
+            committed: self.committed.clone(),
             key,
         }
     }
 
-    /// Whether launch `launch_id` is in flight in this process under `epoch`: its row is a
-    /// launch happening right now, not one a stopped node left.
+    /// Whether launch `launch_id` is this process's own under `epoch`, in flight or committed:
+    /// a `launching` row of it is a launch happening right now (or a read from before its
+    /// commit), not one a stopped node left.
     pub fn launch_in_flight(&self, launch_id: &str, epoch: i64) -> bool {
+        let key = (launch_id.to_owned(), epoch);
         self.launching
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .contains(&(launch_id.to_owned(), epoch))
+            .contains(&key)
+            || self
+                .committed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&key)
     }
 
     /// Tells the work on `seat` that can stop (a collection's reads) to stop, until
@@ -157,5 +185,27 @@ impl WorkInProgress {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_committed_launch_stays_this_nodes_own_and_a_dropped_one_does_not() {
+        let work = WorkInProgress::default();
+        let committed = work.start_launch("launch-1", 7);
+        let dropped = work.start_launch("launch-2", 7);
+        assert!(work.launch_in_flight("launch-1", 7));
+        assert!(work.launch_in_flight("launch-2", 7));
+        committed.committed();
+        drop(dropped);
+        // a recovery pass that read launch-1's row before its commit leaves it alone; a launch
+        // that stopped before its commit (a panic, a cancelled call) is the pass's to reap
+        assert!(work.launch_in_flight("launch-1", 7));
+        assert!(!work.launch_in_flight("launch-2", 7));
+        // under another lease it is not this node's launch
+        assert!(!work.launch_in_flight("launch-1", 8));
     }
 }

@@ -54,6 +54,8 @@ pub struct Outcome {
     pub launches: usize,
     pub answers: usize,
     pub kills: usize,
+    /// boxes the backend's keep-alive window ended, not a kill (see `Sim::run`)
+    pub lapsed_boxes: usize,
     pub simulated_seconds: u64,
 }
 
@@ -182,6 +184,8 @@ struct Sim {
     replies: (mpsc::UnboundedSender<Reply>, mpsc::UnboundedReceiver<Reply>),
     trace: Vec<String>,
     kills: usize,
+    /// boxes ended by their keep-alive window rather than by a kill
+    lapsed: usize,
     started: tokio::time::Instant,
 }
 
@@ -250,6 +254,7 @@ impl Sim {
             replies: mpsc::unbounded_channel(),
             trace: Vec::new(),
             kills: 0,
+            lapsed: 0,
             started: tokio::time::Instant::now(),
         };
         sim.note(format!(
@@ -314,6 +319,12 @@ impl Sim {
                 self.note("quiet: faults off".into());
             }
             self.shared.store.expire_leases();
+            for lapsed in self.shared.fake.expire_lapsed() {
+                // a box no run kept alive: one a killed node's create made after its run was
+                // reaped (the backend's TTL is what ends it, as E2B's does)
+                self.lapsed += 1;
+                self.note(format!("box {lapsed} lapsed: no run renewed its keep-alive window"));
+            }
             self.drain_replies();
             self.faults_and_restarts(quiet).await;
             self.launch_some();
@@ -351,6 +362,7 @@ impl Sim {
             launches: self.launched.len(),
             answers: self.answered.len(),
             kills: self.kills,
+            lapsed_boxes: self.lapsed,
             simulated_seconds,
         }
     }
@@ -603,10 +615,19 @@ impl Sim {
             .iter()
             .map(|r| format!("{} {}", r.turn_id, r.status))
             .collect();
+        let boxes: Vec<String> = self
+            .shared
+            .fake
+            .box_ids()
+            .iter()
+            .map(|id| {
+                let turn = self.shared.fake.spec(id).map(|spec| spec.turn_id);
+                format!("{id} (of {})", turn.unwrap_or_default())
+            })
+            .collect();
         format!(
-            "unlaunched {:?}, runs {runs:?}, boxes {:?}",
-            self.unlaunched,
-            self.shared.fake.box_ids()
+            "unlaunched {:?}, runs {runs:?}, boxes {boxes:?}",
+            self.unlaunched
         )
     }
 }

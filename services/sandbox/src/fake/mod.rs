@@ -111,6 +111,9 @@ struct FakeBox {
     files: BTreeMap<String, FakeNode>,
     paused: bool,
     timeout: Duration,
+    /// when the box's keep-alive window ends unless it is renewed (created, `set_timeout`,
+    /// resumed); see [`FakeProvider::expire_lapsed`]
+    lapses_at: Instant,
     stamps: u64,
     jobs: BTreeMap<String, FakeJob>,
     exec_log: Vec<String>,
@@ -328,6 +331,26 @@ impl FakeProvider {
         lock(&self.state).boxes.keys().cloned().collect()
     }
 
+    /// Ends every running box whose keep-alive window lapsed, as E2B ends a sandbox whose
+    /// timeout passed without a `set_timeout` renewing it (E2B's API: a sandbox's `timeout` is
+    /// its time to live, and `POST /sandboxes/{id}/timeout` sets it anew from now); a paused
+    /// box is kept, as E2B keeps a paused sandbox. Opt-in (the simulation calls it as its
+    /// clock passes): the ids ended.
+    pub fn expire_lapsed(&self) -> Vec<String> {
+        let now = Instant::now();
+        let mut state = lock(&self.state);
+        let lapsed: Vec<String> = state
+            .boxes
+            .iter()
+            .filter(|(_, b)| !b.paused && b.lapses_at <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &lapsed {
+            state.boxes.remove(id);
+        }
+        lapsed
+    }
+
     /// Removes what lies at `path` in a box, and everything under it.
     pub fn remove(&self, sandbox_id: &str, path: &str) {
         let Ok(at) = resolve(path) else {
@@ -453,6 +476,7 @@ impl Provider for FakeProvider {
                     files,
                     paused: false,
                     timeout: Duration::from_secs(spec.timeout_seconds),
+                    lapses_at: Instant::now() + Duration::from_secs(spec.timeout_seconds),
                     stamps: 0,
                     jobs: BTreeMap::new(),
                     exec_log: Vec::new(),
@@ -490,6 +514,9 @@ impl Provider for FakeProvider {
                 .get_mut(sandbox_id)
                 .ok_or_else(|| BoxError::Gone(sandbox_id.to_owned()))?;
             let resumed = std::mem::replace(&mut fake.paused, false);
+            if resumed {
+                fake.lapses_at = Instant::now() + fake.timeout;
+            }
             state.counters.connects += 1;
             if resumed {
                 state.counters.resumes += 1;
@@ -780,6 +807,7 @@ impl Sandbox for FakeSandbox {
         self.pace.wait(Call::Manage).await;
         self.with_box(|fake, counters| {
             fake.timeout = timeout;
+            fake.lapses_at = Instant::now() + timeout;
             fake.stamps += 1;
             counters.keepalives += 1;
             Ok(())
