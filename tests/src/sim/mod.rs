@@ -323,7 +323,9 @@ impl Sim {
                 // a box no run kept alive: one a killed node's create made after its run was
                 // reaped (the backend's TTL is what ends it, as E2B's does)
                 self.lapsed += 1;
-                self.note(format!("box {lapsed} lapsed: no run renewed its keep-alive window"));
+                self.note(format!(
+                    "box {lapsed} lapsed: no run renewed its keep-alive window"
+                ));
             }
             self.drain_replies();
             self.faults_and_restarts(quiet).await;
