@@ -278,6 +278,7 @@ async fn i5_take_revival_and_ending_exclude_each_other(store: Arc<dyn Store>, pr
         reason: EndingReason::AbandonedTail,
         detail: String::new(),
         guard: EndingGuard::Any,
+        announce: None,
     };
 
     // --- phase: take first → revival refused, the ending hands nothing back
@@ -355,6 +356,7 @@ async fn i6_a_decided_ending_takes_no_other_write(store: Arc<dyn Store>, prefix:
         reason: EndingReason::CollectUnreachable,
         detail: "box gone".into(),
         guard: EndingGuard::Any,
+        announce: None,
     };
     must_apply(&world, &fence, "t1", end).await;
     let writes = [
@@ -379,6 +381,7 @@ async fn i6_a_decided_ending_takes_no_other_write(store: Arc<dyn Store>, prefix:
             reason: EndingReason::Finished,
             detail: String::new(),
             guard: EndingGuard::Any,
+            announce: None,
         },
         Transition::FenceRun { owner: None },
     ];
@@ -418,6 +421,7 @@ async fn i7_a_row_owing_a_reply_is_never_deleted(store: Arc<dyn Store>, prefix: 
         guard: EndingGuard::Claim {
             launch_id: "l1".into(),
         },
+        announce: None,
     };
     let row = must_apply(&world, &fence, "t1", end).await;
     let row = row.record().expect("written").clone();
@@ -486,6 +490,7 @@ async fn i8_the_box_is_reclaimed_before_the_record_is_deleted(store: Arc<dyn Sto
         reason: EndingReason::Finished,
         detail: String::new(),
         guard: EndingGuard::Any,
+        announce: None,
     };
     must_apply(&world, &fence, "t1", end).await;
     let refusal = must_refuse(&world, &fence, "t1", Transition::Finish).await;
@@ -549,6 +554,7 @@ async fn i9_a_node_without_the_seat_writes_nothing(store: Arc<dyn Store>, prefix
                 reason: EndingReason::AbandonedTail,
                 detail: String::new(),
                 guard: EndingGuard::Any,
+                announce: None,
             },
         ),
         (
@@ -619,6 +625,7 @@ async fn i10_every_event_is_announced_once(store: Arc<dyn Store>, prefix: &str) 
         reason: EndingReason::LaunchFailed,
         detail: "no box".into(),
         guard: EndingGuard::Any,
+        announce: None,
     };
     world.faults.lose_next_reply(1);
     must_apply(&world, &fence, "t1", end.clone()).await;

@@ -369,6 +369,7 @@ impl Harness {
                 } else {
                     EndingGuard::Any
                 },
+                announce: None,
             },
             Step::ReleaseBox => Transition::ReleaseBox {
                 sandbox_id: sandbox,

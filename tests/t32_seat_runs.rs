@@ -69,6 +69,7 @@ async fn the_entry_follows_the_row_through_its_life(store: Arc<dyn Store>, prefi
         reason: EndingReason::Finished,
         detail: String::new(),
         guard: EndingGuard::Any,
+        announce: None,
     };
     must_apply(&world, &fence, "t1", end).await;
     assert_agree(&world).await;

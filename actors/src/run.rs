@@ -1,7 +1,7 @@
 //! `Run{turn}`: the actor that drives one run's retries on this node, under the node's `runs`
 //! supervisor: an answer's resume after a failure (on the spacing `lifecycle::answer` decides),
-//! and an ending that could not be finished (kept
-//! with its terms, finished once the store takes it). Every step
+//! an ending that could not be finished (kept with its terms, finished once the store takes
+//! it), and the claim of a resume its engine could not settle (given back). Every step
 //! re-reads the run's record, so a restart simply picks the run up again; a run that needs
 //! nothing more from this node (settled, parked, or moved to another holder) stops its actor.
 
@@ -13,7 +13,7 @@ use boxfleet_cluster::record::Status;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tracing::warn;
 
-use crate::lifecycle::Coordinator;
+use crate::lifecycle::{Coordinator, LostClaim};
 
 /// How soon a kept ending is tried again.
 pub const ENDING_RETRY: Duration = Duration::from_secs(30);
@@ -41,6 +41,10 @@ pub enum RunMsg {
     /// Decide an ending the store did not take, then finish it; asked again every
     /// [`DECISION_RETRY`] while the store does not answer and the seat is held here.
     DecideEnding(Box<crate::lifecycle::KeptEnding>),
+    /// Give back the claim `launch_id` of a resume this node's engine could not settle, or
+    /// of a claim write whose outcome the store did not say; asked again every
+    /// [`DECISION_RETRY`] while the store does not answer or work is in progress on the seat.
+    HandBackClaim { launch_id: String },
 }
 
 /// How soon a kept ending's decision is asked again.
@@ -72,6 +76,31 @@ impl Actor for RunActor {
             RunMsg::RetryAnswer { delay } => {
                 myself.send_after(delay, || RunMsg::Check);
             }
+            RunMsg::HandBackClaim { launch_id } => {
+                let turn_id = &state.turn_id;
+                let handed = state
+                    .coordinator
+                    .hand_back_lost_claim(turn_id, &launch_id)
+                    .await;
+                match handed {
+                    // the answer's retry is queued here
+                    Ok(LostClaim::AnswerRetryQueued) => {}
+                    Ok(LostClaim::HandedBack | LostClaim::NotOwed) => {
+                        myself.stop(Some("claim handed back".into()));
+                    }
+                    Ok(LostClaim::Later) => {
+                        myself.send_after(DECISION_RETRY, move || RunMsg::HandBackClaim {
+                            launch_id,
+                        });
+                    }
+                    Err(error) => {
+                        warn!(turn_id, %error, "sandbox_claim_hand_back_kept");
+                        myself.send_after(DECISION_RETRY, move || RunMsg::HandBackClaim {
+                            launch_id,
+                        });
+                    }
+                }
+            }
             RunMsg::DecideEnding(ending) => {
                 let coordinator = &state.coordinator;
                 let turn_id = &state.turn_id;
@@ -85,7 +114,8 @@ impl Actor for RunActor {
                     }
                 };
                 match coordinator.end_run_kept(&fence, turn_id, &ending).await {
-                    Ok(true) => {}
+                    // the seat's mail waited behind the ending: it flows again
+                    Ok(true) => coordinator.pump(&fence.seat).await,
                     Ok(false) => warn!(turn_id, "sandbox_ending_declined"),
                     Err(error) => {
                         warn!(turn_id, %error, "sandbox_ending_decision_kept");
@@ -118,6 +148,8 @@ impl Actor for RunActor {
                             myself.send_after(ENDING_RETRY, || RunMsg::Check);
                             return Ok(());
                         }
+                        // the seat's mail waited behind the ending: it flows again
+                        coordinator.pump(&fence.seat).await;
                     }
                     Status::Answered => {
                         coordinator.drive_answer(&fence, turn_id).await?;

@@ -120,6 +120,12 @@ impl FollowUps for NodeTree {
             .await;
     }
 
+    async fn hand_back_claim(&self, turn_id: &str, launch_id: &str) {
+        let launch_id = launch_id.to_owned();
+        self.drive(turn_id, RunMsg::HandBackClaim { launch_id })
+            .await;
+    }
+
     async fn answer_resume_failed(&self, seat: &str, turn_id: &str, retry: AnswerRetry) {
         match retry {
             AnswerRetry::After(delay) => {

@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use boxfleet_cluster::record::{Answer, RunRecord, Status};
-use boxfleet_cluster::runs::Outcome;
+use boxfleet_cluster::runs::{Outcome, RunError};
 use boxfleet_cluster::transition::{DEFAULT_PAUSE_TTL_SECONDS, Fence, Transition};
 use chrono::{DateTime, Utc};
 use tracing::{info, warn};
@@ -59,9 +59,16 @@ impl Coordinator {
         let claim = Transition::ClaimAnswer {
             launch_id: run.record.launch_id.clone(),
         };
-        let claimed = match self.runs.apply(fence, turn_id, claim).await? {
-            Outcome::Written(run) => run.record,
-            Outcome::Deleted => return Ok(()),
+        let claimed = match self.runs.apply(fence, turn_id, claim).await {
+            Ok(Outcome::Written(run)) => run.record,
+            Ok(Outcome::Deleted) => return Ok(()),
+            Err(RunError::Refused(refusal)) => return Err(RunError::Refused(refusal).into()),
+            Err(error) => {
+                // landed or not, the store did not say: a landed claim is given back
+                self.claim_unknown(turn_id, &run.record.launch_id, &error)
+                    .await;
+                return Err(error.into());
+            }
         };
         crash::point(crash::ANSWER_AFTER_CLAIM);
         self.dispatch(EngineDown::Resume(Box::new(answer_resume(&claimed))));

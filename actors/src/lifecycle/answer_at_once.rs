@@ -17,7 +17,7 @@
 //! Decisions: `transition::answer` (record_answer, claim_answer).
 
 use boxfleet_cluster::inbox::Delivery;
-use boxfleet_cluster::runs::{Outcome, Versioned};
+use boxfleet_cluster::runs::{Outcome, RunError, Versioned};
 use boxfleet_cluster::transition::Transition;
 use tracing::info;
 
@@ -83,8 +83,15 @@ impl Coordinator {
         {
             Ok(Outcome::Written(claimed)) => claimed.record,
             Ok(Outcome::Deleted) => return None,
+            Err(RunError::Refused(refusal)) => {
+                info!(turn_id, %refusal, "sandbox_answer_takes_the_inbox");
+                return None;
+            }
             Err(error) => {
+                // landed or not, the store did not say: a landed claim is given back to the
+                // answer it recorded, and the inbox's way finds it recorded
                 info!(turn_id, %error, "sandbox_answer_takes_the_inbox");
+                self.claim_unknown(turn_id, &given.launch_id, &error).await;
                 return None;
             }
         };

@@ -80,7 +80,11 @@ impl Coordinator {
             Ok(Outcome::Deleted) => return Ok(()),
             // a duplicate, an old job's completion, or a launch still unwinding: nothing to do
             Err(RunError::Refused(_)) => return Ok(()),
-            Err(error) => return Err(error.into()),
+            Err(error) => {
+                // landed or not, the store did not say: a landed claim is given back
+                self.claim_unknown(turn_id, launch_id, &error).await;
+                return Err(error.into());
+            }
         };
         crash::point(crash::COLLECT_AFTER_CLAIM);
         let metrics = boxfleet_cluster::metrics::metrics();

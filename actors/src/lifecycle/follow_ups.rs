@@ -39,6 +39,9 @@ pub trait FollowUps: Send + Sync + std::fmt::Debug {
     /// A recorded answer's resume failed: the `Run` driver of `seat`'s run `turn_id` retries
     /// it or lets it go.
     async fn answer_resume_failed(&self, seat: &str, turn_id: &str, retry: AnswerRetry);
+    /// A resume this node's engine took could not be settled: the `Run` driver gives the
+    /// claim `launch_id` back until the store takes it.
+    async fn hand_back_claim(&self, turn_id: &str, launch_id: &str);
     /// One control operation on a box, in order with the box's other operations (its `Box`
     /// actor), bounded.
     async fn box_op(&self, provider: &Arc<dyn Provider>, sandbox_id: &str, op: BoxOp) -> BoxReply;
@@ -56,6 +59,7 @@ impl FollowUps for Detached {
     async fn check_run(&self, _turn_id: &str) {}
     async fn keep_ending(&self, _turn_id: &str, _ending: super::ending::KeptEnding) {}
     async fn answer_resume_failed(&self, _seat: &str, _turn_id: &str, _retry: AnswerRetry) {}
+    async fn hand_back_claim(&self, _turn_id: &str, _launch_id: &str) {}
     async fn box_op(&self, provider: &Arc<dyn Provider>, sandbox_id: &str, op: BoxOp) -> BoxReply {
         crate::boxes::run(provider, sandbox_id, op).await
     }

@@ -93,6 +93,7 @@ pub use limits::{
     MAX_ANSWER_RESUME_ATTEMPTS, MAX_FINDINGS_RESUME_REFUSALS, MAX_QUESTION_BYTES, MAX_REPORT_BYTES,
     RELEASE_SETTLE,
 };
+pub use settle::LostClaim;
 pub use work::WorkGuard;
 
 use crate::ports::{FleetLink, Runner};

@@ -368,7 +368,13 @@ impl Coordinator {
                 info!(seat, epoch = fence.epoch, node = %self.node, "seat_acquired");
                 self.note_acquired(&fence).await;
                 self.seats.hold(fence.clone());
-                self.recover(&fence).await?;
+                if let Err(error) = self.recover(&fence).await {
+                    // a seat whose recovery pass did not run whole is not acted for: the
+                    // store still names this node, so the next placement pass takes it back
+                    // and runs the pass again (an ending kept, a claim to revive)
+                    self.seats.forget(seat);
+                    return Err(error);
+                }
                 self.follow_ups.seat_acquired(seat).await;
                 Ok(fence)
             }

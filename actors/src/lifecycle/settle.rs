@@ -26,6 +26,20 @@ use super::job::StoredJob;
 use super::limits::{MAX_ENDING_DETAIL_BYTES, MAX_FINDINGS_RESUME_REFUSALS};
 use super::text::{cut, new_id};
 
+/// What became of a lost claim's hand-back ([`Coordinator::hand_back_lost_claim`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LostClaim {
+    /// given back to its answer, whose retry is queued on the run's driver
+    AnswerRetryQueued,
+    /// given back to its completion, which the poll collects again
+    HandedBack,
+    /// nothing is owed from here: the run moved on or settled, a resume or collection of
+    /// this node has it, or its seat left this node (whose next holder revives the claim)
+    NotOwed,
+    /// work is in progress on the seat: asked again later
+    Later,
+}
+
 impl Coordinator {
     /// The last moment before the resumed turn runs: the claim records the take (an answer is
     /// spent; findings taken are never collected again, I12).
@@ -91,6 +105,83 @@ impl Coordinator {
         };
         match self.runs.apply(&fence, turn_id, hand_back).await {
             Ok(_) | Err(RunError::Refused(_)) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// A resume this node's own engine took and could not settle (the store did not answer
+    /// its settle): its claim is owed back, as a failed resume dispatch's is, so the answer is
+    /// driven again (on its spaced, bounded retries) or the completion collected again. The
+    /// run's driver gives it back until the store takes it (`sandbox_resume_unsettled`).
+    pub async fn resume_unsettled(&self, turn_id: &str, launch_id: &str, error: &Error) {
+        warn!(turn_id, launch_id, %error, "sandbox_resume_unsettled");
+        self.follow_ups.hand_back_claim(turn_id, launch_id).await;
+    }
+
+    /// A claim this node wrote and lost track of: the store did not say whether it landed
+    /// (`sandbox_claim_unknown`). One that did land stands in `resumed` with nothing on this
+    /// node working on it — no poll, redelivery or answer claims a `resumed` run — so the
+    /// run's driver gives it back, once nothing is in progress on the seat, for the answer to
+    /// be driven again or the completion collected again.
+    pub(super) async fn claim_unknown(&self, turn_id: &str, launch_id: &str, error: &RunError) {
+        warn!(turn_id, launch_id, %error, "sandbox_claim_unknown");
+        self.follow_ups.hand_back_claim(turn_id, launch_id).await;
+    }
+
+    /// Gives back the claim `launch_id` a resume or a lost write of this node left
+    /// ([`Coordinator::resume_unsettled`], [`Coordinator::claim_unknown`]) while the run still
+    /// stands in it under this node's fence of its seat and nothing on this node has it in
+    /// hand (a resume out with the engine, a collection, launch or answer in progress on the
+    /// seat). An error is the store's, and the hand-back is asked again.
+    pub async fn hand_back_lost_claim(
+        &self,
+        turn_id: &str,
+        launch_id: &str,
+    ) -> Result<LostClaim, Error> {
+        let Some(run) = self.runs.read(turn_id).await? else {
+            return Ok(LostClaim::NotOwed);
+        };
+        let Some(fence) = self.seats.fence(&run.record.seat) else {
+            // the seat's next holder revives the claim in its recovery pass
+            return Ok(LostClaim::NotOwed);
+        };
+        let ours =
+            run.record.status == Status::Resumed
+                && run.record.claim.as_ref().is_some_and(|claim| {
+                    claim.launch_id == launch_id && claim.epoch == fence.epoch
+                });
+        let out = self
+            .resumes_out
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(turn_id);
+        if !ours || out {
+            return Ok(LostClaim::NotOwed);
+        }
+        if self.work.count(&fence.seat) > 0 {
+            return Ok(LostClaim::Later);
+        }
+        let hand_back = Transition::HandBackClaim {
+            launch_id: launch_id.to_owned(),
+            collect_failed: false,
+        };
+        match self.runs.apply(&fence, turn_id, hand_back).await {
+            Ok(handed) => {
+                info!(turn_id, launch_id, "sandbox_claim_handed_back");
+                let answer = handed
+                    .record()
+                    .filter(|record| record.status == Status::Answered);
+                if let Some(record) = answer {
+                    self.answer_resume_failed(record).await;
+                }
+                self.pump(&fence.seat).await;
+                Ok(if answer.is_some() {
+                    LostClaim::AnswerRetryQueued
+                } else {
+                    LostClaim::HandedBack
+                })
+            }
+            Err(RunError::Refused(_)) => Ok(LostClaim::NotOwed),
             Err(error) => Err(error.into()),
         }
     }
@@ -390,6 +481,8 @@ impl Coordinator {
             }
             Err(error) => {
                 self.fail_launch(fence, turn_id, &error.to_string()).await;
+                // the run is over: the seat's mail that waited behind it flows again
+                self.pump(&fence.seat).await;
                 Err(error)
             }
         }

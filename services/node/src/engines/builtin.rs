@@ -69,8 +69,14 @@ impl Engines {
                 info!(seat = %parked.seat, turn_id = %parked.turn_id, "builtin_engine_run_parked");
             }
             EngineDown::Resume(resume) => {
+                let (turn_id, launch_id) = (resume.turn_id.clone(), resume.launch_id.clone());
                 if let Err(error) = self.resume(*resume).await {
-                    warn!(%error, "builtin_engine_resume_failed");
+                    // nothing of this resume ran before its settle: its claim goes back for
+                    // the answer to be driven again, or the completion collected again
+                    warn!(turn_id, %error, "builtin_engine_resume_failed");
+                    self.coordinator
+                        .resume_unsettled(&turn_id, &launch_id, &error)
+                        .await;
                 }
             }
         }
