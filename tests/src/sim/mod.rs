@@ -11,8 +11,8 @@
 //! every node up, the person answering every question, until every run has settled. The
 //! invariants ([`check`]) are checked as every write lands (the store's) and at the end.
 //!
-//! Replay a seed: `SIM_SEED=1234 cargo test -p boxfleet-tests --test t35_simulation -- replay
-//! --nocapture` (`SIM_TRACE=1` adds the nodes' logs).
+//! Replay a seed: `SIM_SEED=1234 cargo test -p boxfleet-tests --test t35_simulation -- --exact
+//! replay --nocapture` (`SIM_TRACE=1` adds the nodes' logs).
 
 pub mod boxes;
 mod check;
@@ -71,7 +71,7 @@ impl Outcome {
     /// How to replay this seed.
     pub fn replay(&self) -> String {
         format!(
-            "SIM_SEED={} cargo test -p boxfleet-tests --test t35_simulation -- replay --nocapture",
+            "SIM_SEED={} cargo test -p boxfleet-tests --test t35_simulation -- --exact replay --nocapture",
             self.seed
         )
     }
