@@ -26,6 +26,11 @@ const REGRESSION_SEEDS: &[u64] = &[
     // an ending finished by the run's driver, or a relaunch that failed, left the seat's mail
     // waiting (an answer to a re-seed never delivered)
     242, 305,
+    // the 10,000-seed bench's finds: an answer that waited behind a busy seat past its pause
+    // TTL let go on its first failed resume (its window ran from its recording, not its first
+    // failure); a seat taken back by a node whose seat actor still ran from before pumped none
+    // of the mail that waited meanwhile (answers to re-seeded runs never delivered)
+    1498, 2325, 4550, 5206, 5303, 5604, 7375, 8537, 8732, 8733, 8876,
 ];
 
 fn failed(outcome: &Outcome) -> String {
@@ -80,25 +85,38 @@ fn regression_seeds() {
     }
 }
 
+/// Seeds whose fleets hand seats over, lose nodes and retry under faults: each run twice in
+/// this process, whose hash maps are seeded differently each time, so an order that leaks
+/// from a hash map's iteration into what the fleet does parts the two (seed 5206 did, through
+/// the seats' view, before it kept its seats in order).
+const DETERMINISM_SEEDS: &[u64] = &[7, 41, 84, 242, 1498, 5206];
+
 #[test]
 fn a_seed_replays_bit_for_bit() {
-    let seed = env_u64("SIM_SEED", 7);
-    let first = run_seed(seed);
-    let second = run_seed(seed);
-    if first.trace != second.trace {
-        let at = first
-            .trace
-            .iter()
-            .zip(&second.trace)
-            .position(|(a, b)| a != b)
-            .unwrap_or(first.trace.len().min(second.trace.len()));
-        panic!(
-            "seed {seed} ran two ways; they part at step {at}:\n  first:  {:?}\n  second: {:?}",
-            first.trace.get(at),
-            second.trace.get(at)
-        );
+    let seeds = match std::env::var("SIM_SEED") {
+        Ok(_) => vec![env_u64("SIM_SEED", 7)],
+        Err(_) => DETERMINISM_SEEDS.to_vec(),
+    };
+    for seed in seeds {
+        let first = run_seed(seed);
+        let second = run_seed(seed);
+        if first.trace != second.trace {
+            let at = first
+                .trace
+                .iter()
+                .zip(&second.trace)
+                .position(|(a, b)| a != b)
+                .unwrap_or(first.trace.len().min(second.trace.len()));
+            panic!(
+                "seed {seed} ran two ways; they part at step {at}:\n  first:  {:?}\n  second: {:?}\n\
+                 (SIM_CALLS=1 on two replays prints every store call: the first line their logs \
+                 differ at names the call made in another order)",
+                first.trace.get(at),
+                second.trace.get(at)
+            );
+        }
+        assert_eq!(first.digest(), second.digest());
     }
-    assert_eq!(first.digest(), second.digest());
 }
 
 #[test]

@@ -95,14 +95,21 @@ impl FollowUps for NodeTree {
             seat: seat.to_owned(),
             started: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         };
-        self.child(
-            &self.refs.seats(),
-            ("seat", seat),
-            self.refs.seat(seat),
-            Restart::Transient,
-            move || (SeatActor, args.clone()),
-        )
-        .await;
+        let actor = self
+            .child(
+                &self.refs.seats(),
+                ("seat", seat),
+                self.refs.seat(seat),
+                Restart::Transient,
+                move || (SeatActor, args.clone()),
+            )
+            .await;
+        // an actor still running from before the seat was lost and taken back pumps nothing
+        // on its own: the mail that waited while the seat was away flows now (a new actor
+        // pumps once more as it starts, which finds nothing)
+        if let Some(actor) = actor {
+            let _ = actor.cast(SeatMsg::Pump);
+        }
     }
 
     fn seat_released(&self, seat: &str) {

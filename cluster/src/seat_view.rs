@@ -14,7 +14,7 @@
 //! A watch that breaks drops the view (the pass reads the store meanwhile), and the view is
 //! loaded again.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -52,11 +52,11 @@ pub struct Known {
     /// each held seat's holder key
     holders: BTreeMap<String, Held>,
     /// the messages waiting in each seat's inbox
-    mail: HashMap<String, u32>,
+    mail: BTreeMap<String, u32>,
     /// the run entries of each seat
-    runs: HashMap<String, u32>,
+    runs: BTreeMap<String, u32>,
     /// the seats marked retiring (left the company's agent seats)
-    retiring: HashSet<String>,
+    retiring: BTreeSet<String>,
     /// every change to the seats' prefix up to this revision is in
     complete_through: Revision,
     shape: Shape,
@@ -203,7 +203,7 @@ impl Known {
 
 /// Counts a key created under `seat` (its first version) or deleted; a key written again is
 /// the same key. `true` when the seat's first key came or its last went.
-fn count(counts: &mut HashMap<String, u32>, seat: &str, change: &WatchEvent) -> bool {
+fn count(counts: &mut BTreeMap<String, u32>, seat: &str, change: &WatchEvent) -> bool {
     match change {
         WatchEvent::Put(kv) if kv.version == 1 => {
             let counted = counts.entry(seat.to_owned()).or_default();

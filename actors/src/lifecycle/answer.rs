@@ -158,7 +158,9 @@ pub(super) fn answer_resume(claimed: &RunRecord) -> Resume {
 
 /// The answer-resume retry rule: after a failed resume, the next is a second later, doubling
 /// to 30 s; once [`MAX_ANSWER_RESUME_ATTEMPTS`] were made, or the run's pause TTL has passed
-/// since the answer was recorded (its first resume's start), the answer is let go.
+/// since the first failure (spec line 444: `first_failed_at`, stamped by the hand-back of its
+/// first failed claim; now, when none is stamped), the answer is let go. An answer that waited
+/// behind a busy seat longer than the TTL is not let go on its first failure.
 pub(super) fn after_failed_resume(
     answer: &Answer,
     pause_ttl_seconds: Option<u64>,
@@ -166,7 +168,8 @@ pub(super) fn after_failed_resume(
 ) -> AnswerRetry {
     let pause_ttl = Duration::from_secs(pause_ttl_seconds.unwrap_or(DEFAULT_PAUSE_TTL_SECONDS));
     let attempts = answer.attempts.max(1);
-    let spent_window = (now - answer.recorded_at).to_std().unwrap_or_default() > pause_ttl;
+    let first_failed = answer.first_failed_at.unwrap_or(now);
+    let spent_window = (now - first_failed).to_std().unwrap_or_default() > pause_ttl;
     if attempts >= MAX_ANSWER_RESUME_ATTEMPTS || spent_window {
         return AnswerRetry::LetGo { attempts };
     }
@@ -236,21 +239,42 @@ mod tests {
         );
     }
 
+    fn failed_first_at(attempts: u32, seconds: i64) -> Answer {
+        Answer {
+            first_failed_at: Some(at(seconds)),
+            ..answer(attempts)
+        }
+    }
+
     #[test]
-    fn past_the_pause_ttl_from_its_recording_the_answer_is_let_go() {
+    fn past_the_pause_ttl_from_its_first_failure_the_answer_is_let_go() {
         assert_eq!(
-            after_failed_resume(&answer(2), Some(60), at(60)),
+            after_failed_resume(&failed_first_at(2, 0), Some(60), at(60)),
             AnswerRetry::After(Duration::from_secs(2)),
             "at the TTL itself it is still retried"
         );
         assert_eq!(
-            after_failed_resume(&answer(2), Some(60), at(61)),
+            after_failed_resume(&failed_first_at(2, 0), Some(60), at(61)),
             AnswerRetry::LetGo { attempts: 2 }
         );
         assert_eq!(
-            after_failed_resume(&answer(2), None, at(1801)),
+            after_failed_resume(&failed_first_at(2, 0), None, at(1801)),
             AnswerRetry::LetGo { attempts: 2 },
             "the default pause TTL is 1800 s"
+        );
+    }
+
+    #[test]
+    fn an_answer_that_waited_past_the_ttl_is_not_let_go_on_its_first_failure() {
+        // recorded at 0, its seat busy for an hour, its first resume failing at 3,600
+        assert_eq!(
+            after_failed_resume(&answer(1), Some(60), at(3_600)),
+            AnswerRetry::After(Duration::from_secs(1)),
+            "no failure was stamped yet: the window starts now"
+        );
+        assert_eq!(
+            after_failed_resume(&failed_first_at(1, 3_600), Some(60), at(3_601)),
+            AnswerRetry::After(Duration::from_secs(1))
         );
     }
 }

@@ -150,7 +150,7 @@ pub struct Coordinator {
     /// it; none: every piece is cut)
     condenser: RwLock<Option<Arc<dyn crate::ports::Condenser>>>,
     /// when the placement pass last looked for removed seats (`retire`)
-    retirement_checked: std::sync::Mutex<Option<std::time::Instant>>,
+    retirement_checked: std::sync::Mutex<Option<tokio::time::Instant>>,
     /// the ways back out of a box the node mounts (the tool bridge, the OTLP receiver); none:
     /// a job is given neither
     endpoints: RwLock<Option<Arc<dyn crate::ports::RunEndpoints>>>,

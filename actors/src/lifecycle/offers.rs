@@ -18,9 +18,10 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use boxfleet_cluster::inbox::{MAX_DELIVERIES, Message};
+use tokio::time::Instant;
 
 /// Deliveries of a message kept for the ordinary route: the offer stops while this many are left.
 pub const ANSWER_RESERVE: u32 = 5;

@@ -241,7 +241,7 @@ impl Coordinator {
     }
 
     /// The seats acquired since the last call (and forgets them).
-    pub fn take_fresh(&self) -> std::collections::HashSet<String> {
+    pub fn take_fresh(&self) -> std::collections::BTreeSet<String> {
         self.seats.take_fresh()
     }
 

@@ -45,7 +45,7 @@ impl Coordinator {
             .retirement_checked
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        let now = std::time::Instant::now();
+        let now = tokio::time::Instant::now();
         if checked.is_some_and(|at| now.duration_since(at) < check_every()) {
             return false;
         }

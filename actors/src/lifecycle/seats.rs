@@ -12,7 +12,7 @@
 //! seat actor's recovery runs under 2 alone; a seat taken back on this node's own lease runs
 //! it under 1 and then 2 (taken only if free).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
@@ -52,16 +52,16 @@ impl KeyedLocks {
 #[derive(Debug, Default)]
 struct SeatTable {
     /// seats held, with the fence each is held under
-    held: HashMap<String, Fence>,
+    held: BTreeMap<String, Fence>,
     /// seats being handed over: no new work starts on them
-    releasing: HashSet<String>,
+    releasing: BTreeSet<String>,
     /// seats acquired since the waiter last looked: their remote runs are polled at once by
     /// this node, duty or not
-    fresh: HashSet<String>,
+    fresh: BTreeSet<String>,
     /// seats with a turn out at the engine (dispatched, not yet acked)
-    in_flight: HashMap<String, Message>,
+    in_flight: BTreeMap<String, Message>,
     /// seats whose head message was deferred: no turn goes out before the instant
-    cooling: HashMap<String, tokio::time::Instant>,
+    cooling: BTreeMap<String, tokio::time::Instant>,
     /// how many times `held` changed
     held_changes: u64,
 }
@@ -181,7 +181,7 @@ impl Seats {
     }
 
     /// The seats acquired since the last call (and forgets them).
-    pub fn take_fresh(&self) -> HashSet<String> {
+    pub fn take_fresh(&self) -> BTreeSet<String> {
         std::mem::take(&mut self.table().fresh)
     }
 

@@ -81,6 +81,8 @@ pub(super) fn hand_back_claim(
         && let Some(answer) = next.answer.as_mut()
     {
         answer.taken_at = None;
+        // the answer's retry window runs from its first failed resume (spec line 444)
+        answer.first_failed_at.get_or_insert(step.now);
     }
     next.claim = None;
     if collect_failed {

@@ -357,6 +357,25 @@ impl Sim {
             node.kill();
         }
         self.note(format!("end: {} violations", violations.len()));
+        // `SIM_KEY=turn-s12-3`: every write that landed on a key holding it, with its
+        // writer and the status it wrote (a replay's way to see who wrote a row last)
+        if let Ok(needle) = std::env::var("SIM_KEY") {
+            for write in self.shared.store.landed() {
+                if !write.key.contains(&needle) {
+                    continue;
+                }
+                let status = write.value.as_deref().map_or("(deleted)".to_owned(), |v| {
+                    serde_json::from_slice::<serde_json::Value>(v)
+                        .ok()
+                        .and_then(|j| j.get("status").map(|s| s.to_string()))
+                        .unwrap_or_else(|| "?".to_owned())
+                });
+                eprintln!(
+                    "sim write r{} {} by {}: {status}",
+                    write.revision, write.key, write.node
+                );
+            }
+        }
         Outcome {
             seed: self.seed,
             violations,

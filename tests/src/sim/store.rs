@@ -447,6 +447,15 @@ impl SimClient {
         }
     }
 
+    /// `SIM_CALLS=1`: every call the nodes make, in order, to stderr (two runs of one seed
+    /// that part show where by the first line their call logs differ).
+    fn log_call(&self, what: &str, key: &str) {
+        static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        if *ON.get_or_init(|| std::env::var_os("SIM_CALLS").is_some()) {
+            eprintln!("sim call {} {what} {key}", self.node);
+        }
+    }
+
     /// The call's simulated latency; a dead node's call never comes back.
     async fn enter(&self) {
         let delay = self.store.delay();
@@ -481,12 +490,14 @@ impl SimClient {
 #[async_trait]
 impl Store for SimClient {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, Error> {
+        self.log_call("get", key);
         self.enter().await;
         self.read_refused()?;
         Ok(self.world().kvs.get(key).cloned())
     }
 
     async fn range(&self, prefix: &str) -> Result<Range, Error> {
+        self.log_call("range", prefix);
         self.enter().await;
         self.read_refused()?;
         let world = self.world();
@@ -503,6 +514,11 @@ impl Store for SimClient {
     }
 
     async fn txn(&self, txn: Txn) -> Result<TxnResponse, Error> {
+        let first = txn
+            .success
+            .first()
+            .map_or(String::new(), |op| format!("{op:?}"));
+        self.log_call("txn", &first.chars().take(80).collect::<String>());
         self.enter().await;
         let faults = self.store.faults();
         if !txn.writes() {
@@ -531,6 +547,7 @@ impl Store for SimClient {
     }
 
     async fn lease_grant(&self, ttl_seconds: i64) -> Result<LeaseId, Error> {
+        self.log_call("lease_grant", "");
         self.enter().await;
         let mut world = self.world();
         world.next_lease += 1;
@@ -547,6 +564,7 @@ impl Store for SimClient {
     }
 
     async fn lease_keep_alive(&self, lease: LeaseId) -> Result<i64, Error> {
+        self.log_call("lease_keep_alive", &lease.to_string());
         self.enter().await;
         if self.store.draw(self.store.faults().keep_alive_refused) {
             return Err(Error::Unavailable(
@@ -562,6 +580,7 @@ impl Store for SimClient {
     }
 
     async fn lease_revoke(&self, lease: LeaseId) -> Result<(), Error> {
+        self.log_call("lease_revoke", &lease.to_string());
         self.enter().await;
         if self.world().revoke(lease) {
             Ok(())
@@ -571,6 +590,7 @@ impl Store for SimClient {
     }
 
     async fn lease_time_to_live(&self, lease: LeaseId) -> Result<Option<i64>, Error> {
+        self.log_call("lease_time_to_live", &lease.to_string());
         self.enter().await;
         self.read_refused()?;
         let world = self.world();
@@ -582,6 +602,7 @@ impl Store for SimClient {
     }
 
     async fn watch(&self, prefix: &str, from_revision: Revision) -> Result<WatchStream, Error> {
+        self.log_call("watch", prefix);
         self.enter().await;
         self.read_refused()?;
         let (tx, rx) = mpsc::unbounded_channel();
