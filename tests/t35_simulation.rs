@@ -31,6 +31,10 @@ const REGRESSION_SEEDS: &[u64] = &[
     // failure); a seat taken back by a node whose seat actor still ran from before pumped none
     // of the mail that waited meanwhile (answers to re-seeded runs never delivered)
     1498, 2325, 4550, 5206, 5303, 5604, 7375, 8537, 8732, 8733, 8876,
+    // a launch whose opening write landed with its reply lost, or a relaunch whose transition
+    // did, left a `launching` row no call of its node was starting (the launch's repeat
+    // answered with the job that never started)
+    210, 5104,
 ];
 
 fn failed(outcome: &Outcome) -> String {

@@ -9,7 +9,7 @@
 //! The watch only ever says "look now": what the job did is read by the poll and the
 //! collection, as for a polled run, so a spurious event costs one poll.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -42,8 +42,8 @@ impl std::fmt::Debug for CompletionWatch {
 #[derive(Default)]
 struct Watched {
     /// job directory → the run whose job it is
-    by_dir: HashMap<PathBuf, String>,
-    by_turn: HashMap<String, PathBuf>,
+    by_dir: BTreeMap<PathBuf, String>,
+    by_turn: BTreeMap<String, PathBuf>,
     listener: Option<Listener>,
 }
 
@@ -121,7 +121,7 @@ impl CompletionWatch {
     }
 
     /// Keeps only the watches of `running` (the runs still running on this node's boxes).
-    pub fn retain(&self, running: &HashSet<String>) {
+    pub fn retain(&self, running: &BTreeSet<String>) {
         let gone: Vec<String> = self
             .lock_shared()
             .by_turn
@@ -250,7 +250,7 @@ mod tests {
         watch.listen(listener);
         watch.watch("t3", dir.path().to_path_buf());
         assert_eq!(watch.watched(), 1);
-        watch.retain(&HashSet::new());
+        watch.retain(&BTreeSet::new());
         assert_eq!(watch.watched(), 0);
         std::fs::write(dir.path().join("done"), "0\n").expect("fs");
         assert!(heard.recv_timeout(Duration::from_millis(500)).is_err());

@@ -12,7 +12,7 @@
 //! The count is this node's, in memory: the spec's streak is the waiter's own, and a restart
 //! starts it again (the collection's allowance, counted on the record, is what carries over).
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -54,7 +54,7 @@ struct Streak {
 /// The poll-failure streaks of the runs this node polls, by turn.
 #[derive(Debug, Default)]
 pub struct Streaks {
-    by_turn: Mutex<HashMap<String, Streak>>,
+    by_turn: Mutex<BTreeMap<String, Streak>>,
 }
 
 impl Streaks {
@@ -100,7 +100,7 @@ impl Streaks {
     }
 
     /// Forgets the runs no longer polled here (settled, parked, moved).
-    pub fn keep_only(&self, polled: &std::collections::HashSet<String>) {
+    pub fn keep_only(&self, polled: &std::collections::BTreeSet<String>) {
         self.by_turn
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -115,9 +115,9 @@ pub fn once_per(key: &str, every: Duration) -> bool {
 }
 
 fn once_per_at(key: &str, every: Duration, now: Instant) -> bool {
-    static LAST: Mutex<Option<HashMap<String, Instant>>> = Mutex::new(None);
+    static LAST: Mutex<Option<BTreeMap<String, Instant>>> = Mutex::new(None);
     let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
-    let last = last.get_or_insert_with(HashMap::new);
+    let last = last.get_or_insert_with(BTreeMap::new);
     if last.len() > 4096 {
         last.retain(|_, at| now.saturating_duration_since(*at) < every);
     }

@@ -5,7 +5,7 @@
 //! stays the backstop. It also holds the poll duty for the fleet's remote boxes, reaps paused
 //! boxes past their TTL and kills boxes stranded on this host.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -44,20 +44,20 @@ pub struct WaiterArgs {
 pub struct WaiterState {
     args: WaiterArgs,
     slots: Arc<Semaphore>,
-    polling: Arc<Mutex<HashSet<String>>>,
+    polling: Arc<Mutex<BTreeSet<String>>>,
     /// when each run's last poll ended: free slots go to the longest-waiting first
-    last_polled: Arc<Mutex<std::collections::HashMap<String, tokio::time::Instant>>>,
+    last_polled: Arc<Mutex<std::collections::BTreeMap<String, tokio::time::Instant>>>,
     /// the lease of the poll duty this node holds, renewed every tick
     duty: Option<boxfleet_cluster::store::LeaseId>,
     /// consecutive failed polls per run: gone-detection and the warning's rate limit
     streaks: Arc<Streaks>,
     /// the polls the poll duty authorised, stopped when the duty moves to a peer
-    duty_polls: Arc<Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>>,
+    duty_polls: Arc<Mutex<std::collections::BTreeMap<String, tokio::task::AbortHandle>>>,
     /// runs whose job ended while a poll of theirs was in flight: polled again once it ends
-    again: Arc<Mutex<HashSet<String>>>,
+    again: Arc<Mutex<BTreeSet<String>>>,
     /// the jobs (turn, launch) whose end was heard and polled: a marker tells more than once
     /// (its rename, its attributes), and each is one poll
-    ends_heard: HashSet<(String, String)>,
+    ends_heard: BTreeSet<(String, String)>,
 }
 
 #[derive(Debug)]
@@ -91,13 +91,13 @@ impl Actor for Waiter {
         Ok(WaiterState {
             args,
             slots: Arc::new(Semaphore::new(MAX_CONCURRENT_POLLS)),
-            polling: Arc::new(Mutex::new(HashSet::new())),
-            last_polled: Arc::new(Mutex::new(std::collections::HashMap::new())),
+            polling: Arc::new(Mutex::new(BTreeSet::new())),
+            last_polled: Arc::new(Mutex::new(std::collections::BTreeMap::new())),
             duty: None,
             streaks: Arc::new(Streaks::default()),
-            duty_polls: Arc::new(Mutex::new(std::collections::HashMap::new())),
-            again: Arc::new(Mutex::new(HashSet::new())),
-            ends_heard: HashSet::new(),
+            duty_polls: Arc::new(Mutex::new(std::collections::BTreeMap::new())),
+            again: Arc::new(Mutex::new(BTreeSet::new())),
+            ends_heard: BTreeSet::new(),
         })
     }
 
@@ -194,7 +194,7 @@ impl WaiterState {
             );
             state.args.errors.record("waiter", &error);
         }
-        let held: HashSet<String> = coordinator
+        let held: BTreeSet<String> = coordinator
             .held_seats()
             .into_iter()
             .map(|fence| fence.seat)
@@ -214,7 +214,7 @@ impl WaiterState {
         }
         let fresh = coordinator.take_fresh();
         let duty = state.duty.is_some();
-        let mut running: HashSet<String> = runs
+        let mut running: BTreeSet<String> = runs
             .iter()
             .filter(|run| run.record.status == Status::Running)
             .map(|run| run.record.turn_id.clone())
@@ -285,10 +285,10 @@ impl WaiterState {
     /// and decoded every row was two fifths of a node's CPU and slowed the sweep (issue 20).
     async fn runs_to_look_at(
         &self,
-    ) -> Result<(Vec<boxfleet_cluster::runs::Versioned>, HashSet<String>), boxfleet_cluster::Error>
+    ) -> Result<(Vec<boxfleet_cluster::runs::Versioned>, BTreeSet<String>), boxfleet_cluster::Error>
     {
         let entries = self.args.coordinator.runs.all_entries().await?;
-        let mut in_poll = HashSet::new();
+        let mut in_poll = BTreeSet::new();
         let mut read = Vec::new();
         {
             // sorted under the lock, which no await crosses: no copy of the set per tick
@@ -362,12 +362,10 @@ impl WaiterState {
 
     /// The duty moved to a peer: the polls it authorised stop (the peer polls those boxes now).
     fn stop_duty_polls(&self) {
-        let stopped: Vec<(String, tokio::task::AbortHandle)> = self
-            .duty_polls
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-            .collect();
+        let stopped: Vec<(String, tokio::task::AbortHandle)> =
+            std::mem::take(&mut *self.duty_polls.lock().unwrap_or_else(|p| p.into_inner()))
+                .into_iter()
+                .collect();
         let mut polling = self.polling.lock().unwrap_or_else(|p| p.into_inner());
         for (turn_id, poll) in stopped {
             // a poll that already ended took itself off `polling` (a newer one may be there)

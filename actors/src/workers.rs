@@ -9,7 +9,7 @@
 //! Each is restarted by its supervisor when it fails; a restart re-reads its truth from the
 //! store (the waiter's list, the session's lease).
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -268,7 +268,7 @@ pub struct CollectorsArgs {
 pub struct CollectorsState {
     args: CollectorsArgs,
     slots: Arc<Semaphore>,
-    running: Arc<Mutex<HashSet<String>>>,
+    running: Arc<Mutex<BTreeSet<String>>>,
 }
 
 #[derive(Debug)]

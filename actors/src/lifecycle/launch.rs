@@ -191,7 +191,8 @@ impl Coordinator {
         // meanwhile (the seat's actor restarting) leaves the row to this launch
         let in_flight = self.work.start_launch(&launch_id, fence.epoch);
         crash::point(crash::LAUNCH_BEFORE_OPEN);
-        self.runs
+        let opened = self
+            .runs
             .apply(
                 &fence,
                 &turn_id,
@@ -199,7 +200,19 @@ impl Coordinator {
                     record: Box::new(record),
                 },
             )
-            .await?;
+            .await;
+        match opened {
+            Ok(_) => {}
+            Err(boxfleet_cluster::runs::RunError::Refused(refusal)) => {
+                return Err(boxfleet_cluster::runs::RunError::Refused(refusal).into());
+            }
+            Err(error) => {
+                // landed or not, the store did not say: a landed row with no job behind it is
+                // ended by the run's driver once this call is over
+                self.claim_unknown(&turn_id, &launch_id, &error).await;
+                return Err(error.into());
+            }
+        }
         // the seat is busy from the open row: a second launch now sees it
         drop(seat_guard);
         crash::point(crash::LAUNCH_AFTER_OPEN);

@@ -169,7 +169,7 @@ pub struct Coordinator {
     pub completions: crate::completion::CompletionWatch,
     /// the collections queued or in flight ([`collection_key`]): a completion the collectors
     /// have is not polled again every tick while it waits (`Collectors`, the waiter)
-    pub collecting: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    pub collecting: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
     /// what the placement passes saw of the fleet (`fleet_watch`)
     fleet_seen: std::sync::Mutex<fleet_watch::Seen>,
     /// the seats as the placement pass sees them, while the placement duty's watch keeps

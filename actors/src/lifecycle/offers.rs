@@ -16,7 +16,7 @@
 //! - **Stalled inboxes.** A seat whose inbox stopped on a hand-back is pumped again after the
 //!   node's next session renew, which is when the delivery is offered again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -46,11 +46,11 @@ pub enum AfterFailure {
 #[derive(Debug, Default)]
 pub(crate) struct Offers {
     /// failed offers of a delivery in this process: (attempts, first failure)
-    failures: Mutex<HashMap<String, (u32, Instant)>>,
+    failures: Mutex<BTreeMap<String, (u32, Instant)>>,
     /// each held seat's runs awaiting a reply, as this node knows it
-    awaiting: Mutex<HashMap<String, u32>>,
+    awaiting: Mutex<BTreeMap<String, u32>>,
     /// seats whose inbox stopped on a hand-back, to pump after the next renew
-    stalled: Mutex<HashSet<String>>,
+    stalled: Mutex<BTreeSet<String>>,
 }
 
 impl Offers {
@@ -136,10 +136,8 @@ impl Offers {
 
     /// The seats whose inboxes stopped (and forgets them).
     pub fn take_stalled(&self) -> Vec<String> {
-        self.stalled
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
+        std::mem::take(&mut *self.stalled.lock().unwrap_or_else(|p| p.into_inner()))
+            .into_iter()
             .collect()
     }
 }

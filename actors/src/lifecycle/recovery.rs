@@ -124,7 +124,7 @@ impl Coordinator {
     /// names its boxes itself: the boxes labelled with the launch are killed before the row is
     /// reaped or reverted, so nothing it started runs unnamed (I13). A lookup that fails keeps
     /// the row for the next recovery pass.
-    async fn kill_unnamed_boxes(
+    pub(super) async fn kill_unnamed_boxes(
         &self,
         record: &boxfleet_cluster::record::RunRecord,
     ) -> Result<(), Error> {
@@ -153,7 +153,7 @@ impl Coordinator {
     /// launch's marker: the row may not name the job yet) and the answer reruns there; a box
     /// the relaunch made (a re-seed's) is killed, and a box gone or out of reach leaves the
     /// answer to re-seed.
-    async fn revert_relaunch(
+    pub(super) async fn revert_relaunch(
         &self,
         fence: &Fence,
         record: &boxfleet_cluster::record::RunRecord,

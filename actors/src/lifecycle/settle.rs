@@ -145,6 +145,66 @@ impl Coordinator {
             // the seat's next holder revives the claim in its recovery pass
             return Ok(LostClaim::NotOwed);
         };
+        // a relaunch of the claim whose transition or commit the store did not confirm: the
+        // row is `launching` with a job no call of this node is starting any more, which only
+        // a recovery pass would read — it goes back to the answer, as a recovery pass takes
+        // it back (`sandbox_relaunch_reverted`)
+        let relaunch_left = run.record.status == Status::Launching
+            && run.record.epoch == fence.epoch
+            && run.record.answer.is_some()
+            && run
+                .record
+                .relaunched_from
+                .as_ref()
+                .is_some_and(|from| from.launch_id == launch_id)
+            && !self
+                .work
+                .launch_in_flight(&run.record.launch_id, fence.epoch);
+        if relaunch_left {
+            if self.work.count(&fence.seat) > 0 {
+                return Ok(LostClaim::Later);
+            }
+            let seat_lock = self.seats.seat.lock(&fence.seat).await;
+            self.kill_unnamed_boxes(&run.record).await?;
+            self.revert_relaunch(&fence, &run.record).await?;
+            drop(seat_lock);
+            return match self.runs.read(turn_id).await? {
+                Some(run) if run.record.status == Status::Answered => {
+                    self.answer_resume_failed(&run.record).await;
+                    Ok(LostClaim::AnswerRetryQueued)
+                }
+                _ => Ok(LostClaim::HandedBack),
+            };
+        }
+        // a first launch whose opening write the store did not confirm, and which gave up:
+        // the row is `launching` with no job behind it and nothing of this node starting one
+        // (a repeat of the launch is told of it, as of any launch): it ends as a launch that
+        // died before its commit does in a recovery pass (`abandoned_tail`), its box killed
+        let launch_left = run.record.status == Status::Launching
+            && run.record.epoch == fence.epoch
+            && run.record.launch_id == launch_id
+            && run.record.relaunched_from.is_none()
+            && !self.work.launch_in_flight(launch_id, fence.epoch);
+        if launch_left {
+            if self.work.count(&fence.seat) > 0 {
+                return Ok(LostClaim::Later);
+            }
+            let seat_lock = self.seats.seat.lock(&fence.seat).await;
+            self.kill_unnamed_boxes(&run.record).await?;
+            self.end_run(
+                &fence,
+                turn_id,
+                EndingReason::AbandonedTail,
+                "the launch gave up after a write the store did not confirm had opened its run",
+                EndingGuard::Claim {
+                    launch_id: launch_id.to_owned(),
+                },
+            )
+            .await;
+            drop(seat_lock);
+            self.pump(&fence.seat).await;
+            return Ok(LostClaim::HandedBack);
+        }
         let ours =
             run.record.status == Status::Resumed
                 && run.record.claim.as_ref().is_some_and(|claim| {
@@ -426,9 +486,15 @@ impl Coordinator {
             new_launch_id: new_launch.clone(),
             brief: next.brief.clone(),
         };
-        let relaunched = match self.runs.apply(fence, turn_id, relaunch).await? {
-            Outcome::Written(run) => run.record,
-            Outcome::Deleted => return Ok(None),
+        let relaunched = match self.runs.apply(fence, turn_id, relaunch).await {
+            Ok(Outcome::Written(run)) => run.record,
+            Ok(Outcome::Deleted) => return Ok(None),
+            Err(RunError::Refused(refusal)) => return Err(RunError::Refused(refusal).into()),
+            Err(error) => {
+                // landed or not, the store did not say: a landed relaunch is taken back
+                self.claim_unknown(turn_id, launch_id, &error).await;
+                return Err(error.into());
+            }
         };
         crash::point(crash::RELAUNCH_AFTER_OPEN);
         let last = StoredJob::of(run);

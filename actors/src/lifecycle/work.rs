@@ -8,7 +8,7 @@
 //! so a pass that read its row while it was still launching does not act on that stale read:
 //! it used to revert a relaunch that had just committed, stopping the job it had started.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use tracing::warn;
@@ -16,14 +16,14 @@ use tracing::warn;
 /// The counts, by seat.
 #[derive(Debug, Default)]
 pub(crate) struct WorkInProgress {
-    working: Arc<Mutex<HashMap<String, usize>>>,
+    working: Arc<Mutex<BTreeMap<String, usize>>>,
     settled: Arc<tokio::sync::Notify>,
     /// the launches in flight in this process: (launch id, the seat's epoch they run under)
-    launching: Arc<Mutex<HashSet<(String, i64)>>>,
+    launching: Arc<Mutex<BTreeSet<(String, i64)>>>,
     /// the last launches whose commit landed in this process, newest last
     committed: Arc<Mutex<VecDeque<(String, i64)>>>,
     /// the seats whose hand-over stops what is still in progress on them
-    interrupted: Arc<Mutex<HashSet<String>>>,
+    interrupted: Arc<Mutex<BTreeSet<String>>>,
     interrupt: Arc<tokio::sync::Notify>,
 }
 
@@ -34,7 +34,7 @@ const COMMITTED_KEPT: usize = 4096;
 /// A launch in flight under one epoch of its seat, known until it drops.
 #[derive(Debug)]
 pub struct LaunchGuard {
-    launching: Arc<Mutex<HashSet<(String, i64)>>>,
+    launching: Arc<Mutex<BTreeSet<(String, i64)>>>,
     committed: Arc<Mutex<VecDeque<(String, i64)>>>,
     key: (String, i64),
 }
@@ -62,7 +62,7 @@ impl Drop for LaunchGuard {
 /// A launch, collection or answer in progress on a seat, counted until it drops.
 #[derive(Debug)]
 pub struct WorkGuard {
-    working: Arc<Mutex<HashMap<String, usize>>>,
+    working: Arc<Mutex<BTreeMap<String, usize>>>,
     settled: Arc<tokio::sync::Notify>,
     seat: String,
 }
