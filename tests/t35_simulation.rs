@@ -35,6 +35,8 @@ const REGRESSION_SEEDS: &[u64] = &[
     // did, left a `launching` row no call of its node was starting (the launch's repeat
     // answered with the job that never started)
     210, 5104,
+    // the same launch's ending refused for want of a claim to guard it (a `launching` row has none)
+    4226, 6880,
 ];
 
 fn failed(outcome: &Outcome) -> String {

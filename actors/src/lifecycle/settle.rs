@@ -196,9 +196,9 @@ impl Coordinator {
                 turn_id,
                 EndingReason::AbandonedTail,
                 "the launch gave up after a write the store did not confirm had opened its run",
-                EndingGuard::Claim {
-                    launch_id: launch_id.to_owned(),
-                },
+                // a claim guard needs a claim: the row is `launching`, read under the seat's
+                // lock just now, as a recovery pass ends such a row
+                EndingGuard::Any,
             )
             .await;
             drop(seat_lock);
