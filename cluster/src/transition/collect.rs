@@ -413,6 +413,8 @@ mod tests {
         expected.claim = None;
         if let Some(answer) = expected.answer.as_mut() {
             answer.taken_at = None;
+            // its retry window starts at its first failed resume (spec line 444)
+            answer.first_failed_at = Some(crate::transition::test_support::now());
         }
         assert_eq!(
             decide_on(&current, hand_back(LAUNCH, false)),
