@@ -138,9 +138,10 @@ struct State {
 /// A job's script chosen from the environment it starts with (`None`: the queue's, else the
 /// default): how a simulation gives every job of every box its own part.
 #[derive(Clone)]
-pub struct ScriptBy(
-    pub Arc<dyn Fn(&BTreeMap<String, String>) -> Option<ScriptedJob> + Send + Sync>,
-);
+pub struct ScriptBy(pub Arc<ScriptFor>);
+
+/// What picks a job's script: its environment in, its script out (`None`: the default).
+pub type ScriptFor = dyn Fn(&BTreeMap<String, String>) -> Option<ScriptedJob> + Send + Sync;
 
 impl std::fmt::Debug for ScriptBy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
