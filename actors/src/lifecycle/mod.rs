@@ -56,6 +56,7 @@ mod inbox;
 mod job;
 mod launch;
 pub mod limits;
+mod lost_claim;
 pub mod offers;
 pub mod phase_record;
 mod placement;
@@ -93,7 +94,7 @@ pub use limits::{
     MAX_ANSWER_RESUME_ATTEMPTS, MAX_FINDINGS_RESUME_REFUSALS, MAX_QUESTION_BYTES, MAX_REPORT_BYTES,
     RELEASE_SETTLE,
 };
-pub use settle::LostClaim;
+pub use lost_claim::LostClaim;
 pub use work::WorkGuard;
 
 use crate::ports::{FleetLink, Runner};
