@@ -342,7 +342,9 @@ fn a_person_answers_what_waits_on_them_without_naming_the_job_and_finds_what_fin
     let dir = tempfile::tempdir().expect("tempdir");
     let node = user_node(dir.path());
     // a launch for bob: its question to the requester waits on bob
-    let ask = r#"if [ -z "$BOXFLEET_ANSWER" ]; then boxfleet-ask "ship it?" --to requester; else echo "answer: $BOXFLEET_ANSWER" > "$BOXFLEET_REPORT"; fi"#;
+    let ask = r#"if [ -z "$BOXFLEET_ANSWER" ]; then boxfleet-ask "ship it?" --to requester; else sleep 4; echo "answer: $BOXFLEET_ANSWER" > "$BOXFLEET_REPORT"; fi"#;
+    // the answered rerun lingers: the repeated answer below must find the run still
+    // open (CI saw a quick rerun collected first, and the repeat told "gone")
     let (code, out, err) = node.cli(&[
         "launch",
         "--seat",
