@@ -24,9 +24,11 @@ mod context;
 mod keys;
 mod lines;
 mod password;
+mod placeholder;
 mod tokens;
 mod vendors;
 
+pub use vendors::named::{GAP as NAMED_GAP, NamedRule, named_rules};
 pub use vendors::{Checksum, Rule, base62_padded, checksum_holds, keyword_hits, rules};
 
 use std::borrow::Cow;
@@ -45,6 +47,8 @@ pub enum Kind {
     Password,
     /// a vendor token, JWT, bearer credential or URL credential; the name is the token's kind
     Token(&'static str),
+    /// a key known by the vendor named before it ([`named_rules`]); the name is its kind
+    Named(&'static str),
 }
 
 impl Kind {
@@ -53,16 +57,18 @@ impl Kind {
         match self {
             Kind::PrivateKey => "private_key",
             Kind::Password => "password",
-            Kind::Token(name) => name,
+            Kind::Token(name) | Kind::Named(name) => name,
         }
     }
 
     /// Which kind stands when two findings overlap: a key's block swallows what is inside it,
+    /// a token read by its own format is named so rather than by the vendor named before it,
     /// and a token inside a password's value is named as the token.
     fn rank(self) -> u8 {
         match self {
-            Kind::PrivateKey => 2,
-            Kind::Token(_) => 1,
+            Kind::PrivateKey => 3,
+            Kind::Token(_) => 2,
+            Kind::Named(_) => 1,
             Kind::Password => 0,
         }
     }
@@ -72,6 +78,66 @@ impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "[REDACTED:{}]", self.name())
     }
+}
+
+/// The marker names of the rules outside the vendor table ([`rules`]): the token shapes, the
+/// secret-named key's value, passwords and private keys.
+pub const OWN_RULES: &[&str] = &[
+    "anthropic_api_key",
+    "aws_access_key_id",
+    "aws_secret_access_key",
+    "bearer_token",
+    "github_fine_grained_token",
+    "github_token",
+    "gitlab_runner_registration_token",
+    "gitlab_token",
+    "google_api_key",
+    "jwt",
+    "npm_token",
+    "openai_api_key",
+    "pypi_token",
+    "slack_token",
+    "slack_webhook",
+    "stripe_key",
+    "url_credentials",
+    context::KIND,
+    "password",
+    "private_key",
+];
+
+/// The passwords documentation and tests write where a real one would stand: the word itself
+/// and its abbreviations, the usual stand-ins, and RFC 7617's example (`Aladdin:opensesame`).
+const PLACEHOLDER_PASSWORDS: &[&str] = &[
+    "password",
+    "passwd",
+    "pass",
+    "pwd",
+    "pw",
+    "secret",
+    "changeme",
+    "opensesame",
+    "example",
+];
+
+/// Whether a password's value is a stand-in, not a secret: one of [`PLACEHOLDER_PASSWORDS`] in
+/// any case (`password: "pass"`). Punctuation is still a value (`password: ***`, as the spec
+/// has it), and so is any other word.
+pub(crate) fn is_placeholder_password(value: &str) -> bool {
+    PLACEHOLDER_PASSWORDS
+        .iter()
+        .any(|p| p.eq_ignore_ascii_case(value))
+}
+
+/// Whether a URL's password is a stand-in: a [`is_placeholder_password`], one character
+/// repeated (`xxxx`, `****`), or punctuation alone.
+pub(crate) fn is_placeholder_url_password(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    let Some(&first) = bytes.first() else {
+        return true;
+    };
+    is_placeholder_password(value)
+        || (bytes.len() >= 3 && bytes.iter().all(|&b| b.eq_ignore_ascii_case(&first)))
+        || bytes.iter().all(u8::is_ascii_punctuation)
 }
 
 /// The prefix every marker starts with; rules treat a marker as already redacted.

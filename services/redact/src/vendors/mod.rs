@@ -1,4 +1,5 @@
-//! Vendor token rules as data: one row per documented token format in [`table`], found by
+//! Vendor token rules as data: one row per documented token format in `rules/vendors.tsv`
+//! ([`table`]), found by
 //! one search for every row's keywords ([`search`]) and read at each keyword by that row's
 //! shape, anchored where the keyword starts.
 //!
@@ -18,6 +19,7 @@
 //! shape with no upper bound). That bound is what keeps the rule linear: each keyword is read
 //! over at most its shape's longest match.
 
+pub(crate) mod named;
 mod search;
 mod table;
 mod word_starts;
@@ -53,6 +55,14 @@ pub struct Rule {
     /// the shape, an ASCII regex matched where a keyword starts
     pub shape: &'static str,
     pub checksum: Checksum,
+    /// where the format is documented
+    pub source: &'static str,
+    /// a text the row redacts
+    pub positive: &'static str,
+    /// the part of `positive` that must be gone
+    pub secret: &'static str,
+    /// a text the row leaves alone
+    pub negative: &'static str,
 }
 
 /// A shape whose length varies up to this or more is a long token's ([`Shape::variable`]).
@@ -68,6 +78,8 @@ enum Found {
     Row(usize),
     /// a word a secret's name ends in ([`crate::context`]), of this length
     NameWord(usize),
+    /// a vendor's name that a key of row `.0` of [`named`] follows, of length `.1`
+    Named(usize, usize),
 }
 
 /// The rows, compiled.
@@ -133,13 +145,22 @@ fn compile(rules: &[Rule]) -> Compiled {
         let len = word.len();
         keywords.push((word, Found::NameWord(len), true));
     }
+    // the vendors' names, read where a word starts
+    for (row, rule) in named::named_rules().iter().enumerate() {
+        for keyword in rule.keywords {
+            for spelling in named::spellings(keyword) {
+                let len = spelling.len();
+                keywords.push((spelling, Found::Named(row, len), false));
+            }
+        }
+    }
     Compiled {
         search: search::Search::new(&keywords),
         shapes,
     }
 }
 
-static COMPILED: LazyLock<Compiled> = LazyLock::new(|| compile(RULES));
+static COMPILED: LazyLock<Compiled> = LazyLock::new(|| compile(&RULES));
 static ARMOUR: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new("-----"));
 
 /// Whether a keyword at `at` starts a word.
@@ -162,6 +183,8 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
     // per row, where its last claim ended: a keyword inside it is read no further
     let mut claimed_to: Vec<(usize, usize)> = Vec::new();
     let mut context_after = 0;
+    // where the last vendor-named key ended: a name inside it names nothing
+    let mut named_after = 0;
     for hit in compiled.search.hits(text) {
         let start = hit.start;
         let keyword_is_word = hit
@@ -174,6 +197,15 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
             match found {
                 Found::NameWord(len) => {
                     crate::context::at_word(text, start, start + len, &mut context_after, out);
+                }
+                Found::Named(row, len) => {
+                    if word_starts
+                        && start >= named_after
+                        && let Some(claim) = named::read(row, text, start, start + len)
+                    {
+                        named_after = claim.end;
+                        out.push(claim);
+                    }
                 }
                 Found::Row(row) => {
                     let rule = &RULES[row];
@@ -311,7 +343,7 @@ pub fn base62_padded(mut value: u32, width: usize) -> String {
 
 /// The table as the crate shows it: each row's vendor, kind and keywords.
 pub fn rules() -> &'static [Rule] {
-    RULES
+    &RULES
 }
 
 #[cfg(test)]
@@ -323,7 +355,7 @@ mod tests {
         let compiled = &*COMPILED;
         assert_eq!(compiled.shapes.len(), RULES.len());
         assert!(compiled.shapes.iter().any(|shape| shape.variable));
-        for rule in RULES {
+        for rule in RULES.iter() {
             assert!(!rule.keywords.is_empty(), "{} has no keyword", rule.kind);
             for keyword in rule.keywords {
                 // the shape must be able to start with each of its keywords

@@ -1,123 +1,71 @@
-//! The vendor rows. Each is written from the vendor's documented token format: the prefix it
-//! issues, the length and alphabet of what follows, a checksum where one is documented. A row
-//! whose format has no prefix of its own is keyed on the name it is written after (`AccountKey=`,
-//! an environment variable the vendor's own tools read, a header) and redacts the value alone.
-//! `tests/vendors.rs` builds a positive from each row's format and a lookalike that must stay.
+//! The vendor rows, as data: `rules/vendors.tsv`, one row per documented token format, each
+//! with its vendor, the marker's kind, the keywords a token starts with (or the name it is
+//! written after), its shape, the checksum its vendor documents, the source of the format, and
+//! a positive (with the part of it that must vanish) and a negative sample.
+//!
+//! Each row is written from the vendor's documented token format: the prefix it issues, the
+//! length and alphabet of what follows, a checksum where one is documented. A row whose format
+//! has no prefix of its own is keyed on the name it is written after (`AccountKey=`, an
+//! environment variable the vendor's own tools read, a header) and redacts the value alone:
+//! its shape is the name, a separator a shell, a config file, a JSON document or a header
+//! writes (`=`, `:`, `:=`, `=>` or a space, with the quotes and escaped quotes around the
+//! name and the value), then the value in `(?P<s>…)`. The `source` column says where the
+//! format is documented (the vendor's docs, changelog or source); where it names none, the
+//! format is the one the public scanner rule sets (gitleaks, trufflehog, Nosey Parker,
+//! Kingfisher) agree on.
 //!
 //! The shapes of tokens.rs (Anthropic, OpenAI, GitHub, GitLab, Slack, AWS, Google, Stripe, npm,
 //! PyPI, JWTs, bearer credentials, URL credentials) are read there, with the checks their
 //! formats need; a row here for one of those vendors reads a form tokens.rs does not.
 //!
-//! Each row's comment says its format in words. Where it names the vendor's docs (or changelog,
-//! or source), that is where the format is documented; where it names none, the format is the
-//! one the public scanner rule sets (gitleaks, trufflehog, Nosey Parker, Kingfisher) agree on.
-//!
-//! The rows are kept by field, one file each, and joined into [`RULES`] at compile time:
-//! [`cloud`] (clouds, hosting, databases, infrastructure and secret managers), [`devtools`]
-//! (source hosting, CI, package registries, productivity), [`observability`] (monitoring,
-//! analytics, feature flags, identity), [`comms`] (messaging, mail, support and CRM, social),
-//! [`commerce`] (payments, shops, shipping) and [`ai`].
+//! `tests/vendors.rs` holds every row to its two samples, and builds more positives from each
+//! row's format in the wrappings a transcript puts a token in.
+
+use std::sync::LazyLock;
 
 use super::{Checksum, Rule};
 
-/// A row with no checksum.
-const fn row(
-    vendor: &'static str,
-    kind: &'static str,
-    keywords: &'static [&'static str],
-    shape: &'static str,
-) -> Rule {
-    Rule {
-        vendor,
-        kind,
-        keywords,
-        shape,
-        checksum: Checksum::None,
-    }
-}
+/// The table, as the crate holds it.
+const TABLE: &str = include_str!("../../rules/vendors.tsv");
 
-/// A shape for a value written after one of these names: the name, the separator a shell, a
-/// config file, a JSON document or a header writes (`=`, `:`, `:=`, `=>` or a space, with the
-/// quotes and escaped quotes around the name and the value), then the value, the only part
-/// redacted.
-macro_rules! keyed {
-    ($first:literal $(, $rest:literal)*; $value:expr) => {
-        concat!(
-            "(?:",
-            $first,
-            $("|", $rest,)*
-            r#")\\?["']?[ \t]*(?:=>|:=|[:=]|[ \t])[ \t]*\\?["']?(?P<s>"#,
-            $value,
-            ")"
-        )
-    };
-}
-
-/// A row keyed on names (see [`keyed!`]): each name is a keyword, the value is redacted.
-macro_rules! keyed_row {
-    ($vendor:literal, $kind:literal, [$first:literal $(, $rest:literal)*], $value:expr) => {
-        row(
-            $vendor,
-            $kind,
-            &[$first $(, $rest)*],
-            keyed!($first $(, $rest)*; $value),
-        )
-    };
-}
-
-/// A UUID in lower-case hex (8-4-4-4-12), as a regex.
-macro_rules! uuid {
-    () => {
-        "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-    };
-}
-
-mod ai;
-mod cloud;
-mod commerce;
-mod comms;
-mod devtools;
-mod observability;
-
-/// The fields' rows, in the order they are joined.
-const PARTS: &[&[Rule]] = &[
-    cloud::ROWS,
-    devtools::ROWS,
-    observability::ROWS,
-    comms::ROWS,
-    commerce::ROWS,
-    ai::ROWS,
+/// The columns, in order.
+const COLUMNS: [&str; 9] = [
+    "vendor", "kind", "keywords", "shape", "checksum", "source", "positive", "secret", "negative",
 ];
 
-/// How many rows all the parts hold.
-const fn total(parts: &[&[Rule]]) -> usize {
-    let mut sum = 0;
-    let mut i = 0;
-    while i < parts.len() {
-        sum += parts[i].len();
-        i += 1;
-    }
-    sum
-}
-
-/// The parts' rows, one after another.
-const fn joined<const N: usize>(parts: &[&[Rule]]) -> [Rule; N] {
-    let mut out = [row("", "", &[], ""); N];
-    let mut at = 0;
-    let mut i = 0;
-    while i < parts.len() {
-        let mut j = 0;
-        while j < parts[i].len() {
-            out[at] = parts[i][j];
-            at += 1;
-            j += 1;
+fn parse(table: &'static str) -> Vec<Rule> {
+    let mut rows = Vec::new();
+    for (n, line) in table.lines().enumerate() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
         }
-        i += 1;
+        let fields: Vec<&'static str> = line.split('\t').collect();
+        assert_eq!(
+            fields.len(),
+            COLUMNS.len(),
+            "rules/vendors.tsv:{}: the columns are {COLUMNS:?}",
+            n + 1
+        );
+        let checksum = match fields[4] {
+            "none" => Checksum::None,
+            "crc32_base62" => Checksum::Crc32Base62,
+            other => panic!("rules/vendors.tsv:{}: checksum {other:?}", n + 1),
+        };
+        let keywords: Vec<&'static str> = fields[2].split(',').collect();
+        rows.push(Rule {
+            vendor: fields[0],
+            kind: fields[1],
+            keywords: Box::leak(keywords.into_boxed_slice()),
+            shape: fields[3],
+            checksum,
+            source: fields[5],
+            positive: fields[6],
+            secret: fields[7],
+            negative: fields[8],
+        });
     }
-    assert!(at == N, "the joined table holds every part's rows");
-    out
+    rows
 }
 
-static ALL: [Rule; total(PARTS)] = joined(PARTS);
-
-pub(crate) static RULES: &[Rule] = &ALL;
+/// Every row, in the table's order.
+pub(crate) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| parse(TABLE));

@@ -337,11 +337,12 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    const KEYWORDS: [&[u8]; 7] = [
+        b"SG.", b"glpat-", b"xoxb-", b"AKIA", b"dop_v1_", b"_x", b"gl",
+    ];
+
     fn pairs() -> Pairs {
-        let keywords: [&[u8]; 7] = [
-            b"SG.", b"glpat-", b"xoxb-", b"AKIA", b"dop_v1_", b"_x", b"gl",
-        ];
-        Pairs::new(keywords.into_iter())
+        Pairs::new(KEYWORDS.into_iter())
     }
 
     #[test]
@@ -372,9 +373,13 @@ mod tests {
                 0..300,
             )
         ) {
+            // both may let through a position no keyword starts at (the hashed prefixes, the
+            // nibble sets), which the automaton then reads and drops; at every position a
+            // keyword does start, the two agree
             let pairs = pairs();
-            let wide: Vec<usize> = pairs.candidates(&text).collect();
-            let narrow: Vec<usize> = pairs.candidates(&text).narrow().collect();
+            let starts = |at: &usize| KEYWORDS.iter().any(|k| text[*at..].starts_with(k));
+            let wide: Vec<usize> = pairs.candidates(&text).filter(starts).collect();
+            let narrow: Vec<usize> = pairs.candidates(&text).narrow().filter(starts).collect();
             prop_assert_eq!(wide, narrow);
         }
     }
