@@ -376,13 +376,23 @@ fn stream_all(text: &str) -> usize {
     shown + stream.finish().len()
 }
 
-/// One regex of the whole rule set as it is now: the shapes of [`one_regex`] and every vendor
-/// row's shape — what one combined-regex pass over the same rules costs.
+/// One regex of the whole rule set as it is now: the shapes of [`one_regex`], every vendor
+/// row's shape and every vendor-named key's — what one combined-regex pass over the same rules
+/// costs.
 fn whole_rule_set_regex() -> Regex {
     let mut shapes = vec![format!("(?:{})", one_regex().as_str())];
     for rule in boxfleet_redact::rules() {
         // (a row's claimed part is a named group; one regex has one name once)
         shapes.push(format!("(?:{})", rule.shape.replace("(?P<s>", "(?:")));
+    }
+    // the vendor-named keys: a vendor's name, then its key within the gap on its line
+    for rule in boxfleet_redact::named_rules() {
+        shapes.push(format!(
+            "(?:(?i:{})[^\n]{{0,{}}}?(?:{}))",
+            rule.keywords.join("|"),
+            boxfleet_redact::NAMED_GAP,
+            rule.shape
+        ));
     }
     regex::RegexBuilder::new(&shapes.join("|"))
         .size_limit(1 << 30)

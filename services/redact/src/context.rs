@@ -85,9 +85,10 @@ pub(crate) fn at_word(
             return;
         }
     }
-    if let Some((from, to)) = value_after(text, end)
-        && random_enough(&text[from..to])
-    {
+    let value = value_after(text, end)
+        .filter(|&(from, to)| random_enough(&text[from..to]))
+        .or_else(|| quoted_value_after(text, end));
+    if let Some((from, to)) = value {
         out.push(Claim {
             start: from,
             end: to,
@@ -106,11 +107,13 @@ fn key_follows_a_word(bytes: &[u8], at: usize) -> bool {
     }
 }
 
-/// The value assigned after a name ending at `at`: past the name's closing quote, spaces, the
-/// separator (`=`, `:`, `:=`, `=>`) and an opening quote, the run of a token's alphabet, which
-/// must end the value (a closing quote, a space, `,` `;` `)` `}` `&` or the line's end).
-fn value_after(text: &str, at: usize) -> Option<(usize, usize)> {
-    let bytes = text.as_bytes();
+/// The value assigned after a name ending at `at`: past the name's closing quote, spaces, a
+/// type (`var apiToken string = …`), the separator (`=`, `:`, `:=`, `=>`, and make's and
+/// PHP's `::=` `:::=` `?=` `.=`) and an opening quote, the run of a token's alphabet, which
+/// must end the value (a closing quote, a space, `,` `;` `)` `}` `&` or the line's end). A
+/// quoted name may also be a call's first argument, the value its second
+/// (`System.setProperty("API_TOKEN", "…")`).
+fn value_after_start(bytes: &[u8], at: usize) -> Option<usize> {
     let mut pos = at;
     let skip = |pos: &mut usize, set: &[u8]| {
         while *pos < bytes.len() && set.contains(&bytes[*pos]) {
@@ -118,19 +121,33 @@ fn value_after(text: &str, at: usize) -> Option<(usize, usize)> {
         }
     };
     // the name's own closing quote (`"apiKey":`, `\"token\":`)
-    if bytes[pos..].starts_with(b"\\\"") {
+    let quoted = if bytes[pos..].starts_with(b"\\\"") {
         pos += 2;
+        true
     } else if matches!(bytes.get(pos), Some(b'"' | b'\'')) {
         pos += 1;
-    }
-    skip(&mut pos, b" \t");
-    let sep = [":=", "=>", "=", ":"]
-        .into_iter()
-        .find(|sep| bytes[pos..].starts_with(sep.as_bytes()))?;
-    pos += sep.len();
-    // `==` is a comparison, `::` a path
-    if matches!(bytes.get(pos), Some(b'=' | b':')) {
-        return None;
+        true
+    } else {
+        false
+    };
+    let argument = quoted && bytes[pos..].starts_with(b", ") && {
+        let mut after = pos + 1;
+        skip(&mut after, b" ");
+        matches!(bytes.get(after), Some(b'"' | b'\''))
+    };
+    if argument {
+        pos += 1;
+    } else {
+        skip(&mut pos, b" \t");
+        pos = past_a_type(bytes, pos);
+        let sep = [":::=", "::=", ":=", "?=", ".=", "=>", "=", ":"]
+            .into_iter()
+            .find(|sep| bytes[pos..].starts_with(sep.as_bytes()))?;
+        pos += sep.len();
+        // `==` is a comparison, `::` a path
+        if matches!(bytes.get(pos), Some(b'=' | b':')) {
+            return None;
+        }
     }
     skip(&mut pos, b" \t");
     if bytes[pos..].starts_with(b"\\\"") {
@@ -138,7 +155,14 @@ fn value_after(text: &str, at: usize) -> Option<(usize, usize)> {
     } else if matches!(bytes.get(pos), Some(b'"' | b'\'' | b'`')) {
         pos += 1;
     }
-    let from = pos;
+    Some(pos)
+}
+
+/// The value [`value_after_start`] opens, as a run of a token's alphabet.
+fn value_after(text: &str, at: usize) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let from = value_after_start(bytes, at)?;
+    let mut pos = from;
     let limit = bytes.len().min(from + MAX_LEN + 1);
     while pos < limit && is_value_byte(bytes[pos]) {
         pos += 1;
@@ -166,6 +190,69 @@ fn value_after(text: &str, at: usize) -> Option<(usize, usize)> {
         ),
     };
     ends.then_some((from, pos))
+}
+
+/// The punctuation a chosen password holds and an identifier, a path, a URL or a template
+/// never does three kinds of.
+const PASSWORD_PUNCTUATION: &[u8] = b"!@#$%^&*(){}[]<>?|;,";
+
+/// A quoted value of punctuation assigned to a secret's name (`api_key: "m{{h}o)p$…"`,
+/// `secret = "A,.:-@*?!"`), as a person chooses a password rather than a generator writes a
+/// token: from the opening quote to the same quote closing it on the line, 8 to
+/// [`MAX_LEN`] bytes, no white space or escape, not opening as a template or a reference
+/// does (`${`, `{{`, `$(`, `%`, `<`), and holding three kinds of [`PASSWORD_PUNCTUATION`].
+fn quoted_value_after(text: &str, at: usize) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let from = value_after_start(bytes, at)?;
+    let quote = *bytes.get(from.checked_sub(1)?)?;
+    if !matches!(quote, b'"' | b'\'' | b'`') {
+        return None;
+    }
+    let limit = bytes.len().min(from + MAX_LEN + 1);
+    let len = bytes[from..limit].iter().position(|&b| b == quote)?;
+    let value = &bytes[from..from + len];
+    if len < 8
+        || value
+            .iter()
+            .any(|&b| b.is_ascii_whitespace() || b == b'\\' || b < 0x20)
+        || [&b"${"[..], b"{{", b"$(", b"%", b"<"]
+            .iter()
+            .any(|opening| value.starts_with(opening))
+    {
+        return None;
+    }
+    let mut kinds: Vec<u8> = value
+        .iter()
+        .copied()
+        .filter(|b| PASSWORD_PUNCTUATION.contains(b))
+        .collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    (kinds.len() >= 3).then_some((from, from + len))
+}
+
+/// Past a type written between a name and its `=` (`apiToken string = …`, Go's order), when
+/// one is: a word of letters, digits and `_ . [ ] < >`, then spaces, then `=`.
+fn past_a_type(bytes: &[u8], at: usize) -> usize {
+    let mut pos = at;
+    while pos < bytes.len()
+        && (bytes[pos].is_ascii_alphanumeric()
+            || matches!(bytes[pos], b'_' | b'.' | b'[' | b']' | b'<' | b'>'))
+    {
+        pos += 1;
+    }
+    if pos == at || !bytes[at].is_ascii_alphabetic() {
+        return at;
+    }
+    let word_end = pos;
+    while pos < bytes.len() && bytes[pos] == b' ' {
+        pos += 1;
+    }
+    if pos > word_end && bytes.get(pos) == Some(&b'=') && bytes.get(pos + 1) != Some(&b'=') {
+        pos
+    } else {
+        at
+    }
 }
 
 /// Whether a value reads as random: letters and digits both, not a path or a dotted name, and

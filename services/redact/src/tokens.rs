@@ -360,7 +360,10 @@ impl Compiled {
                         kind: Kind::Token(shape.name),
                     });
                 }
-                (after_scheme(text, start) && !reference(&text[from..to])).then_some((from, to))
+                (after_scheme(text, start)
+                    && !reference(&text[from..to])
+                    && !documentation_credentials(&text[from..to]))
+                .then_some((from, to))
             }
         };
         if let Some((from, to)) = claim {
@@ -424,6 +427,14 @@ fn reference(password: &str) -> bool {
     password.strip_prefix('$').is_some_and(ident)
 }
 
+/// Whether a URL's credentials are documentation's, not a secret: a placeholder password
+/// ([`crate::is_placeholder_url_password`]) or one of three characters or fewer (`foo:bar@`,
+/// `a:b@`, `letme:in@`). Any other password is one, whatever the host: an example host
+/// (`git.example.com`) in a transcript may stand for a real one.
+fn documentation_credentials(password: &str) -> bool {
+    password.len() <= 3 || crate::is_placeholder_url_password(password)
+}
+
 /// Whether the `://` at `at` follows a URL scheme's last character.
 fn after_scheme(text: &str, at: usize) -> bool {
     at > 0
@@ -459,6 +470,11 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
     scan(start, text.len());
     crate::vendors::find(text, out);
     secrets_beside_key_ids(text, out);
+    // a stand-in in a token's shape is no token (placeholder.rs); URL credentials have their own
+    out.retain(|claim| {
+        matches!(claim.kind, Kind::Token("url_credentials"))
+            || !crate::placeholder::is_stand_in(&text[claim.start..claim.end])
+    });
 }
 
 /// How far after an AWS access key id, on its line, a bare secret key is looked for.

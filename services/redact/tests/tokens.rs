@@ -594,11 +594,40 @@ fn a_url_password_holding_a_raw_at_is_redacted_whole() {
         assert_eq!(redact(want), want, "redacting again changes nothing");
     }
     // an `@` in the path is not the password's
-    let text = "https://u:pw@host/users/@me";
+    let text = "https://u:pw9x4@host/users/@me";
     assert_eq!(
         redact(text),
         "https://u:[REDACTED:url_credentials]@host/users/@me"
     );
+}
+
+/// Documentation's URL credentials are left as written — a placeholder password or one of
+/// three characters — while any other password is redacted, whatever the host.
+#[test]
+fn a_urls_placeholder_credentials_are_left_and_real_ones_redacted() {
+    for text in [
+        "abc://username:password@example.com:123/path/data?key=value",
+        "http://user:pass@Proxy.Corp:3128",
+        "https://Aladdin:opensesame@localhost:8887",
+        "http://a:b@127.0.0.1:1234/",
+        "moz://foo:bar@servo/baz",
+        "https://:PASSWORD@[::1]:8080/",
+        "https://user:xxxx@host/",
+    ] {
+        assert_eq!(redact(text), text, "{text}");
+    }
+    for (text, want) in [
+        (
+            "ftp://rms:secret123@example.com",
+            "ftp://rms:[REDACTED:url_credentials]@example.com",
+        ),
+        (
+            "postgres://admin:hunter2@localhost:5432/app",
+            "postgres://admin:[REDACTED:url_credentials]@localhost:5432/app",
+        ),
+    ] {
+        assert_eq!(redact(text), want, "{text}");
+    }
 }
 
 #[test]

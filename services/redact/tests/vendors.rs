@@ -283,3 +283,78 @@ fn a_variable_length_token_past_its_longest_is_read_whole() {
     let longer = format!("SK{}", g.hex(40));
     assert_eq!(redact(&longer), longer);
 }
+
+/// Every row of `rules/named.tsv` (a key known by the vendor named before it) redacts its
+/// positive, named by its kind, and leaves its negative alone, also under a JSON document's and
+/// a YAML file's wrapping; and says where its format comes from.
+#[test]
+fn every_vendor_named_row_redacts_its_positive_and_leaves_its_negative() {
+    let mut failures = Vec::new();
+    for row in boxfleet_redact::named_rules() {
+        assert!(!row.source.is_empty(), "{} names no source", row.kind);
+        let (name, value) = row.positive.split_once('=').expect("NAME=value");
+        let (_, lookalike) = row.negative.split_once('=').expect("NAME=value");
+        let marker = format!("[REDACTED:{}]", row.kind);
+        for text in [
+            row.positive.to_owned(),
+            format!("{{\"{}\": \"{value}\"}}", name.to_ascii_lowercase()),
+            format!("  {}: '{value}'", name.to_ascii_lowercase()),
+        ] {
+            let out = redact(&text);
+            if out.contains(value) || !out.contains("[REDACTED:") {
+                failures.push(format!("{}: {text:?} came out {out:?}", row.kind));
+            }
+        }
+        let out = redact(row.positive);
+        if !out.contains(&marker) && !out.contains("[REDACTED:") {
+            failures.push(format!("{}: no marker in {out:?}", row.kind));
+        }
+        for text in [
+            row.negative.to_owned(),
+            format!("{{\"{}\": \"{lookalike}\"}}", name.to_ascii_lowercase()),
+        ] {
+            let out = redact(&text);
+            if out != text {
+                failures.push(format!("{}: negative {text:?} came out {out:?}", row.kind));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Every row of `rules/vendors.tsv` carries its source and two samples: its positive comes out
+/// with its secret gone and a marker named by its kind, its negative untouched.
+#[test]
+fn every_vendor_row_redacts_its_own_positive_and_leaves_its_own_negative() {
+    let mut failures = Vec::new();
+    for rule in rules() {
+        if rule.source.len() < 20 {
+            failures.push(format!(
+                "{}: the source says too little: {:?}",
+                rule.kind, rule.source
+            ));
+        }
+        if !rule.positive.contains(rule.secret) || rule.secret.is_empty() {
+            failures.push(format!(
+                "{}: the positive does not hold its secret",
+                rule.kind
+            ));
+        }
+        let out = redact(rule.positive);
+        let marker = format!("[REDACTED:{}]", rule.kind);
+        if out.contains(rule.secret) || !out.contains(&marker) {
+            failures.push(format!(
+                "{}: {:?} came out {out:?}",
+                rule.kind, rule.positive
+            ));
+        }
+        let out = redact(rule.negative);
+        if out != rule.negative {
+            failures.push(format!(
+                "{}: negative {:?} came out {out:?}",
+                rule.kind, rule.negative
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -258,6 +258,10 @@ fn quoted_end(text: &str, at: usize, end: usize, quote: &str) -> Option<(usize, 
 /// Splits a value at escaped line breaks inside it (`ab\ncd`): the pieces redacted, the breaks
 /// left; a piece after a break that is punctuation alone reads as a string's closing and stays.
 fn push_value(text: &str, start: usize, end: usize, values: &mut Vec<(usize, usize)>) {
+    // a stand-in is no password (`password: "pass"`, `to_pass = "-"`)
+    if crate::is_placeholder_password(&text[start..end]) {
+        return;
+    }
     let bytes = text.as_bytes();
     let mut piece = start;
     let mut first = true;
