@@ -74,7 +74,9 @@ pub(crate) fn at_word(
         return;
     }
     let word = &text[start..end];
-    if word.eq_ignore_ascii_case("key") && !key_follows_a_word(bytes, start) {
+    if word.eq_ignore_ascii_case("key")
+        && (!key_follows_a_word(bytes, start) || names_a_public_key(bytes, start))
+    {
         return;
     }
     // the name's own start: not inside a longer word (`monkey`, `turnkey`), unless a
@@ -96,6 +98,43 @@ pub(crate) fn at_word(
         });
         *after_last = to;
     }
+}
+
+/// The words before `key` that name a value which is no secret by its protocol or its use:
+/// a public half (`public_key`), a handshake's nonce (`Sec-WebSocket-Key`), a database's or a
+/// cache's address of a row (`primary_key`, `partition_key`, `cache_key`, `idempotency_key`).
+const PUBLIC_KEY_WORDS: &[&str] = &[
+    "public",
+    "pub",
+    "websocket",
+    "primary",
+    "foreign",
+    "sort",
+    "partition",
+    "cache",
+    "idempotency",
+    "routing",
+    "hash",
+    "lookup",
+    "dedup",
+    "dedupe",
+];
+
+/// Whether the word before `key` at `at` (past one `_` `-` `.` or a camel-case joint) is one
+/// of [`PUBLIC_KEY_WORDS`].
+fn names_a_public_key(bytes: &[u8], at: usize) -> bool {
+    let end = match bytes.get(at.wrapping_sub(1)) {
+        Some(b'_' | b'-' | b'.') => at - 1,
+        _ => at,
+    };
+    let mut start = end;
+    while start > 0 && bytes[start - 1].is_ascii_alphanumeric() {
+        start -= 1;
+    }
+    let word = &bytes[start..end];
+    PUBLIC_KEY_WORDS
+        .iter()
+        .any(|w| w.as_bytes().eq_ignore_ascii_case(word))
 }
 
 /// Whether `key` at `at` ends a name of more than one word (`api_key`, `apiKey`, `SIGNING-KEY`).
@@ -361,6 +400,11 @@ mod tests {
             "next_token: null".to_owned(),
             "token_type: Bearer".to_owned(),
             "primary_key: 1234567890123456".to_owned(),
+            format!("public_key = \"{B62}\""),
+            format!("publicKey: \"{B62}\""),
+            format!("partition_key = \"{B62}\""),
+            format!("idempotency_key = \"{B62}\""),
+            ".header(\"sec-websocket-key\", \"6D69KGBOr4Re+Nj6zx9aQA==\")".to_owned(),
         ] {
             assert!(claims(&text).is_empty(), "{text}: {:?}", claims(&text));
         }
