@@ -250,6 +250,12 @@ impl Node {
             config.tls.as_ref(),
             &config.data_dir,
         )?);
+        // the redactor's rule tables are compiled before the node joins the fleet, off the
+        // runtime's threads: compiled at the first job's output they would stall every duty
+        // (the session's renewals among them) for as long as that takes
+        tokio::task::spawn_blocking(boxfleet_redact::prepare)
+            .await
+            .context("compile the redaction rules")?;
         let store = crate::store_link::open(&config).await?;
         let outages = crate::store_link::log_outages(store.health(), config.id.clone());
         let keys = Keys::new(config.store.prefix.clone());

@@ -17,7 +17,7 @@
 //! different characters — so a vendor's name before a word, a version or `xxxx…` claims
 //! nothing. Each keyword reads at most `GAP` and the shape's longest: the rule stays linear.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use regex::Regex;
 
@@ -54,8 +54,10 @@ pub struct NamedRule {
 
 pub(crate) struct Compiled {
     pub rows: Vec<NamedRule>,
-    /// per row: the gap and the shape, anchored at the keyword's end
-    regexes: Vec<Regex>,
+    /// per row: the gap and the shape, anchored at the keyword's end, compiled when a row's
+    /// keyword is first found (most texts name few vendors; compiling all of them at once
+    /// took seconds in a debug build, on the runtime's thread)
+    regexes: Vec<OnceLock<Regex>>,
     /// per row: its shape's longest match, bounded
     longest: Vec<usize>,
 }
@@ -92,20 +94,25 @@ fn ascii_bounds(shape: &str) -> String {
     shape.replace(r"\b", r"(?-u:\b)")
 }
 
+/// A row's regex: up to [`GAP`] bytes of its line, then its shape.
+fn row_regex(row: &NamedRule) -> Regex {
+    let shape = ascii_bounds(row.shape);
+    Regex::new(&format!("^[^\n]{{0,{GAP}}}?(?:{shape})"))
+        .unwrap_or_else(|e| panic!("rules/named.tsv: {}'s shape is no regex: {e}", row.kind))
+}
+
 pub(crate) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let rows = parse(TABLE);
     let mut regexes = Vec::with_capacity(rows.len());
     let mut longest = Vec::with_capacity(rows.len());
     for row in &rows {
         let shape = ascii_bounds(row.shape);
-        let regex = Regex::new(&format!("^[^\n]{{0,{GAP}}}?(?:{shape})"))
-            .unwrap_or_else(|e| panic!("rules/named.tsv: {}'s shape is no regex: {e}", row.kind));
         let max = regex_syntax::parse(&shape)
             .ok()
             .and_then(|hir| hir.properties().maximum_len())
             .unwrap_or(super::MAX_UNBOUNDED)
             .min(super::MAX_UNBOUNDED);
-        regexes.push(regex);
+        regexes.push(OnceLock::new());
         longest.push(max);
     }
     Compiled {
@@ -150,7 +157,8 @@ pub(crate) fn read(row: usize, text: &str, start: usize, end: usize) -> Option<C
         until -= 1;
     }
     let window = &text[end..until];
-    let caps = compiled.regexes[row].captures(window)?;
+    let regex = compiled.regexes[row].get_or_init(|| row_regex(&compiled.rows[row]));
+    let caps = regex.captures(window)?;
     let key = caps.get(1).or_else(|| caps.get(0))?;
     // the key starts a word: a shape with no boundary of its own is not read from inside a
     // name (`_API_KEY=…` after `IMAGEKIT`)
