@@ -19,6 +19,8 @@ pub(super) const EXPIRY_INTERVAL: Duration = Duration::from_millis(200);
 const COMPACT_EVERY_TICKS: u64 = 25;
 /// Every how many ticks (once a minute) the file's free space is counted.
 const SLACK_EVERY_TICKS: u64 = 300;
+/// A tick's trim that dropped this much (1 MiB) counts the file's free space at once.
+const SLACK_AFTER_TRIMMED_BYTES: i64 = 1 << 20;
 
 impl Inner {
     pub(super) fn lease_clocks(&self) -> MutexGuard<'_, HashMap<LeaseId, LeaseClock>> {
@@ -175,12 +177,18 @@ pub(super) async fn reap_expired_leases(store: Weak<Inner>) {
             // compaction a commit skipped is tried again
             if ticks.is_multiple_of(COMPACT_EVERY_TICKS) {
                 let _ = tokio::task::spawn_blocking(move || {
-                    if let Err(error) = inner.trim_aged_history() {
+                    let trimmed = inner.trim_aged_history().unwrap_or_else(|error| {
                         tracing::warn!(%error, "store_history_trim_failed");
-                    }
+                        0
+                    });
                     if inner.may_compact() {
                         inner.compact_when_due();
-                    } else if ticks.is_multiple_of(SLACK_EVERY_TICKS) {
+                    } else if ticks.is_multiple_of(SLACK_EVERY_TICKS)
+                        || trimmed >= SLACK_AFTER_TRIMMED_BYTES
+                    {
+                        // a burst its own commits trimmed as it was written counted nothing
+                        // (each dropped about what it added), so its freed space is seen here:
+                        // at once when this trim dropped its tail, not a minute later
                         inner.compact_if_slack();
                     }
                 })

@@ -579,7 +579,9 @@ mod tests {
             .unwrap();
         // no write follows: the reaper's tick alone drops the history past its span (within
         // the span, a bucket, and a 5 s tick) and compacts the file
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        // (60 s: CI's 2 cores run this beside 160 other tests, each tick's trim and compaction
+        // waiting its turn for a blocking thread and the disk)
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while file_size(&store) >= idle + (2 << 20) {
             assert!(
                 std::time::Instant::now() < deadline,
@@ -595,7 +597,11 @@ mod tests {
             ),
             "the dropped span is gone from the watchable history"
         );
-        assert_eq!(store.get("small").await.unwrap().unwrap().value, b"x");
+        let small = store.get("small").await;
+        assert!(
+            matches!(&small, Ok(Some(kv)) if kv.value == b"x"),
+            "the key outside the burst stays: {small:?}"
+        );
     }
 
     #[tokio::test]
