@@ -7,7 +7,8 @@
 //! The rows are data: `rules/named.tsv`, one per vendor's key shape — the vendor, the marker's
 //! kind, the vendor's names (its keywords), the key's shape, the source the format was read
 //! from, and a positive and a negative sample (`rules/build_named.py` builds the file from the
-//! formats trufflehog's detectors document; `tests/vendors.rs` holds each row to its samples).
+//! formats trufflehog's detectors document, and `rules/build_named_gitleaks.py` appends the
+//! vendor-named rules gitleaks publishes; `tests/vendors.rs` holds each row to its samples).
 //!
 //! A keyword counts where a word starts, in any case (`abyssale`, `ABYSSALE`, `Abyssale`); a
 //! keyword of three bytes or fewer (`box`, `mux`) only when no lower-case letter follows it (a
@@ -195,21 +196,23 @@ fn is_value_start(b: u8) -> bool {
 }
 
 /// A key rather than a word, a number's run or a placeholder: a digit in it, or capitals and
-/// small letters both, and [`MIN_DISTINCT`] different characters.
+/// small letters both, [`MIN_DISTINCT`] different characters, and none of them half the key.
 fn reads_as_random(key: &str) -> bool {
     let bytes = key.as_bytes();
     let digit = bytes.iter().any(u8::is_ascii_digit);
     let upper = bytes.iter().any(u8::is_ascii_uppercase);
     let lower = bytes.iter().any(u8::is_ascii_lowercase);
-    let mut seen = [false; 256];
+    let mut seen = [0usize; 256];
     let mut distinct = 0;
     for &b in bytes {
-        if !seen[b as usize] {
-            seen[b as usize] = true;
+        if seen[b as usize] == 0 {
             distinct += 1;
         }
+        seen[b as usize] += 1;
     }
-    (digit || (upper && lower)) && distinct >= MIN_DISTINCT
+    // one character for half the key is a stand-in (`000…0TUVWXYZ`), not a key drawn at random
+    let most = seen.iter().copied().max().unwrap_or(0);
+    (digit || (upper && lower)) && distinct >= MIN_DISTINCT && most * 2 <= bytes.len()
 }
 
 #[cfg(test)]
@@ -221,7 +224,11 @@ mod tests {
         assert!(named_rules().len() > 500);
         for row in named_rules() {
             assert!(!row.keywords.is_empty(), "{} has no keyword", row.kind);
-            assert!(row.source.starts_with("trufflehog "), "{}", row.kind);
+            assert!(
+                row.source.starts_with("trufflehog ") || row.source.starts_with("gitleaks "),
+                "{}: a row names the scanner's rule its format was read from",
+                row.kind
+            );
         }
     }
 
@@ -229,6 +236,9 @@ mod tests {
     fn a_placeholder_or_a_word_is_no_key() {
         assert!(!reads_as_random("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"));
         assert!(!reads_as_random("abcdefghijklmnopqrstuvwxyzabcdef"));
+        assert!(!reads_as_random(
+            "00000000000000000000000000000000000TUVWXYZ"
+        ));
         assert!(reads_as_random("pe92k38i5uu4yrwhmlpjdfkinnac6l0b"));
         assert!(reads_as_random("xTueOfHcGwKVdvbIUDqygjZUlcxCuxSzAY"));
     }
