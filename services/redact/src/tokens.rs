@@ -52,6 +52,9 @@ enum Check {
     Url,
     /// a bearer credential: a sentence's full stop after it is not part of it
     Credential,
+    /// a JWT written in base64 (a Kubernetes Secret's `data`, an env var encoded once more):
+    /// the run must decode to a JWT's header and claims
+    Base64Jwt,
 }
 
 /// One token shape: its kind's name and its pattern, in which `(?P<s>` marks the claimed part.
@@ -217,13 +220,36 @@ const SHAPES: &[Shape] = &[
 /// A JWT: base64url segments, the first two a JSON object's (`eyJ`); a signed one's third of
 /// 8 or more, an unsigned one's (`"alg":"none"`) empty — its header and claims still are the
 /// credential, with or without the dot that ends them.
-const JWT_SHAPES: &[Shape] = &[Shape {
-    name: "jwt",
-    opens: |m| m.starts_with(b"eyJ"),
-    pattern: r"\b(?P<s>eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}(?:\.[A-Za-z0-9_-]{8,}|\.)?)",
-    claimed: Claimed::Whole,
-    check: Check::Plain,
-}];
+const JWT_SHAPES: &[Shape] = &[
+    Shape {
+        name: "jwt",
+        opens: |m| m.starts_with(b"eyJ"),
+        pattern: r"\b(?P<s>eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}(?:\.[A-Za-z0-9_-]{8,}|\.)?)",
+        claimed: Claimed::Whole,
+        check: Check::Plain,
+    },
+    Shape {
+        name: "jwt",
+        // base64 of `eyJ` is `ZXlK`: a JWT encoded once more (gitleaks' jwt-base64)
+        opens: |m| m.starts_with(b"ZXlK"),
+        pattern: r"\b(?P<s>ZXlK[A-Za-z0-9+/]{40,}={0,2})",
+        claimed: Claimed::Whole,
+        check: Check::Base64Jwt,
+    },
+];
+
+/// Whether a base64 run decodes to a JWT's header and claims (`eyJ….eyJ…`). Only a whole
+/// number of quads is decoded, so a run cut short still reads.
+fn base64_of_a_jwt(run: &str) -> bool {
+    use base64::Engine as _;
+    let run = run.trim_end_matches('=');
+    let whole = &run[..run.len() - run.len() % 4];
+    base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(whole)
+        .is_ok_and(|decoded| {
+            decoded.starts_with(b"eyJ") && memchr::memmem::find(&decoded, b".eyJ").is_some()
+        })
+}
 
 /// A compiled set of shapes: the regex of their alternatives, in order.
 struct Compiled {
@@ -338,6 +364,7 @@ impl Compiled {
         let claim = match shape.check {
             Check::Plain => Some((from, to)),
             Check::OpenAi => (!kebab(&text[from + 3..to])).then_some((from, to)),
+            Check::Base64Jwt => base64_of_a_jwt(&text[from..to]).then_some((from, to)),
             Check::Credential => {
                 let to = from + text[from..to].trim_end_matches('.').len();
                 (to - from >= 16 && !challenge_param(&text[from..to])).then_some((from, to))
@@ -670,5 +697,15 @@ mod tests {
             claims("redis://:s3cret@cache:6379"),
             [("s3cret".to_owned(), "url_credentials")]
         );
+    }
+
+    #[test]
+    fn a_jwt_in_base64_is_one_and_other_base64_is_not() {
+        assert_eq!(
+            claims("value: ZXlKaGJHY2lPaUpJVXpJMU5pSjkuZXlKemRXSWlPaUp5ZFc0dE5ESWlMQ0psZUhBaU9qRTNPVGs1T1RrNU9UbDkuYzJsbmJtRjBkWEpsTFdKNWRHVnpMV2hsY21V"),
+            [("ZXlKaGJHY2lPaUpJVXpJMU5pSjkuZXlKemRXSWlPaUp5ZFc0dE5ESWlMQ0psZUhBaU9qRTNPVGs1T1RrNU9UbDkuYzJsbmJtRjBkWEpsTFdKNWRHVnpMV2hsY21V".to_owned(), "jwt")]
+        );
+        // base64 that opens as a JSON object but holds no JWT's two parts
+        assert!(claims("data: ZXlKIGp1c3QganNvbiB0ZXh0LCBubyB0b2tlbiBoZXJlIGF0IGFsbCwgbG9uZ2VyIHRoYW4gZm9ydHk=").is_empty());
     }
 }
