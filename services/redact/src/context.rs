@@ -89,7 +89,8 @@ pub(crate) fn at_word(
     }
     let value = value_after(text, end)
         .filter(|&(from, to)| random_enough(&text[from..to]))
-        .or_else(|| quoted_value_after(text, end));
+        .or_else(|| quoted_value_after(text, end))
+        .or_else(|| compared_literal_before(text, start));
     if let Some((from, to)) = value {
         out.push(Claim {
             start: from,
@@ -178,6 +179,15 @@ fn value_after_start(bytes: &[u8], at: usize) -> Option<usize> {
         pos += 1;
     } else {
         skip(&mut pos, b" \t");
+        // a comparison with a literal (`if (api_key == "…")`): the literal is the secret
+        if let Some(op) = ["===", "!==", "==", "!="]
+            .into_iter()
+            .find(|op| bytes[pos..].starts_with(op.as_bytes()))
+        {
+            pos += op.len();
+            skip(&mut pos, b" \t");
+            return matches!(bytes.get(pos), Some(b'"' | b'\'')).then_some(pos + 1);
+        }
         pos = past_a_type(bytes, pos);
         let sep = [":::=", "::=", ":=", "?=", ".=", "=>", "=", ":"]
             .into_iter()
@@ -249,8 +259,13 @@ fn quoted_value_after(text: &str, at: usize) -> Option<(usize, usize)> {
     }
     let limit = bytes.len().min(from + MAX_LEN + 1);
     let len = bytes[from..limit].iter().position(|&b| b == quote)?;
-    let value = &bytes[from..from + len];
-    if len < 8
+    chosen_password(&bytes[from..from + len]).then_some((from, from + len))
+}
+
+/// Whether a quoted value reads as a person's chosen password (see [`quoted_value_after`]).
+fn chosen_password(value: &[u8]) -> bool {
+    let len = value.len();
+    if !(8..=MAX_LEN).contains(&len)
         || value
             .iter()
             .any(|&b| b.is_ascii_whitespace() || b == b'\\' || b < 0x20)
@@ -258,7 +273,7 @@ fn quoted_value_after(text: &str, at: usize) -> Option<(usize, usize)> {
             .iter()
             .any(|opening| value.starts_with(opening))
     {
-        return None;
+        return false;
     }
     let mut kinds: Vec<u8> = value
         .iter()
@@ -267,7 +282,30 @@ fn quoted_value_after(text: &str, at: usize) -> Option<(usize, usize)> {
         .collect();
     kinds.sort_unstable();
     kinds.dedup();
-    (kinds.len() >= 3).then_some((from, from + len))
+    kinds.len() >= 3
+}
+
+/// The literal a secret's name is compared with when the literal comes first
+/// (`if ("…" === private_key)`), read as [`value_after`] or [`quoted_value_after`] read a value:
+/// random, or a chosen password's punctuation.
+fn compared_literal_before(text: &str, word_start: usize) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let mut name = word_start;
+    while name > 0
+        && (bytes[name - 1].is_ascii_alphanumeric() || matches!(bytes[name - 1], b'_' | b'.'))
+    {
+        name -= 1;
+    }
+    // the literal and its operator end within a name's reach before it: the line is read back
+    // no further (each name reads a bounded span, so the rule stays linear)
+    let floor = name.saturating_sub(MAX_LEN + 8);
+    let line_start = memchr::memrchr(b'\n', &bytes[floor..name]).map_or(floor, |at| floor + at + 1);
+    let (from, to) = crate::password::code::compared(text, line_start, name)?;
+    let value = &text[from..to];
+    let random = (MIN_LEN..=MAX_LEN).contains(&value.len())
+        && value.bytes().all(is_value_byte)
+        && random_enough(value);
+    (random || chosen_password(value.as_bytes())).then_some((from, to))
 }
 
 /// Past a type written between a name and its `=` (`apiToken string = …`, Go's order), when
@@ -377,6 +415,10 @@ mod tests {
             format!("'credentials' => '{B62}',"),
             format!("--api-key={B62} --verbose"),
             format!("{{\\\"authToken\\\":\\\"{B62}\\\"}}"),
+            format!("if (api_key == \"{B62}\") {{"),
+            format!("if (secret !== '{B62}')"),
+            format!("if (\"{B62}\" === private_key) {{"),
+            format!("if ('{HEX}' != clientSecret)"),
         ] {
             let found = claims(&text);
             assert_eq!(found.len(), 1, "{text}: {found:?}");
@@ -396,7 +438,9 @@ mod tests {
             "secret_key = os.environ['SECRET_KEY']".to_owned(),
             "api_key: config.services.payments.api_key".to_owned(),
             "cache_key = /var/cache/app/v2/build".to_owned(),
-            format!("if token == \"{B62}\""),
+            "if token == \"\"".to_owned(),
+            "if token != null".to_owned(),
+            "if (\"Bearer\" == token_type)".to_owned(),
             "next_token: null".to_owned(),
             "token_type: Bearer".to_owned(),
             "primary_key: 1234567890123456".to_owned(),

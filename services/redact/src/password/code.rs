@@ -166,7 +166,7 @@ pub(super) fn is_code(text: &str, key: &Key, at: usize, end: usize) -> bool {
         return true;
     }
     // a comparison with a number (`in_current_pass == 0 {`)
-    let comparison = matches!(sep, "==" | "===");
+    let comparison = matches!(sep, "==" | "===" | "!=" | "!==");
     let digits = value.bytes().take_while(u8::is_ascii_digit).count();
     if comparison && digits > 0 && !value.as_bytes().get(digits).is_some_and(|&b| is_ident(b)) {
         return true;
@@ -292,7 +292,7 @@ pub(super) fn field_end(text: &str, key: &Key, at: usize, end: usize) -> usize {
 
 /// The comparison operator and quoted literal before a name at `name` (`"v" == password`):
 /// the literal's content, when the line writes one.
-pub(super) fn compared(text: &str, line_start: usize, name: usize) -> Option<(usize, usize)> {
+pub(crate) fn compared(text: &str, line_start: usize, name: usize) -> Option<(usize, usize)> {
     let mut floor = name.saturating_sub(super::NAME_BACK_LIMIT).max(line_start);
     while !text.is_char_boundary(floor) {
         floor += 1;

@@ -110,8 +110,10 @@ pub(super) fn key_at(
     at = close_markup(text, opener, at, line.end, false).0;
     at = skip_blanks(text, at, line.end);
     let after = &text[at..line.end];
-    let sep = if after.starts_with("===") {
+    let sep = if after.starts_with("===") || after.starts_with("!==") {
         3
+    } else if after.starts_with("!=") {
+        2
     } else if after.starts_with("::") {
         return None;
     } else if after.starts_with(":=") || after.starts_with("==") || after.starts_with("=>") {

@@ -4,7 +4,7 @@
 //! A key is a name ending in `password`, `passwd`, `passphrase` or `pwd` (any case; not the
 //! shell's own `PWD` and `OLDPWD`), or in a `pass` segment (`db_pass`, `SMTP-PASS`), closed by
 //! its own string's quote or by the markup it is written in, and followed by `:`, `=`, `:=`,
-//! `==`, `===` or `=>`. The value is read on the key's line, or — when nothing follows the
+//! `==`, `===`, `!=`, `!==` or `=>`. The value is read on the key's line, or — when nothing follows the
 //! separator there but the punctuation a wrapping writes after every line — on the first line
 //! below that is not blank, past the gutter it shares with the key's line.
 //!
@@ -12,7 +12,7 @@
 //! and a read below its line passes only lines holding no key, each of which belongs to one
 //! key's read at most, so the rule is linear in the text's length.
 
-mod code;
+pub(crate) mod code;
 mod key;
 mod words;
 
