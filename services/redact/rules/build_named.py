@@ -255,18 +255,27 @@ def random_enough(token):
     return (digit or (upper and lower)) and len(set(token)) >= 5
 
 
-def main():
-    root = sys.argv[1]
-    out = sys.stdout
-    out.write("# vendor\tkind\tkeywords\tshape\tsource\tpositive\tnegative\n")
-    out.write("# built by build_named.py from trufflehog's detectors: see its docstring\n")
+def write_rows(header_lines, rows_to_write, out=sys.stdout):
+    """Writes `header_lines` (each a `#` comment) and the rows, tab-separated; counts them on stderr."""
+    for line in header_lines:
+        out.write(line + "\n")
     n = 0
-    for row in rows(root):
+    for row in rows_to_write:
         for field in row:
             assert "\t" not in field and "\n" not in field, row
         out.write("\t".join(row) + "\n")
         n += 1
     print(f"{n} rows", file=sys.stderr)
+
+
+def main():
+    write_rows(
+        [
+            "# vendor\tkind\tkeywords\tshape\tsource\tpositive\tnegative",
+            "# built by build_named.py from trufflehog's detectors: see its docstring",
+        ],
+        rows(sys.argv[1]),
+    )
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ import sys
 import tomllib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from build_named import GENERIC, Unsampleable, random_enough, sample, sre_parse  # noqa: E402
+from build_named import GENERIC, Unsampleable, random_enough, sample, sre_parse, write_rows  # noqa: E402
 
 # what gitleaks writes before and after the key in a vendor-named rule
 KEY_OPENS = "[\\x60'\"\\s=]{0,5}("
@@ -106,7 +106,7 @@ def rows(root):
             continue
         insensitive = rule["regex"].startswith("(?i)")
         key = f"(?i:{shape})" if insensitive else shape
-        full = f"({key})(?:[\\x60'\"\\s;]|\\\\[nr]|$)"
+        full = f"({key}{KEY_ENDS}"
         try:
             compiled = re.compile(full)
             low = sre_parse.parse(key).getwidth()[0]
@@ -147,15 +147,10 @@ def rows(root):
 
 
 def main():
-    out = sys.stdout
-    out.write("# built by build_named_gitleaks.py from gitleaks' vendor-named rules: see its docstring\n")
-    n = 0
-    for row in rows(sys.argv[1]):
-        for field in row:
-            assert "\t" not in field and "\n" not in field, row
-        out.write("\t".join(row) + "\n")
-        n += 1
-    print(f"{n} rows", file=sys.stderr)
+    write_rows(
+        ["# built by build_named_gitleaks.py from gitleaks' vendor-named rules: see its docstring"],
+        rows(sys.argv[1]),
+    )
 
 
 if __name__ == "__main__":
