@@ -55,6 +55,12 @@ enum Check {
     /// a JWT written in base64 (a Kubernetes Secret's `data`, an env var encoded once more):
     /// the run must decode to a JWT's header and claims
     Base64Jwt,
+    /// a JWT: its header must decode to a JSON object naming its `alg` (RFC 7515 §4.1.1)
+    Jwt,
+    /// a Slack token: its body holds what its secret part is made of (see [`slack_body_reads`])
+    Slack,
+    /// a GitLab token of a fixed width: its body is exactly as long as GitLab writes it
+    GitLab,
 }
 
 /// One token shape: its kind's name and its pattern, in which `(?P<s>` marks the claimed part.
@@ -150,7 +156,7 @@ const SHAPES: &[Shape] = &[
         // GitLab's documented prefixes; an agent's token (`glagent-`) is 50 or more
         pattern: r"\b(?P<s>(?:glpat|gldt|glrt|glptt|gloas|glcbt|glft|glimt|glsoat)-[A-Za-z0-9_-]{20,}|glagent-[A-Za-z0-9_-]{50,})",
         claimed: Claimed::Whole,
-        check: Check::Plain,
+        check: Check::GitLab,
     },
     Shape {
         name: "gitlab_runner_registration_token",
@@ -165,7 +171,7 @@ const SHAPES: &[Shape] = &[
         opens: |m| starts_with_any(m, &[b"xox", b"xapp"]),
         pattern: r"\b(?P<s>(?:xox[abeoprs]|xapp)-[A-Za-z0-9-]{10,})",
         claimed: Claimed::Whole,
-        check: Check::Plain,
+        check: Check::Slack,
     },
     Shape {
         name: "aws_access_key_id",
@@ -183,8 +189,10 @@ const SHAPES: &[Shape] = &[
     },
     Shape {
         name: "stripe_key",
-        opens: |m| starts_with_any(m, &[b"sk_", b"rk_", b"pk_", b"whsec_"]),
-        pattern: r"\b(?P<s>(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{16,})",
+        // secret (`sk_`), restricted (`rk_`) and webhook-signing (`whsec_`) keys; a publishable
+        // key (`pk_`) is none: Stripe's docs have it published in a page's Stripe.js code
+        opens: |m| starts_with_any(m, &[b"sk_", b"rk_", b"whsec_"]),
+        pattern: r"\b(?P<s>(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{16,})",
         claimed: Claimed::Whole,
         check: Check::Plain,
     },
@@ -226,7 +234,7 @@ const JWT_SHAPES: &[Shape] = &[
         opens: |m| m.starts_with(b"eyJ"),
         pattern: r"\b(?P<s>eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}(?:\.[A-Za-z0-9_-]{8,}|\.)?)",
         claimed: Claimed::Whole,
-        check: Check::Plain,
+        check: Check::Jwt,
     },
     Shape {
         name: "jwt",
@@ -249,6 +257,65 @@ fn base64_of_a_jwt(run: &str) -> bool {
         .is_ok_and(|decoded| {
             decoded.starts_with(b"eyJ") && memchr::memmem::find(&decoded, b".eyJ").is_some()
         })
+}
+
+/// Whether a JWT's header (before its first `.`) decodes, as base64url, to a JSON object that
+/// names its `"alg"`, which RFC 7515 §4.1.1 requires of every JWS and JWE header: `eyJ` only
+/// says it opens with `{"`, and a header cut short (`…IkpXVCJ`) or typed over
+/// (`eyJhbasdGciOiJIUadd…`) is no token's. The bytes between are not read as UTF-8 and the
+/// trailing bits are not held to zero: what a careless encoder wrote is still a credential.
+fn jwt_header_names_its_alg(token: &str) -> bool {
+    use base64::Engine as _;
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    const LENIENT: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::URL_SAFE,
+        GeneralPurposeConfig::new()
+            .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+            .with_decode_allow_trailing_bits(true),
+    );
+    let header = token.split('.').next().unwrap_or("");
+    LENIENT.decode(header).is_ok_and(|decoded| {
+        let object = decoded.trim_ascii();
+        object.starts_with(b"{")
+            && object.ends_with(b"}")
+            && memchr::memmem::find(object, b"\"alg\"").is_some()
+    })
+}
+
+/// Whether what follows a Slack token's prefix (`xoxb-`, `xapp-`) reads as a token's body, as
+/// Slack's documented shapes write it (team and user ids in digits, then the secret in letters
+/// and digits; `xapp-1-A…`, `xoxe.xoxp-1-…`). Not one: a body without a digit
+/// (`xoxb-abcdef-abcdef`, `xoxb-xoxb-my-bot-token`); a body that is one run of digits, an id
+/// with no secret after it (`xoxp-1234567890`, `xoxr-833485595373?…`); a token whose secret was
+/// masked (`…-572331691188-####`, `…-****`); and a word of a hyphenated name
+/// (`2018-250-xoxo-indieweb-1.jpg`), which a `-` or `.` before it says.
+fn slack_body_reads(text: &str, from: usize, to: usize) -> bool {
+    let bytes = text.as_bytes();
+    let token = &text[from..to];
+    let body = token.split_once('-').map_or("", |(_, body)| body);
+    let has_digit = body.bytes().any(|b| b.is_ascii_digit());
+    let one_id = body
+        .trim_end_matches('-')
+        .bytes()
+        .all(|b| b.is_ascii_digit());
+    let masked = matches!(bytes.get(to), Some(b'#' | b'*'));
+    let in_a_name =
+        from > 0 && matches!(bytes[from - 1], b'-' | b'.') && !text[..from].ends_with("xoxe.");
+    has_digit && !one_id && !masked && !in_a_name
+}
+
+/// The GitLab tokens whose body has one width (GitLab's token-prefix docs; gitleaks' and
+/// detect-secrets' rules hold them to it): a pipeline trigger token's 40, an OAuth
+/// application secret's 64, an incoming mail token's 25. A run longer or shorter is some other
+/// text that opens the same way (`gloas-checking_Length-Is-…`). The others are 20 or more.
+const GITLAB_WIDTHS: &[(&str, usize)] = &[("glptt-", 40), ("gloas-", 64), ("glimt-", 25)];
+
+/// Whether a GitLab token is as wide as its prefix says ([`GITLAB_WIDTHS`]).
+fn gitlab_width_reads(token: &str) -> bool {
+    GITLAB_WIDTHS
+        .iter()
+        .find(|(prefix, _)| token.starts_with(prefix))
+        .is_none_or(|(prefix, width)| token.len() - prefix.len() == *width)
 }
 
 /// A compiled set of shapes: the regex of their alternatives, in order.
@@ -365,6 +432,9 @@ impl Compiled {
             Check::Plain => Some((from, to)),
             Check::OpenAi => (!kebab(&text[from + 3..to])).then_some((from, to)),
             Check::Base64Jwt => base64_of_a_jwt(&text[from..to]).then_some((from, to)),
+            Check::Jwt => jwt_header_names_its_alg(&text[from..to]).then_some((from, to)),
+            Check::Slack => slack_body_reads(text, from, to).then_some((from, to)),
+            Check::GitLab => gitlab_width_reads(&text[from..to]).then_some((from, to)),
             Check::Credential => {
                 let to = from + text[from..to].trim_end_matches('.').len();
                 (to - from >= 16 && !challenge_param(&text[from..to])).then_some((from, to))

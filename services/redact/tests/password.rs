@@ -657,3 +657,25 @@ fn a_quoted_value_after_a_marker_on_its_line_is_read() {
         r#""{\"a\":\"[REDACTED:jwt]\",\"password\":\"[REDACTED:password]\"}""#,
     );
 }
+
+/// A value that names a secret, a template standing in for one, or says it is fake, is no
+/// password (detect-secrets' and gitleaks' negatives); a value with a capital, a digit or a
+/// symbol is still read.
+#[test]
+fn names_templates_and_fakes_are_no_passwords() {
+    for text in [
+        "password: real_key",
+        "password: \"real_key\"",
+        "administrator_login_password = var.db_password",
+        "password = \"${aws_db_instance.default.password}\"",
+        "DB_PASSWORD: \"${{ secrets.DB_PASSWORD }}\"",
+        "password = \"somefakekey\"",
+        "cloudant_password = \"a-fake-tooshort-key\"",
+        "artifactory:_password=AP6xxxxxx",
+    ] {
+        untouched(text);
+    }
+    check("password: real_key9", "password: [REDACTED:password]");
+    check("password: Real_key", "password: [REDACTED:password]");
+    check("password = \"${a}b\"", "password = \"[REDACTED:password]\"");
+}

@@ -121,9 +121,28 @@ fn github_tokens() {
 
 #[test]
 fn gitlab_tokens() {
-    for prefix in ["glpat", "gldt", "glrt", "glptt", "gloas"] {
-        let text = format!("CI_TOKEN={prefix}-{} ok", body(MIXED, 20));
+    for (prefix, width) in [
+        ("glpat", 20),
+        ("gldt", 26),
+        ("glrt", 20),
+        ("glptt", 40),
+        ("gloas", 64),
+        ("glimt", 25),
+    ] {
+        let text = format!("CI_TOKEN={prefix}-{} ok", body(MIXED, width));
         assert_eq!(redact(&text), "CI_TOKEN=[REDACTED:gitlab_token] ok");
+    }
+    // a trigger token, an OAuth application's secret and a mail token have one width each:
+    // a longer or a shorter run is other text that opens the same way
+    for (prefix, width) in [
+        ("glptt", 39),
+        ("glptt", 41),
+        ("gloas", 38),
+        ("gloas", 66),
+        ("glimt", 23),
+    ] {
+        let text = format!("the page names {prefix}-{} ok", body(MIXED, width));
+        assert_eq!(redact(&text), text);
     }
 }
 
@@ -137,6 +156,26 @@ fn slack_token_and_webhook() {
         redact(&format!("curl -X POST {} -d @msg.json", slack_webhook())),
         "curl -X POST [REDACTED:slack_webhook] -d @msg.json"
     );
+}
+
+/// What opens like a Slack token and holds no secret's body (gitleaks' and trufflehog's
+/// negatives): no digit, an id alone, a secret masked, a word of a hyphenated name.
+#[test]
+fn slack_prefixes_without_a_token_body_are_left() {
+    for text in [
+        "xoxb-abcdef-abcdef",
+        "xoxb-xoxb-my-bot-token",
+        "\"token1\": \"xoxp-1234567890\"",
+        "slack token - 'xoxr-833485595373?24619897332l'",
+        "\"token4\": \"xoxp-572370529330-573807301142-572331691188-####################\"",
+        "https://indieweb.org/images/3/35/2018-250-xoxo-indieweb-1.jpg",
+        "xoxe.xoxp-1-SlackAppConfigurationAccessTokenHere",
+    ] {
+        assert_eq!(redact(text), text);
+    }
+    // a configuration token is read whole from its `xoxe.`
+    let text = format!("xoxe.xoxp-1-{}", body(MIXED, 40));
+    assert_eq!(redact(&text), "xoxe.[REDACTED:slack_token]");
 }
 
 #[test]
@@ -186,9 +225,14 @@ fn google_api_key() {
 
 #[test]
 fn stripe_keys() {
-    for prefix in ["sk_live", "sk_test", "rk_live", "pk_test"] {
+    for prefix in ["sk_live", "sk_test", "rk_live", "rk_test"] {
         let text = format!("STRIPE={prefix}_{}", body(MIXED, 24));
         assert_eq!(redact(&text), "STRIPE=[REDACTED:stripe_key]");
+    }
+    // a publishable key is meant to be public (Stripe.js is handed it in the page)
+    for prefix in ["pk_live", "pk_test"] {
+        let text = format!("Stripe({prefix}_{})", body(MIXED, 24));
+        assert_eq!(redact(&text), text);
     }
     let text = format!("STRIPE_WEBHOOK_SECRET={}", stripe_webhook());
     assert_eq!(redact(&text), "STRIPE_WEBHOOK_SECRET=[REDACTED:stripe_key]");
@@ -210,6 +254,26 @@ fn npm_and_pypi_tokens() {
 fn jwt() {
     let text = format!("id_token={}; Path=/", jwt_token());
     assert_eq!(redact(&text), "id_token=[REDACTED:jwt]; Path=/");
+}
+
+/// A JWT's header is a JSON object naming its `alg`: one cut short, or typed over, is no
+/// token's (detect-secrets' negatives).
+#[test]
+fn a_jwt_whose_header_is_no_object_is_left() {
+    let claims = "eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ";
+    let signature = "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+    for header in [
+        // `{"alg":"HS256","typ":"JWT"` without its brace
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ",
+        // typed over: braces, and no `"alg"` between them
+        "eyJhbasdGciOiJIUaddasdasfsasdasdzI1NiIasdsInR5cCI6IkpXVCasdJasd9",
+    ] {
+        let text = format!("{header}.{claims}.{signature}");
+        assert_eq!(redact(&text), text);
+    }
+    // a header with bytes no encoder would write between its braces is still read
+    let text = format!("eyJhbGciOieeeiIsInR5cCI6IkpXVCJ9.{claims}.{signature}");
+    assert_eq!(redact(&text), "[REDACTED:jwt]");
 }
 
 #[test]
@@ -540,7 +604,10 @@ fn token() -> impl Strategy<Value = String> {
         format!("sk_live_{alnum}{{16,40}}"),
         format!("npm_{alnum}{{36}}"),
         format!("pypi-AgEIcHlwaS5vcmc{alnum}{{50,70}}"),
-        format!("eyJ{alnum}{{5,20}}\\.eyJ{alnum}{{5,20}}\\.{alnum}{{8,40}}"),
+        // a JWT's header names its algorithm (RFC 7515 §4.1.1)
+        format!(
+            "(eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9|eyJhbGciOiJFUzI1NiJ9)\\.eyJ{alnum}{{5,20}}\\.{alnum}{{8,40}}"
+        ),
     ];
     proptest::sample::select(patterns)
         .prop_flat_map(|pattern| proptest::string::string_regex(&pattern).expect("a valid pattern"))

@@ -257,6 +257,57 @@ pub(crate) fn is_reference(value: &str) -> bool {
     }
 }
 
+/// The words a secret's name ends in, as its last segment (`real_key`, `var.db_password`).
+const SECRET_NAME_ENDS: &[&str] = &[
+    "key",
+    "password",
+    "passwd",
+    "pwd",
+    "pass",
+    "token",
+    "secret",
+    "passphrase",
+];
+
+/// Whether a value is the name of a secret rather than one: lower-case words joined by `_` or
+/// `.`, the last a secret's word (`password: real_key`, `password = var.db_password`,
+/// `pwd: admin_password`), as a variable, a Terraform reference or a documentation's stand-in
+/// writes it. A password of that shape (`wordpress_password`) is a sample's, published with
+/// the rest of the sample; one with a capital, a digit or any other character is still read.
+pub(crate) fn names_a_secret(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    let word_bytes = bytes
+        .iter()
+        .all(|&b| b.is_ascii_lowercase() || matches!(b, b'_' | b'.'));
+    let Some(last) = value.rsplit(['_', '.']).next() else {
+        return false;
+    };
+    word_bytes
+        && last.len() < value.len()
+        && !value.starts_with(['_', '.'])
+        && SECRET_NAME_ENDS.contains(&last)
+}
+
+/// Whether a value is a template's substitution, whole: Terraform's or a shell's `${…}`, a
+/// Jinja's, Helm's or GitHub Actions' `{{ … }}` and `${{ … }}` — quoted, where an unquoted one is
+/// already [`is_reference`] — (`password = "${aws_db_instance.default.password}"`).
+pub(crate) fn is_template(value: &str) -> bool {
+    let inner = |open: &str, close: &str| {
+        value
+            .strip_prefix(open)
+            .and_then(|rest| rest.strip_suffix(close))
+            .is_some_and(|inner| !inner.is_empty() && !inner.contains(close))
+    };
+    inner("${{", "}}") || inner("${", "}") || inner("{{", "}}")
+}
+
+/// Whether a password's value says it is a stand-in: the word `fake` in it
+/// (`"somefakekey"`, `"a-fake-tooshort-key"`), or a claimed token's stand-in shape (`x` for half
+/// of it, `AP6xxxxxx`: placeholder.rs).
+pub(crate) fn is_stand_in_value(value: &str) -> bool {
+    value.to_ascii_lowercase().contains("fake") || crate::placeholder::is_stand_in(value)
+}
+
 /// Where an unquoted value in a connection string ends: before the `;` that opens its next
 /// field (`Pwd=x;Encrypt=yes`), or that closes a field the key's own `;` opened, or at `end`.
 pub(super) fn field_end(text: &str, key: &Key, at: usize, end: usize) -> usize {
