@@ -75,8 +75,11 @@ pub(crate) fn at_word(
     }
     let word = &text[start..end];
     if word.eq_ignore_ascii_case("key")
-        && (!key_follows_a_word(bytes, start) || names_a_public_key(bytes, start))
+        && (!key_follows_a_word(bytes, start) || word_before_is(bytes, start, PUBLIC_KEY_WORDS))
     {
+        return;
+    }
+    if word.eq_ignore_ascii_case("token") && word_before_is(bytes, start, PUBLIC_TOKEN_WORDS) {
         return;
     }
     // the name's own start: not inside a longer word (`monkey`, `turnkey`), unless a
@@ -121,9 +124,24 @@ const PUBLIC_KEY_WORDS: &[&str] = &[
     "dedupe",
 ];
 
-/// Whether the word before `key` at `at` (past one `_` `-` `.` or a camel-case joint) is one
-/// of [`PUBLIC_KEY_WORDS`].
-fn names_a_public_key(bytes: &[u8], at: usize) -> bool {
+/// The words before `token` that name one handed to whoever reads the page or the response: a
+/// public or publishable token (`publicToken`), an anti-forgery token the page carries
+/// (`csrf-token`, `X-XSRF-TOKEN`), a list's cursor (`NextToken`, `pageToken`,
+/// `continuation_token`), which a request's next page is asked with and grants nothing.
+const PUBLIC_TOKEN_WORDS: &[&str] = &[
+    "public",
+    "publishable",
+    "csrf",
+    "xsrf",
+    "next",
+    "page",
+    "continuation",
+    "pagination",
+];
+
+/// Whether the word before a name word at `at` (past one `_` `-` `.` or a camel-case joint)
+/// is one of `words`.
+fn word_before_is(bytes: &[u8], at: usize, words: &[&str]) -> bool {
     let end = match bytes.get(at.wrapping_sub(1)) {
         Some(b'_' | b'-' | b'.') => at - 1,
         _ => at,
@@ -133,7 +151,7 @@ fn names_a_public_key(bytes: &[u8], at: usize) -> bool {
         start -= 1;
     }
     let word = &bytes[start..end];
-    PUBLIC_KEY_WORDS
+    words
         .iter()
         .any(|w| w.as_bytes().eq_ignore_ascii_case(word))
 }
@@ -449,6 +467,11 @@ mod tests {
             format!("partition_key = \"{B62}\""),
             format!("idempotency_key = \"{B62}\""),
             ".header(\"sec-websocket-key\", \"6D69KGBOr4Re+Nj6zx9aQA==\")".to_owned(),
+            format!("publicToken = \"{B62}\""),
+            format!("csrf-token={B62}"),
+            format!("\"NextToken\": \"{B62}\""),
+            format!("pageToken: {B62}"),
+            format!("continuation_token = '{B62}'"),
         ] {
             assert!(claims(&text).is_empty(), "{text}: {:?}", claims(&text));
         }

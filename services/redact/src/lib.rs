@@ -25,6 +25,7 @@ mod keys;
 mod lines;
 mod password;
 mod placeholder;
+mod published;
 mod tokens;
 mod vendors;
 

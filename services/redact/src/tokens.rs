@@ -567,10 +567,13 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
     scan(start, text.len());
     crate::vendors::find(text, out);
     secrets_beside_key_ids(text, out);
-    // a stand-in in a token's shape is no token (placeholder.rs); URL credentials have their own
+    // a stand-in in a token's shape is no token (placeholder.rs); URL credentials have their own;
+    // a vendor's published example is no secret (published.rs)
     out.retain(|claim| {
-        matches!(claim.kind, Kind::Token("url_credentials"))
-            || !crate::placeholder::is_stand_in(&text[claim.start..claim.end])
+        let claimed = &text[claim.start..claim.end];
+        !crate::published::is_published_example(claimed)
+            && (matches!(claim.kind, Kind::Token("url_credentials"))
+                || !crate::placeholder::is_stand_in(claimed))
     });
 }
 
