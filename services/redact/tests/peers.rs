@@ -140,6 +140,9 @@ fn judge(sample: &Sample) -> (bool, String) {
 
 struct Report {
     by_category: BTreeMap<String, (Option<String>, Tally)>,
+    /// the negatives masked, by the first marker their output holds: (in claimed
+    /// categories, in all)
+    masked_by: BTreeMap<String, (usize, usize)>,
     claimed: Tally,
     all: Tally,
     misses: Vec<String>,
@@ -149,6 +152,7 @@ fn measure() -> Report {
     let categories = categories();
     let mut by_category: BTreeMap<String, (Option<String>, Tally)> = BTreeMap::new();
     let mut misses = Vec::new();
+    let mut masked_by: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let samples = samples();
     let positive_texts: std::collections::HashSet<(&str, &str)> = samples
         .iter()
@@ -196,6 +200,17 @@ fn measure() -> Report {
             tally.negatives = 1;
             tally.untouched = usize::from(ok);
         }
+        if !ok && sample.expect == "negative" {
+            let marker = out
+                .split("[REDACTED:")
+                .nth(1)
+                .and_then(|rest| rest.split(']').next())
+                .unwrap_or("(changed, no marker)")
+                .to_owned();
+            let entry = masked_by.entry(marker).or_default();
+            entry.0 += usize::from(category.claimed_by.is_some());
+            entry.1 += 1;
+        }
         if !ok {
             misses.push(format!(
                 "{} {} [{}] {} {}#{}\n  in:  {:?}\n  out: {:?}",
@@ -225,6 +240,7 @@ fn measure() -> Report {
     }
     Report {
         by_category,
+        masked_by,
         claimed,
         all,
         misses,
@@ -254,6 +270,15 @@ fn markdown(report: &Report) -> String {
         "| disputed negatives (a positive elsewhere, or holding a positive's secret), not counted | | {} |",
         report.all.disputed
     );
+    out.push_str(
+        "\n| negatives masked, by the marker that masked them | in claimed categories | in all |\n|---|---|---|\n",
+    );
+    let mut masked: Vec<_> = report.masked_by.iter().collect();
+    masked.sort_by(|a, b| b.1.1.cmp(&a.1.1).then(a.0.cmp(b.0)));
+    for (marker, (claimed, all)) in masked {
+        let _ = writeln!(out, "| `{marker}` | {claimed} | {all} |");
+    }
+    out.push_str("\n| category | positives redacted | negatives untouched |\n|---|---|---|\n");
     for (name, (claimed_by, tally)) in &report.by_category {
         let label = match claimed_by {
             Some(rule) => format!("{name} (claimed: {rule})"),
@@ -267,7 +292,7 @@ fn markdown(report: &Report) -> String {
 
 /// Claimed recall, claimed precision, all recall, all precision, as last measured (rounded
 /// down): a change that lowers one fails.
-const FLOORS: [f64; 4] = [0.915, 0.77, 0.86, 0.845];
+const FLOORS: [f64; 4] = [0.915, 0.845, 0.86, 0.88];
 
 #[test]
 fn the_peers_fixtures_are_redacted_and_their_negatives_left_alone() {

@@ -50,6 +50,7 @@ for line in open("rules/vendors.tsv"):
 # boxfleet's own rules (src/tokens.rs), by the vendor whose tokens they read
 for vendor, own in {
     "AWS": "aws_access_key_id,aws_secret_access_key",
+    "Discord": "discord_bot_token",
     "Anthropic": "anthropic_api_key",
     "GitHub": "github_token,github_fine_grained_token",
     "GitLab": "gitlab_token,gitlab_runner_registration_token",

@@ -1,0 +1,181 @@
+//! Tokens whose fixed part is inside them rather than at their start, so neither a prefix
+//! nor a name before them finds them: found at that part, then read out to both ends.
+//!
+//! - An Entra ID (Azure AD) application's client secret: three characters, a digit, `Q~`,
+//!   then 31 to 34 more, of `A–Z a–z 0–9 _ ~ .` and `-` after the `Q~`
+//!   (`QtT8Q~9C-_Ij~RouHVpD2Tuf3oHWGh.DQ3kcjbAn`), the format Microsoft's portal has issued since
+//!   2021, as gitleaks' `azure-ad-client-secret` (b58d3f10) reads it.
+//! - A Discord bot token: the bot's user id in base64 (24 to 26 characters, opening `M`, `N` or
+//!   `O`, as a snowflake's digits in base64 do), `.`, a 6-character timestamp, `.`, and a
+//!   27- to 38-character HMAC, all base64url (`MTk4NjIy….Cl2FMQ.ZnCjm1XV…`), as detect-secrets'
+//!   `DiscordBotTokenDetector` and trufflehog's `discordbottoken` read it. Found at the
+//!   timestamp's two dots, which few texts hold six base64url characters apart; the id must
+//!   hold a digit and both cases, as base64 of a number's digits does.
+//!
+//! Each is one run of its alphabet: a letter of it on either side means a longer string.
+
+use crate::{Claim, Kind};
+
+/// The marker of an Entra ID client secret (the vendor table's name for it).
+pub const AZURE_AD_CLIENT_SECRET: &str = "azure_ad_client_secret";
+
+/// The marker of a Discord bot token.
+pub const DISCORD_BOT_TOKEN: &str = "discord_bot_token";
+
+fn is_azure_secret_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'~' | b'.' | b'-')
+}
+
+fn is_base64url(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-')
+}
+
+/// Every Entra ID client secret and Discord bot token in `text`.
+pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
+    let bytes = text.as_bytes();
+    for at in memchr::memmem::find_iter(bytes, b"Q~") {
+        if let Some((start, end)) = azure_secret_at(bytes, at) {
+            out.push(Claim {
+                start,
+                end,
+                kind: Kind::Token(AZURE_AD_CLIENT_SECRET),
+            });
+        }
+    }
+    for at in memchr::memchr_iter(b'.', bytes) {
+        if let Some((start, end)) = discord_token_at(bytes, at) {
+            out.push(Claim {
+                start,
+                end,
+                kind: Kind::Token(DISCORD_BOT_TOKEN),
+            });
+        }
+    }
+}
+
+/// The client secret whose `Q~` is at `at`, if one is.
+fn azure_secret_at(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
+    let start = at.checked_sub(4)?;
+    let head = &bytes[start..at];
+    if !head[3].is_ascii_digit()
+        || !head[..3]
+            .iter()
+            .all(|&b| is_azure_secret_byte(b) && b != b'-')
+    {
+        return None;
+    }
+    if start > 0 && is_azure_secret_byte(bytes[start - 1]) {
+        return None;
+    }
+    let run = bytes[at + 2..]
+        .iter()
+        .take(36)
+        .take_while(|&&b| is_azure_secret_byte(b))
+        .count();
+    if run == 36 {
+        return None;
+    }
+    // a full stop after it ends a sentence, not the secret
+    let mut end = at + 2 + run;
+    if run > 31 && bytes[end - 1] == b'.' {
+        end -= 1;
+    }
+    let tail = end - at - 2;
+    (31..=34).contains(&tail).then_some((start, end))
+}
+
+/// The bot token whose id ends at the `.` at `dot`, if one is.
+fn discord_token_at(bytes: &[u8], dot: usize) -> Option<(usize, usize)> {
+    // the timestamp: six base64url characters and a dot
+    let stamp = bytes.get(dot + 1..dot + 8)?;
+    if stamp[6] != b'.' || !stamp[..6].iter().all(|&b| is_base64url(b)) {
+        return None;
+    }
+    let id_len = bytes[..dot]
+        .iter()
+        .rev()
+        .take(27)
+        .take_while(|&&b| is_base64url(b))
+        .count();
+    if !(24..=26).contains(&id_len) {
+        return None;
+    }
+    let start = dot - id_len;
+    let id = &bytes[start..dot];
+    let reads_as_base64_of_digits = matches!(id[0], b'M' | b'N' | b'O')
+        && id.iter().any(u8::is_ascii_digit)
+        && id.iter().any(u8::is_ascii_lowercase)
+        && id.iter().any(u8::is_ascii_uppercase);
+    if !reads_as_base64_of_digits {
+        return None;
+    }
+    let mac_start = dot + 8;
+    let mac = bytes[mac_start..]
+        .iter()
+        .take(39)
+        .take_while(|&&b| is_base64url(b))
+        .count();
+    (27..=38).contains(&mac).then_some((start, mac_start + mac))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims(text: &str) -> Vec<(&str, &'static str)> {
+        let mut out = Vec::new();
+        find(text, &mut out);
+        out.iter()
+            .map(|c| {
+                let Kind::Token(kind) = c.kind else {
+                    unreachable!()
+                };
+                (&text[c.start..c.end], kind)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_entra_client_secret_is_read_out_from_its_q_tilde() {
+        let secret = "QtT8Q~9C-_Ij~RouHVpD2Tuf3oHWGh.DQ3kcjbAn";
+        for text in [
+            secret.to_owned(),
+            format!("AZURE_CLIENT_SECRET={secret}"),
+            format!("\"the_value\": \"{secret}\""),
+            format!("({secret})"),
+            format!("the secret is {secret}."),
+        ] {
+            assert_eq!(claims(&text), [(secret, AZURE_AD_CLIENT_SECRET)], "{text}");
+        }
+        for text in [
+            // too short, too long, glued to a word, no digit before the Q~
+            "QtT8Q~9C-_Ij~RouHVpD2Tuf3oHWGh",
+            "QtT8Q~9C-_Ij~RouHVpD2Tuf3oHWGh.DQ3kcjbAnXYZW",
+            "xQtT8Q~9C-_Ij~RouHVpD2Tuf3oHWGh.DQ3kcjbAn",
+            "QtTxQ~9C-_Ij~RouHVpD2Tuf3oHWGh.DQ3kcjbAn",
+        ] {
+            assert!(claims(text).is_empty(), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_discord_bot_token_is_read_out_from_its_timestamp() {
+        for token in [
+            "MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs",
+            "OTUyNED5MDk2MTMxNzc2MkEz.GSroKE.g2MTwve8OnUAAByz8KV_ZTV1Ipzg4o_NmQWUMs",
+            "MTAyOTQ4MTN5OTU5MTDwMEcxNg.GSwJyi.sbaw8msOR3Wi6vPUzeIWy_P0vJbB0UuRVjH8l8",
+        ] {
+            let text = format!("DISCORD_TOKEN={token}");
+            assert_eq!(claims(&text), [(token, DISCORD_BOT_TOKEN)], "{text}");
+        }
+        for text in [
+            // a version, a file name, a JWT's parts, a lower-case id
+            "github.com/org/repo v1.2.3.tar.gz",
+            "eyJhbGciOiJIUzI1NiIsInR5cCI6.eyJzdW.IiOiIxMjM0NTY3ODkwIiwibmFtZSI6",
+            "mtk4njiynDgzndcxoti1mjq4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs",
+            "MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.short",
+        ] {
+            assert!(claims(text).is_empty(), "{text}");
+        }
+    }
+}
