@@ -93,7 +93,9 @@ const SHAPES: &[Shape] = &[
     Shape {
         name: "slack_webhook",
         opens: |m| starts_with_any(m, &[b"http", b"hooks"]),
-        pattern: r"\b(?P<s>(?:https?://)?hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+)",
+        // an incoming webhook (`/services/T…/B…/…`), and a workflow's or a trigger's URL, whose
+        // path after `/workflows/` or `/triggers/` is its secret (Slack's Workflow Builder docs)
+        pattern: r"\b(?P<s>(?:https?://)?hooks\.slack\.com/(?:services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+|(?:services|workflows|triggers)/[A-Za-z0-9_/-]{40,}))",
         claimed: Claimed::Whole,
         check: Check::Plain,
     },

@@ -255,16 +255,18 @@ fn quoted_end(text: &str, at: usize, end: usize, quote: &str) -> Option<(usize, 
     None
 }
 
+/// Whether a password's value is a stand-in for one, beyond [`crate::is_placeholder_password`]:
+/// the name of a secret, a template, or a value that says it is fake (code.rs).
+pub(crate) fn is_stand_in_password(value: &str) -> bool {
+    code::is_stand_in_value(value) || code::names_a_secret(value) || code::is_template(value)
+}
+
 /// Splits a value at escaped line breaks inside it (`ab\ncd`): the pieces redacted, the breaks
 /// left; a piece after a break that is punctuation alone reads as a string's closing and stays.
 fn push_value(text: &str, start: usize, end: usize, values: &mut Vec<(usize, usize)>) {
     // a stand-in is no password (`password: "pass"`, `to_pass = "-"`), nor a name or a
     // template standing where one goes (code.rs)
-    let value = &text[start..end];
-    if crate::is_placeholder_password(value)
-        || code::is_stand_in_value(value)
-        || code::names_a_secret(value)
-        || code::is_template(value)
+    if crate::is_placeholder_password(&text[start..end]) || is_stand_in_password(&text[start..end])
     {
         return;
     }

@@ -9,10 +9,11 @@
 //! part redacted (the whole match otherwise). A match is claimed when:
 //! - the keyword starts a word: the byte before it is no ASCII letter, digit or `_`, or is
 //!   the letter of an escape (`\n`, `\t`, `\r`: a JSON string's or a log's escaped break) —
-//!   unless the row has a checksum, which is evidence enough for a token glued to a word;
+//!   unless the row has a CRC checksum, which is evidence enough for a token glued to a word;
 //! - the match ends a word: no ASCII letter or digit follows it (a longer run is some other
 //!   string);
-//! - its checksum holds, for a row whose vendor documents one ([`Checksum`]).
+//! - its checksum holds, for a row whose vendor documents one, or what it encodes reads as its
+//!   vendor documents it (Docker's `auth`, base64 of `user:password`) ([`Checksum`]).
 //!
 //! Like every token, a match is one line: it is read inside the keyword's line, never across
 //! an armour (`-----`), and never longer than the shape allows ([`MAX_UNBOUNDED`] for a
@@ -41,6 +42,9 @@ pub enum Checksum {
     /// GitHub's (and npm's) format: after the `prefix_`, 30 base62 characters and then the
     /// CRC32 of those 30, in base62 (`0-9A-Za-z`), left-padded with `0` to 6 characters.
     Crc32Base62,
+    /// Docker's `auth` (and HTTP Basic's): base64 of `user:password`, whose password is no
+    /// stand-in (`user:pass`, `my_username:my_password`, as documentation writes one)
+    Base64UserPassword,
 }
 
 /// One vendor token format.
@@ -115,7 +119,7 @@ fn compile(rules: &[Rule]) -> Compiled {
                 .as_bytes()
                 .first()
                 .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
-            let anywhere = rule.checksum != Checksum::None || !word_first;
+            let anywhere = rule.checksum == Checksum::Crc32Base62 || !word_first;
             keywords.push((keyword.to_owned(), Found::Row(row), anywhere));
         }
         let pattern = format!("(?-u)^(?:{})", rule.shape);
@@ -323,7 +327,36 @@ pub fn checksum_holds(checksum: Checksum, token: &str) -> bool {
             let (random, check) = body.split_at(30);
             base62_padded(crc32fast::hash(random.as_bytes()), 6) == check
         }
+        Checksum::Base64UserPassword => base64_user_password_holds(token),
     }
+}
+
+/// Whether the base64 run that ends `token` decodes to `user:password` with a password that is
+/// no stand-in ([`Checksum::Base64UserPassword`]).
+fn base64_user_password_holds(token: &str) -> bool {
+    use base64::Engine as _;
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    const LENIENT: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new()
+            .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+            .with_decode_allow_trailing_bits(true),
+    );
+    let run_start = token
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=')))
+        .map_or(0, |at| at + 1);
+    let Ok(decoded) = LENIENT.decode(&token[run_start..]) else {
+        return false;
+    };
+    let Ok(pair) = std::str::from_utf8(&decoded) else {
+        return false;
+    };
+    pair.split_once(':').is_some_and(|(user, password)| {
+        !user.contains(['\n', '\r'])
+            && !password.is_empty()
+            && !crate::is_placeholder_password(password)
+            && !crate::password::is_stand_in_password(password)
+    })
 }
 
 /// `value` in base62 (`0-9A-Za-z`), left-padded with `0` to `width`.

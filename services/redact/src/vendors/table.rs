@@ -49,6 +49,7 @@ fn parse(table: &'static str) -> Vec<Rule> {
         let checksum = match fields[4] {
             "none" => Checksum::None,
             "crc32_base62" => Checksum::Crc32Base62,
+            "base64_user_password" => Checksum::Base64UserPassword,
             other => panic!("rules/vendors.tsv:{}: checksum {other:?}", n + 1),
         };
         let keywords: Vec<&'static str> = fields[2].split(',').collect();

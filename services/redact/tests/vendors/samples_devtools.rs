@@ -1,6 +1,6 @@
 //! Samples of the rows in `src/vendors/table/devtools.rs`.
 
-use super::{Positive, Sample, keyed, whole};
+use super::{Positive, Sample, after, keyed, whole};
 
 pub(super) const SAMPLES: &[Sample] = &[
     Sample {
@@ -178,6 +178,17 @@ pub(super) const SAMPLES: &[Sample] = &[
         kind: "docker_organization_access_token",
         positive: |g| whole(format!("dckr_oat_{}", g.b64url(32))),
         lookalike: |g| format!("dckr_oat_{}", g.alnum(10)),
+    },
+    Sample {
+        kind: "docker_config_auth",
+        // base64 of `user:password`
+        positive: |g| {
+            use base64::Engine as _;
+            let pair = format!("ci-bot:{}", g.alnum(20));
+            let auth = base64::engine::general_purpose::STANDARD.encode(pair);
+            after("{\"auths\": {\"ghcr.io\": {\"auth\": \"", auth)
+        },
+        lookalike: |_| "{\"auths\": {\"ghcr.io\": {\"auth\": true}}}".to_owned(),
     },
     Sample {
         kind: "nuget_api_key",
