@@ -185,10 +185,16 @@ fn every_vendor_row_has_a_sample_and_every_sample_a_row() {
     unique.sort_unstable();
     unique.dedup();
     assert_eq!(unique.len(), kinds.len(), "two rows share a kind");
-    for kind in &kinds {
+    // the rows built from a scanner's detectors (rules/prefixed.tsv) carry their own positive
+    // and negative, which every_vendor_row_redacts_its_own_positive_… holds them to
+    for rule in rules()
+        .iter()
+        .filter(|rule| !rule.source.starts_with("trufflehog "))
+    {
         assert!(
-            samples().any(|s| s.kind == *kind),
-            "the row {kind} has no sample"
+            samples().any(|s| s.kind == rule.kind),
+            "the row {} has no sample",
+            rule.kind
         );
     }
     let mut sample_kinds: Vec<&str> = samples().map(|s| s.kind).collect();

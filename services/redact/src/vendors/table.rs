@@ -28,12 +28,17 @@ use super::{Checksum, Rule};
 /// The table, as the crate holds it.
 const TABLE: &str = include_str!("../../rules/vendors.tsv");
 
+/// The rows `rules/build_prefixed_trufflehog.py` wrote from trufflehog's self-prefixed
+/// detectors (`apify_api_`, `rootly_`): the same columns, each row's source the detector it was
+/// read from, and its own positive and negative (no hand-written sample: `tests/vendors.rs`).
+const PREFIXED: &str = include_str!("../../rules/prefixed.tsv");
+
 /// The columns, in order.
 const COLUMNS: [&str; 9] = [
     "vendor", "kind", "keywords", "shape", "checksum", "source", "positive", "secret", "negative",
 ];
 
-fn parse(table: &'static str) -> Vec<Rule> {
+fn parse(table: &'static str, file: &str) -> Vec<Rule> {
     let mut rows = Vec::new();
     for (n, line) in table.lines().enumerate() {
         if line.starts_with('#') || line.trim().is_empty() {
@@ -43,14 +48,14 @@ fn parse(table: &'static str) -> Vec<Rule> {
         assert_eq!(
             fields.len(),
             COLUMNS.len(),
-            "rules/vendors.tsv:{}: the columns are {COLUMNS:?}",
+            "rules/{file}:{}: the columns are {COLUMNS:?}",
             n + 1
         );
         let checksum = match fields[4] {
             "none" => Checksum::None,
             "crc32_base62" => Checksum::Crc32Base62,
             "base64_user_password" => Checksum::Base64UserPassword,
-            other => panic!("rules/vendors.tsv:{}: checksum {other:?}", n + 1),
+            other => panic!("rules/{file}:{}: checksum {other:?}", n + 1),
         };
         let keywords: Vec<&'static str> = fields[2].split(',').collect();
         rows.push(Rule {
@@ -69,4 +74,8 @@ fn parse(table: &'static str) -> Vec<Rule> {
 }
 
 /// Every row, in the table's order.
-pub(crate) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| parse(TABLE));
+pub(crate) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    let mut rows = parse(TABLE, "vendors.tsv");
+    rows.extend(parse(PREFIXED, "prefixed.tsv"));
+    rows
+});
