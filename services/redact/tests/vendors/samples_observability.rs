@@ -187,4 +187,17 @@ pub(super) const SAMPLES: &[Sample] = &[
         positive: |g| keyed("AUTH0_CLIENT_SECRET", g.b64url(64)),
         lookalike: |_| "AUTH0_CLIENT_SECRET=${AUTH0_CLIENT_SECRET:?unset}".to_owned(),
     },
+    Sample {
+        kind: "authress_service_client_access_key",
+        positive: |g| {
+            whole(format!(
+                "sc_{}.{}.acc_{}.{}",
+                g.alnum(10),
+                g.alnum(4),
+                g.lower(10),
+                g.alnum(40)
+            ))
+        },
+        lookalike: |_| "sc_scheduler.main.acc_lookup".to_owned(),
+    },
 ];
