@@ -30,6 +30,7 @@ mod placeholder;
 mod published;
 mod tokens;
 mod vendors;
+mod xml_element;
 
 pub use vendors::named::{GAP as NAMED_GAP, NamedRule, named_rules};
 pub use vendors::{Checksum, Rule, base62_padded, checksum_holds, keyword_hits, rules};
@@ -525,6 +526,8 @@ fn settle(text: &str) -> (Settled, Cow<'_, str>) {
             .collect()
     };
     let key_hold = keys::hold(&tokens, &token_lines, &names);
+    // an element's text on its own line is read with the lines around it (xml_element.rs)
+    let element_hold = xml_element::hold(&tokens, &token_lines);
     let mut spans = back(&values.spans);
     if let Some(from) = key_hold.line.map(|line| token_lines[line].start) {
         spans.extend(
@@ -540,7 +543,7 @@ fn settle(text: &str) -> (Settled, Cow<'_, str>) {
         spans,
         soft: Vec::new(),
     };
-    let held = settle_line(&token_lines, [values, key_hold]);
+    let held = settle_line(&token_lines, [values, key_hold, element_hold]);
     // the token stage keeps the text's lines (no token spans a break): a line held in
     // `tokens` is the same line of the text
     let len = held.map_or(complete, |line| {

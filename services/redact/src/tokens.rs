@@ -570,6 +570,7 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
     crate::vendors::find(text, out);
     crate::infix::find(text, out);
     crate::curl::find(text, out);
+    crate::xml_element::find(text, out);
     secrets_beside_key_ids(text, out);
     // a stand-in in a token's shape is no token (placeholder.rs); URL credentials have their own;
     // a vendor's published example is no secret (published.rs)

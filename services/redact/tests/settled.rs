@@ -161,3 +161,31 @@ fn a_stream_reads_a_piece_below_a_token_as_the_whole_text_does() {
     shown.push_str(&stream.finish());
     assert_eq!(shown, boxfleet_redact::redact(text));
 }
+
+#[test]
+fn an_elements_opening_line_waits_for_its_value_and_its_close() {
+    assert_eq!(held("ok\n<etsyToken>\n"), "<etsyToken>\n");
+    assert_eq!(
+        held("ok\n<etsyToken>\n    r8o7pepwkn9ecr1ksfe92iuy\n"),
+        "<etsyToken>\n    r8o7pepwkn9ecr1ksfe92iuy\n"
+    );
+    assert_eq!(
+        held("ok\n<etsyToken>\n    r8o7pepwkn9ecr1ksfe92iuy\n</etsyToken>\n"),
+        ""
+    );
+    let mut stream = boxfleet_redact::Stream::new();
+    let mut shown = String::new();
+    for line in [
+        "ok\n",
+        "<etsyToken>\n",
+        "    r8o7pepwkn9ecr1ksfe92iuy\n",
+        "</etsyToken>\n",
+    ] {
+        shown.push_str(&stream.push(line));
+    }
+    shown.push_str(&stream.finish());
+    assert_eq!(
+        shown,
+        "ok\n<etsyToken>\n    [REDACTED:generic_secret]\n</etsyToken>\n"
+    );
+}

@@ -66,6 +66,10 @@ fn line() -> impl Strategy<Value = String> {
         // a key's body
         (any::<u64>(), widths).prop_map(|(seed, width)| base64_line(seed, width)),
         (any::<u64>()).prop_map(|seed| format!("{}…[...truncated]", base64_line(seed, 12))),
+        // an element's text on its own line
+        Just("<etsyToken>".to_owned()),
+        Just("    r8o7pepwkn9ecr1ksfe92iuy".to_owned()),
+        Just("</etsyToken>".to_owned()),
         // passwords
         Just("password: hunter2x9".to_owned()),
         Just("Password:".to_owned()),
