@@ -43,7 +43,9 @@ from build_named import (  # noqa: E402
     write_rows,
 )
 
-PATTERN = re.compile(r"MustCompile\(\s*`([^`]*)`\s*\)")
+PATTERN = re.compile(
+    r"MustCompile\(\s*(?:detectors\.PrefixRegex\(\s*\[\]string\{[^}]*\}\s*\)\s*\+\s*)?`([^`]*)`\s*\)"
+)
 MIN_PREFIX = 4
 MIN_BODY = 16
 
@@ -56,6 +58,11 @@ LEFT_OUT = {
     "sub-c-": "PubNub's subscribe key ships in the client app",
     "NRBR-": "New Relic's browser key is written into every page the agent watches",
     "3MVG9": "Salesforce's consumer key is an OAuth client's id",
+    "cus_": "a customer's id (Checkout.com's, as Stripe's), not a secret",
+    "cli_": "Lark's app id, published with the app",
+    "act_": "Smooch's key id, which names the secret it pairs with",
+    "pk-lf-": "Langfuse's public key, sent from the browser",
+    "tkn.v1_": "the detector's shape takes the blank after the token",
 }
 
 # the prefixes boxfleet's own token shapes read (src/tokens.rs)
@@ -76,12 +83,70 @@ def existing_prefixes(vendors_tsv):
     return out
 
 
-def literal_prefix(tree):
-    """(prefix, the rest) of a parsed regex that is one group opening with literals."""
+def split_alternatives(core):
+    """The alternatives of a regex that is one group (past an optional piece before it), as
+    regex texts, each to be read on its own: `(a|b)` is `a` and `b`."""
+    text = core
+    if text.startswith("(?:"):
+        depth, i = 0, 0
+        while i < len(text):
+            c = text[i]
+            if c == "\\":
+                i += 2
+                continue
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            i += 1
+        if text[i + 1 : i + 2] != "?":
+            return []
+        text = text[i + 2 :]
+    if not (text.startswith("(") and text.endswith(")")) or text.startswith("(?"):
+        return []
+    inner = text[1:-1]
+    out, depth, bracket, start, i = [], 0, False, 0, 0
+    while i < len(inner):
+        c = inner[i]
+        if c == "\\":
+            i += 2
+            continue
+        if bracket:
+            bracket = c != "]"
+        elif c == "[":
+            bracket = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth < 0:
+                return []
+        elif c == "|" and depth == 0:
+            out.append(inner[start:i])
+            start = i + 1
+        i += 1
+    out.append(inner[start:])
+    return out
+
+
+def alternatives(tree):
+    """The sequences a parsed regex is one of: its one group's branches, or the group itself,
+    past an optional piece before it (`(?:sandbox_)?(sk_pr_…)`)."""
     items = list(tree)
+    while len(items) > 1 and items[0][0] == sre_constants.MAX_REPEAT and items[0][1][0] == 0:
+        items = items[1:]
     if len(items) != 1 or items[0][0] != sre_constants.SUBPATTERN:
-        return None
+        return []
     inner = list(items[0][1][3])
+    if len(inner) == 1 and inner[0][0] == sre_constants.BRANCH:
+        return [list(branch) for branch in inner[0][1][1]]
+    return [inner]
+
+
+def literal_prefix(inner):
+    """(prefix, the rest) of a sequence that opens with literals."""
     prefix = ""
     i = 0
     while i < len(inner) and inner[i][0] == sre_constants.LITERAL:
@@ -113,56 +178,64 @@ def rows(root):
     def skip(reason):
         skipped[reason] = skipped.get(reason, 0) + 1
 
+    def row(alternative, parts, directory):
+        core = f"({alternative})"
+        try:
+            tree = sre_parse.parse(core)
+        except Exception:
+            return None
+        found = alternatives(tree)
+        split = literal_prefix(found[0]) if len(found) == 1 else None
+        if split is None:
+            return None
+        prefix, rest = split
+        if len(prefix) < MIN_PREFIX or not any(c.isalpha() for c in prefix) or not rest:
+            return None
+        if not re.fullmatch(r"[A-Za-z0-9_.:-]+", prefix):
+            return None
+        if prefix in LEFT_OUT:
+            return skip("left out (LEFT_OUT)")
+        if any(prefix.startswith(k) or k.startswith(prefix) for k in known):
+            return skip("a prefix already read")
+        if body_width(rest) < MIN_BODY:
+            return skip("a body shorter than 16")
+        if prefix in seen:
+            return skip("a prefix read by an earlier detector")
+        token = None
+        for _ in range(40):
+            try:
+                candidate = sample(core, rng)
+            except Unsampleable:
+                break
+            if re.fullmatch(core, candidate) and random_enough(candidate[len(prefix):]):
+                token = candidate
+                break
+        if token is None:
+            return skip("no sample")
+        seen.add(prefix)
+        vendor = directory.split("/")[0]
+        kind = re.sub(r"[^a-z0-9]+", "_", f"{directory}_token".lower()).strip("_")
+        source = f"trufflehog {commit} {'/'.join(parts[:-1])}"
+        negative = f"{prefix}abc"
+        return [vendor, kind, prefix, core, "none", source, token, token, negative]
+
+    kinds = set()
     for path, text in detector_files(root):
         parts = path.split("/")
         directory = "/".join(parts[2:-1]) if len(parts) > 3 else parts[-1][:-3]
         for m in PATTERN.finditer(text):
             regex = m.group(1)
-            if "(?i" in regex or "|" in regex:
+            if "(?i" in regex:
                 continue
-            core = regex.replace("\\b", "")
-            try:
-                tree = sre_parse.parse(core)
-            except Exception:
-                continue
-            split = literal_prefix(tree)
-            if split is None:
-                continue
-            prefix, rest = split
-            if len(prefix) < MIN_PREFIX or not any(c.isalpha() for c in prefix) or not rest:
-                continue
-            if not re.fullmatch(r"[A-Za-z0-9_.:-]+", prefix):
-                continue
-            if prefix in LEFT_OUT:
-                skip("left out (LEFT_OUT)")
-                continue
-            if any(prefix.startswith(k) or k.startswith(prefix) for k in known):
-                skip("a prefix already read")
-                continue
-            if body_width(rest) < MIN_BODY:
-                skip("a body shorter than 16")
-                continue
-            if prefix in seen:
-                skip("a prefix read by an earlier detector")
-                continue
-            token = None
-            for _ in range(40):
-                try:
-                    candidate = sample(core, rng)
-                except Unsampleable:
-                    break
-                if re.fullmatch(core, candidate) and random_enough(candidate[len(prefix):]):
-                    token = candidate
-                    break
-            if token is None:
-                skip("no sample")
-                continue
-            seen.add(prefix)
-            vendor = directory.split("/")[0]
-            kind = re.sub(r"[^a-z0-9]+", "_", f"{directory}_token".lower()).strip("_")
-            source = f"trufflehog {commit} {'/'.join(parts[:-1])}"
-            negative = f"{prefix}abc"
-            yield [vendor, kind, prefix, core, "none", source, token, token, negative]
+            for alternative in split_alternatives(regex.replace("\\b", "")):
+                out = row(alternative, parts, directory)
+                if out is None:
+                    continue
+                # two formats of one detector: the second kind named by its prefix
+                if out[1] in kinds:
+                    out[1] = re.sub(r"[^a-z0-9]+", "_", f"{directory}_{out[2]}".lower()).strip("_")
+                kinds.add(out[1])
+                yield out
     for reason, n in sorted(skipped.items()):
         print(f"skipped {n}: {reason}", file=sys.stderr)
 
