@@ -12,12 +12,23 @@
 //!   timestamp's two dots, which few texts hold six base64url characters apart; the id must
 //!   hold a digit and both cases, as base64 of a number's digits does.
 //!
+//! - A Telegram bot's token written bare: the bot's id (5 to 16 digits), `:`, then 35
+//!   base64url characters opening with `A` (`110201543:AAHdqTcvCH1vGWJxfSe1ofSAs0K5PALDsaw`),
+//!   as the Bot API's docs show one and gitleaks' `telegram-bot-api-token` reads it; found at
+//!   its `:A`. The vendor table reads it inside the API's URL already.
+//! - A Mailchimp API key written bare: 32 lower-case hex, `-us` and its data centre's number
+//!   (`343ea45721923ed956e2b38c31db76aa-us30`), Mailchimp's documented format; found at `-us`.
+//!
 //! Each is one run of its alphabet: a letter of it on either side means a longer string.
 
 use crate::{Claim, Kind};
 
 /// The marker of an Entra ID client secret (the vendor table's name for it).
 pub const AZURE_AD_CLIENT_SECRET: &str = "azure_ad_client_secret";
+
+/// The markers of a Telegram bot token and a Mailchimp API key (the vendor table's names).
+pub const TELEGRAM_BOT_TOKEN: &str = "telegram_bot_token";
+pub const MAILCHIMP_API_KEY: &str = "mailchimp_api_key";
 
 /// The marker of a Discord bot token.
 pub const DISCORD_BOT_TOKEN: &str = "discord_bot_token";
@@ -39,6 +50,24 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
                 start,
                 end,
                 kind: Kind::Token(AZURE_AD_CLIENT_SECRET),
+            });
+        }
+    }
+    for at in memchr::memmem::find_iter(bytes, b":A") {
+        if let Some((start, end)) = telegram_token_at(bytes, at) {
+            out.push(Claim {
+                start,
+                end,
+                kind: Kind::Token(TELEGRAM_BOT_TOKEN),
+            });
+        }
+    }
+    for at in memchr::memmem::find_iter(bytes, b"-us") {
+        if let Some((start, end)) = mailchimp_key_at(bytes, at) {
+            out.push(Claim {
+                start,
+                end,
+                kind: Kind::Token(MAILCHIMP_API_KEY),
             });
         }
     }
@@ -82,6 +111,50 @@ fn azure_secret_at(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
     }
     let tail = end - at - 2;
     (31..=34).contains(&tail).then_some((start, end))
+}
+
+/// The Telegram bot token whose `:A` is at `colon`, if one is.
+fn telegram_token_at(bytes: &[u8], colon: usize) -> Option<(usize, usize)> {
+    let digits = bytes[..colon]
+        .iter()
+        .rev()
+        .take(17)
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    let start = colon - digits;
+    if !(5..=16).contains(&digits) || (start > 0 && is_base64url(bytes[start - 1])) {
+        return None;
+    }
+    let body = bytes[colon + 1..]
+        .iter()
+        .take(36)
+        .take_while(|&&b| is_base64url(b))
+        .count();
+    let end = colon + 1 + body;
+    let random = bytes[colon + 1..end].iter().any(u8::is_ascii_digit)
+        && bytes[colon + 1..end].iter().any(u8::is_ascii_lowercase);
+    (body == 35 && random).then_some((start, end))
+}
+
+/// The Mailchimp key whose `-us` is at `at`, if one is.
+fn mailchimp_key_at(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
+    let start = at.checked_sub(32)?;
+    let hex = &bytes[start..at];
+    if !hex
+        .iter()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+        || (start > 0 && bytes[start - 1].is_ascii_alphanumeric())
+    {
+        return None;
+    }
+    let digits = bytes[at + 3..]
+        .iter()
+        .take(3)
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    let end = at + 3 + digits;
+    let ends = !bytes.get(end).is_some_and(|b| b.is_ascii_alphanumeric());
+    ((1..=2).contains(&digits) && ends).then_some((start, end))
 }
 
 /// The bot token whose id ends at the `.` at `dot`, if one is.
@@ -153,6 +226,33 @@ mod tests {
             "QtT8Q~9C-_Ij~RouHVpD2Tuf3oHWGh.DQ3kcjbAnXYZW",
             "xQtT8Q~9C-_Ij~RouHVpD2Tuf3oHWGh.DQ3kcjbAn",
             "QtTxQ~9C-_Ij~RouHVpD2Tuf3oHWGh.DQ3kcjbAn",
+        ] {
+            assert!(claims(text).is_empty(), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_bare_telegram_token_and_mailchimp_key_are_read() {
+        let text = "bot 110201543:AAHdqTcvCH1vGWJxfSe1ofSAs0K5PALDsaw ready";
+        assert_eq!(
+            claims(text),
+            [(
+                "110201543:AAHdqTcvCH1vGWJxfSe1ofSAs0K5PALDsaw",
+                TELEGRAM_BOT_TOKEN
+            )]
+        );
+        let text = "MC=343ea45721923ed956e2b38c31db76aa-us30";
+        assert_eq!(
+            claims(text),
+            [("343ea45721923ed956e2b38c31db76aa-us30", MAILCHIMP_API_KEY)]
+        );
+        for text in [
+            // a time, a short body, a longer run; hex not 32, a region word
+            "at 12:30:Alarm",
+            "110201543:AAHdqTcvCH1vGWJxfSe1ofSAs0K5PA",
+            "110201543:AAHdqTcvCH1vGWJxfSe1ofSAs0K5PALDsawXYZ",
+            "43ea45721923ed956e2b38c31db76aa-us30",
+            "343ea45721923ed956e2b38c31db76aa-users",
         ] {
             assert!(claims(text).is_empty(), "{text}");
         }
