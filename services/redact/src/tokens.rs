@@ -569,7 +569,7 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
     scan(start, text.len());
     crate::vendors::find(text, out);
     crate::infix::find(text, out);
-    crate::curl::find(text, out);
+    crate::command_line::find(text, out);
     crate::xml_element::find(text, out);
     secrets_beside_key_ids(text, out);
     // a stand-in in a token's shape is no token (placeholder.rs); URL credentials have their own;

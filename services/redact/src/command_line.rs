@@ -1,20 +1,26 @@
-//! The password a `curl` command line carries: `-u user:password`, `--user 'user:password'`,
-//! `-uuser:password` (curl's documented `-u, --user <user:password>`), and the credential a
-//! header it sends carries: `-H 'Authorization: <scheme> <credential>'`, or a header whose name
-//! says it holds one (`Api-Token:`, `X-Api-Key:`, `Token:`), its value after an optional
-//! scheme word (`Api-Token 22cb…`). An agent's shell trace prints the command it ran, so the
-//! password is in the transcript as typed.
+//! Passwords a command line carries, as an agent's shell trace prints the command it ran:
 //!
-//! The option is read only on a line that runs `curl` (the word, after the line's start, a
-//! blank, `$`, `;`, `|`, `&`, `(` or a quote), since `-u` means something else to other
+//! - curl's `-u user:password`, `--user 'user:password'`, `-uuser:password` (curl's documented
+//!   `-u, --user <user:password>`), and the credential a header it sends carries:
+//!   `-H 'Authorization: <scheme> <credential>'`, or a header whose name says it holds one
+//!   (`Api-Token:`, `X-Api-Key:`, `Token:`), its value after an optional scheme word
+//!   (`Api-Token 22cb…`);
+//! - a registry login's `-p PASSWORD`, `--password PASSWORD` or `--password=PASSWORD` after
+//!   `login` under docker, podman, nerdctl, buildah, skopeo, helm or oras (their documented
+//!   `login` options; `--password-stdin` carries none);
+//! - sshpass' `-p PASSWORD` (or `-pPASSWORD`), and the MySQL clients' `-pPASSWORD` (glued:
+//!   `-p` alone prompts) and `--password=PASSWORD` (mysql, mysqldump, mysqladmin, mariadb).
+//!
+//! An option is read only on a line that runs its program (the word, after the line's start,
+//! a blank, `$`, `;`, `|`, `&`, `(` or a quote), since `-u` and `-p` mean other things to other
 //! programs. Its argument is one shell word, its quoted pieces joined (`kevin:'pRf7…'`,
-//! `"{id}":"{secret}"`); what follows its first `:` is the password, and that part alone is
-//! redacted, its quotes left. None is read when the word has no `:` (curl then prompts for
-//! one), the password is empty, or it stands in for one: a variable or a command's output
-//! (`$PASS`, `${{ secrets.X }}`, `$(cat pw)`), a template's (`{{ .Values.password }}`), a
-//! placeholder (`<password>`, `[PASSWORD]`, `xxx`, `pass`, `token`), or the user's own name
-//! again (`test:test`). A command continued onto the next line (`\`) is read on the line that
-//! names curl only: a line's redaction never waits on the lines after it.
+//! `"{id}":"{secret}"`); the password alone is redacted, its quotes left. None is read when the
+//! password is empty or stands in for one: a variable or a command's output (`$PASS`,
+//! `${{ secrets.X }}`, `$(cat pw)`), a template's (`{{ .Values.password }}`), a placeholder
+//! (`<password>`, `[PASSWORD]`, `xxx`, `pass`, `token`), or curl's user's own name again
+//! (`test:test`); curl's argument with no `:` has none (curl then prompts). A command
+//! continued onto the next line (`\`) is read on the line that names its program only: a
+//! line's redaction never waits on the lines after it.
 
 use crate::{Claim, Kind};
 
@@ -24,21 +30,117 @@ pub const HEADER_CREDENTIAL: &str = "http_header_credential";
 /// What a header's name ends in when its value is a credential (any case).
 const CREDENTIAL_HEADER_ENDS: &[&str] = &["authorization", "token", "key", "secret", "apikey"];
 
-/// Every curl password in `text`.
+/// The programs whose command lines carry a password, and how each is read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Program {
+    Curl,
+    /// a container tool whose `login` takes `-p`/`--password`
+    RegistryLogin,
+    Sshpass,
+    Mysql,
+}
+
+const PROGRAMS: &[(&str, Program)] = &[
+    ("curl", Program::Curl),
+    ("docker", Program::RegistryLogin),
+    ("podman", Program::RegistryLogin),
+    ("nerdctl", Program::RegistryLogin),
+    ("buildah", Program::RegistryLogin),
+    ("skopeo", Program::RegistryLogin),
+    ("helm", Program::RegistryLogin),
+    ("oras", Program::RegistryLogin),
+    ("sshpass", Program::Sshpass),
+    ("mysql", Program::Mysql),
+    ("mysqldump", Program::Mysql),
+    ("mysqladmin", Program::Mysql),
+    ("mariadb", Program::Mysql),
+];
+
+/// Every command-line password in `text`.
 pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
     let bytes = text.as_bytes();
-    for at in memchr::memmem::find_iter(bytes, b"curl") {
-        let starts_a_word = at == 0
-            || matches!(
-                bytes[at - 1],
-                b' ' | b'\t' | b'\n' | b'$' | b';' | b'|' | b'&' | b'(' | b'\'' | b'"' | b'`'
-            );
-        if !starts_a_word || !matches!(bytes.get(at + 4), Some(b' ' | b'\t')) {
-            continue;
+    for &(name, program) in PROGRAMS {
+        for at in memchr::memmem::find_iter(bytes, name.as_bytes()) {
+            let starts_a_word = at == 0
+                || matches!(
+                    bytes[at - 1],
+                    b' ' | b'\t' | b'\n' | b'$' | b';' | b'|' | b'&' | b'(' | b'\'' | b'"' | b'`'
+                );
+            let after = at + name.len();
+            if !starts_a_word || !matches!(bytes.get(after), Some(b' ' | b'\t')) {
+                continue;
+            }
+            let line_end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |n| at + n);
+            match program {
+                Program::Curl => read_options(text, after, line_end, out),
+                other => read_password_options(text, after, line_end, other, out),
+            }
         }
-        let line_end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |n| at + n);
-        read_options(text, at + 4, line_end, out);
     }
+}
+
+/// Reads a registry login's, sshpass' or a MySQL client's words for the option that carries
+/// the password.
+fn read_password_options(
+    text: &str,
+    mut pos: usize,
+    end: usize,
+    program: Program,
+    out: &mut Vec<Claim>,
+) {
+    let bytes = text.as_bytes();
+    let mut logging_in = program != Program::RegistryLogin;
+    let mut value_next = false;
+    while pos < end {
+        while pos < end && matches!(bytes[pos], b' ' | b'\t') {
+            pos += 1;
+        }
+        if pos >= end || matches!(bytes[pos], b';' | b'|' | b'&' | b'>' | b'#') {
+            return;
+        }
+        let word = shell_word(bytes, pos, end);
+        let raw = &text[pos..word.end];
+        if value_next {
+            value_next = false;
+            if !raw.starts_with('-') {
+                claim_value(text, &word.content, out);
+            }
+        } else if raw == "login" {
+            logging_in = true;
+        } else if logging_in {
+            match program {
+                Program::RegistryLogin | Program::Sshpass if raw == "-p" => value_next = true,
+                Program::RegistryLogin if raw == "--password" => value_next = true,
+                Program::RegistryLogin | Program::Mysql if raw.starts_with("--password=") => {
+                    claim_value(text, &word.content["--password=".len()..], out);
+                }
+                Program::Sshpass | Program::Mysql if raw.len() > 2 && raw.starts_with("-p") => {
+                    claim_value(text, &word.content[2..], out);
+                }
+                _ => {}
+            }
+        }
+        pos = word.end;
+    }
+}
+
+/// Claims a password read whole from a word's characters, unless it stands in for one.
+fn claim_value(text: &str, content: &[(u8, usize)], out: &mut Vec<Claim>) {
+    let (Some(&(_, first)), Some(&(_, last))) = (content.first(), content.last()) else {
+        return;
+    };
+    let bytes: Vec<u8> = content.iter().map(|&(b, _)| b).collect();
+    let Ok(value) = std::str::from_utf8(&bytes) else {
+        return;
+    };
+    if text[first..=last].len() != value.len() || stands_in(value, b"") {
+        return;
+    }
+    out.push(Claim {
+        start: first,
+        end: last + 1,
+        kind: Kind::Password,
+    });
 }
 
 /// Reads the words of a curl command from `pos` to `end` for `-u`/`--user` and its argument.
@@ -286,6 +388,47 @@ mod tests {
             ),
         ] {
             assert_eq!(claimed(text), [credential], "{text}");
+        }
+    }
+
+    #[test]
+    fn a_registry_logins_sshpass_and_mysqls_password_is_read() {
+        for (text, password) in [
+            (
+                "docker login -u ci -p Xy7pQ2mN9vB4 registry.example.com",
+                "Xy7pQ2mN9vB4",
+            ),
+            (
+                "docker login dvacr00.azurecr.io -u dvacr00 -p Ljc+1lq0U0+c3jHlMHxSxAhC",
+                "Ljc+1lq0U0+c3jHlMHxSxAhC",
+            ),
+            (
+                "podman login --username ci --password 'Xy7pQ2mN9vB4' quay.io",
+                "Xy7pQ2mN9vB4",
+            ),
+            (
+                "helm registry login ghcr.io --password=Xy7pQ2mN9vB4",
+                "Xy7pQ2mN9vB4",
+            ),
+            ("sshpass -p 'Xy7pQ2mN9vB4' ssh root@host", "Xy7pQ2mN9vB4"),
+            ("$ mysql -u root -pXy7pQ2mN9vB4 -h db", "Xy7pQ2mN9vB4"),
+            (
+                "mysqldump --password=Xy7pQ2mN9vB4 app > dump.sql",
+                "Xy7pQ2mN9vB4",
+            ),
+        ] {
+            assert_eq!(claimed(text), [password], "{text}");
+        }
+        for text in [
+            "docker login -u ci --password-stdin registry.example.com",
+            "docker login -u ci -p $REGISTRY_PASSWORD registry.example.com",
+            "docker run -p 8080:80 nginx",
+            "docker push -p image",
+            "mysql -u root -p app",
+            "sshpass -p \"$SSHPASS\" ssh host",
+            "podman login -p <password> quay.io",
+        ] {
+            assert!(claimed(text).is_empty(), "{text}: {:?}", claimed(text));
         }
     }
 
