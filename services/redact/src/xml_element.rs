@@ -5,6 +5,10 @@
 //! samples so too). The value is claimed when it reads as a key: 8 to 512 characters with no
 //! blank or markup, a digit or both cases in it, and no stand-in (`xxxx`, `${TOKEN}`).
 //!
+//! On one line, a setting element's `value` after a `key` naming a secret is read the same way:
+//! NuGet's `<add key="ClearTextPassword" value="…" />` and .NET's `appSettings`
+//! (`<add key="ApiKey" value="…"/>`), the attributes in either order.
+//!
 //! The value's redaction depends on the lines around it, so a stream holds an opening line
 //! until the element's close has been written or can no longer come ([`hold`]), and never
 //! settles a prefix that ends inside an element read whole.
@@ -73,6 +77,7 @@ fn reads_as_a_key(value: &str) -> bool {
         && (digit || (upper && lower))
         && !value.starts_with(crate::MARKER_PREFIX)
         && !value.contains('$')
+        && !(value.len() > 2 && value.starts_with('%') && value.ends_with('%'))
         && !value.contains("{{")
         && !crate::placeholder::is_stand_in(value)
         && !crate::is_placeholder_password(value)
@@ -95,8 +100,47 @@ fn elements<'t>(
     })
 }
 
-/// Every secret held as an element's text on its own line.
+/// The value of the setting element a `key="` at `at` opens, if its key names a secret.
+fn setting_value(text: &str, at: usize) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    // the attribute's own name: `key`, not `monkey`
+    if at > 0 && bytes[at - 1].is_ascii_alphanumeric() {
+        return None;
+    }
+    let name_start = at + b"key=\"".len();
+    let name_len = memchr::memchr(b'"', &bytes[name_start..])?;
+    if !secret_name(&text[name_start..name_start + name_len]) {
+        return None;
+    }
+    // the element this attribute is in: back to its `<`, on to its `>`
+    let open = memchr::memrchr(b'<', &bytes[..at])?;
+    let close = name_start + memchr::memchr(b'>', &bytes[name_start..])?;
+    if memchr::memchr(b'\n', &bytes[open..close]).is_some() {
+        return None;
+    }
+    let tag = &text[open..close];
+    let value_at = tag
+        .match_indices("value=\"")
+        .map(|(i, _)| i)
+        .find(|&i| i == 0 || !tag.as_bytes()[i - 1].is_ascii_alphanumeric())?;
+    let start = open + value_at + b"value=\"".len();
+    let end = start + memchr::memchr(b'"', &bytes[start..close])?;
+    Some((start, end))
+}
+
+/// Every secret held as an element's text on its own line, or as a setting's value.
 pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
+    for at in memchr::memmem::find_iter(text.as_bytes(), b"key=\"") {
+        if let Some((start, end)) = setting_value(text, at)
+            && reads_as_a_key(&text[start..end])
+        {
+            out.push(Claim {
+                start,
+                end,
+                kind: Kind::Token(crate::context::KIND),
+            });
+        }
+    }
     // most texts hold no element closed alone on its line: look for one first
     if memchr::memmem::find(text.as_bytes(), b"</").is_none() {
         return;
@@ -174,6 +218,31 @@ mod tests {
             "<secretKey>\n    set it in the vault 2\n</secretKey>",
         ] {
             assert!(claimed(text).is_empty(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_settings_value_after_a_secrets_key_is_read() {
+        for (text, value) in [
+            (
+                "<add key=\"ClearTextPassword\" value=\"CleartextPassword1\" />",
+                "CleartextPassword1",
+            ),
+            (
+                "  <add value=\"Q7w3E9r2T5y8U4i6\" key=\"ApiKey\"/>",
+                "Q7w3E9r2T5y8U4i6",
+            ),
+        ] {
+            assert_eq!(claimed(text), [value], "{text}");
+        }
+        for text in [
+            "<add key=\"Username\" value=\"CleartextUser1\" />",
+            "<add key=\"ApiKey\" value=\"$(ApiKey)\" />",
+            "<add key=\"ApiKey\" value=\"\" />",
+            "<add key=\"ClearTextPassword\" value=\"%TestSourcePassword%\" />",
+            "<monkey=\"ApiKey\" value=\"Q7w3E9r2T5y8U4i6\"/>",
+        ] {
+            assert!(claimed(text).is_empty(), "{text}");
         }
     }
 
