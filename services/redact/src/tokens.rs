@@ -580,6 +580,47 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
             && (matches!(claim.kind, Kind::Token("url_credentials"))
                 || !crate::placeholder::is_stand_in(claimed))
     });
+    copies_on_their_line(text, out);
+}
+
+/// How far from a claimed token, on its line, a copy of it is looked for.
+const COPY_WINDOW: usize = 256;
+
+/// The shortest token whose copies are redacted with it.
+const MIN_COPIED: usize = 12;
+
+/// A token read once is the same secret wherever it appears again beside it: a copy of it on
+/// its line, within [`COPY_WINDOW`] either way (`token = 'X' | 'X'`, `--key X … echo X`), is
+/// claimed too, though no rule would read the copy where it stands. Only on its line, so a
+/// stream's settled lines read it as the whole text does; only within the window, so a line
+/// of many tokens costs no more than its length.
+fn copies_on_their_line(text: &str, out: &mut Vec<Claim>) {
+    let bytes = text.as_bytes();
+    let mut copies = Vec::new();
+    for claim in out.iter() {
+        if !matches!(claim.kind, Kind::Token(_) | Kind::Named(_))
+            || claim.end - claim.start < MIN_COPIED
+        {
+            continue;
+        }
+        let line_start = memchr::memrchr(b'\n', &bytes[..claim.start]).map_or(0, |at| at + 1);
+        let line_end =
+            memchr::memchr(b'\n', &bytes[claim.end..]).map_or(bytes.len(), |at| claim.end + at);
+        let from = line_start.max(claim.start.saturating_sub(COPY_WINDOW));
+        let to = line_end.min(claim.end + COPY_WINDOW);
+        let token = &bytes[claim.start..claim.end];
+        for at in memchr::memmem::find_iter(&bytes[from..to], token) {
+            let start = from + at;
+            if start != claim.start {
+                copies.push(Claim {
+                    start,
+                    end: start + token.len(),
+                    kind: claim.kind,
+                });
+            }
+        }
+    }
+    out.extend(copies);
 }
 
 /// How far after an AWS access key id, on its line, a bare secret key is looked for.

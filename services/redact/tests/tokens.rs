@@ -840,3 +840,21 @@ fn a_token_after_an_escaped_break_is_redacted() {
     let clean = "{\"content\":\"line one\\nskipping tests\\nAKIAX is short\"}\n";
     assert_eq!(redact(clean), clean);
 }
+
+/// A token read once is redacted wherever it is copied beside it on its line (trufflehog's
+/// `token = 'X' | 'X'`), but not on another line.
+#[test]
+fn a_tokens_copy_on_its_line_goes_with_it() {
+    let token = format!("ghp_{}", body(MIXED, 36));
+    let text = format!("github token = '{token}' | '{token}'");
+    assert_eq!(
+        redact(&text),
+        "github token = '[REDACTED:github_token]' | '[REDACTED:github_token]'"
+    );
+    // a copy no rule reads where it stands: the value after a vendor's name, then bare
+    let key = "Q7w3E9r2T5y8U4i6O1p0Z9x8";
+    let text = format!("ABYSSALE_API_KEY={key} ok; echo {key}\nnext line {key}");
+    let out = redact(&text);
+    assert!(!out.lines().next().unwrap().contains(key), "{out}");
+    assert!(out.ends_with(&format!("next line {key}")), "{out}");
+}
