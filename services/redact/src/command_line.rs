@@ -56,25 +56,36 @@ const PROGRAMS: &[(&str, Program)] = &[
     ("mariadb", Program::Mysql),
 ];
 
+/// One search for every program's name.
+fn program_names() -> &'static aho_corasick::AhoCorasick {
+    static NAMES: std::sync::OnceLock<aho_corasick::AhoCorasick> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .build(PROGRAMS.iter().map(|(name, _)| name))
+            .expect("the program names are a valid search")
+    })
+}
+
 /// Every command-line password in `text`.
 pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
     let bytes = text.as_bytes();
-    for &(name, program) in PROGRAMS {
-        for at in memchr::memmem::find_iter(bytes, name.as_bytes()) {
-            let starts_a_word = at == 0
-                || matches!(
-                    bytes[at - 1],
-                    b' ' | b'\t' | b'\n' | b'$' | b';' | b'|' | b'&' | b'(' | b'\'' | b'"' | b'`'
-                );
-            let after = at + name.len();
-            if !starts_a_word || !matches!(bytes.get(after), Some(b' ' | b'\t')) {
-                continue;
-            }
-            let line_end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |n| at + n);
-            match program {
-                Program::Curl => read_options(text, after, line_end, out),
-                other => read_password_options(text, after, line_end, other, out),
-            }
+    for found in program_names().find_iter(bytes) {
+        let (name, program) = PROGRAMS[found.pattern().as_usize()];
+        let at = found.start();
+        let starts_a_word = at == 0
+            || matches!(
+                bytes[at - 1],
+                b' ' | b'\t' | b'\n' | b'$' | b';' | b'|' | b'&' | b'(' | b'\'' | b'"' | b'`'
+            );
+        let after = at + name.len();
+        if !starts_a_word || !matches!(bytes.get(after), Some(b' ' | b'\t')) {
+            continue;
+        }
+        let line_end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |n| at + n);
+        match program {
+            Program::Curl => read_options(text, after, line_end, out),
+            other => read_password_options(text, after, line_end, other, out),
         }
     }
 }

@@ -855,6 +855,9 @@ fn a_tokens_copy_on_its_line_goes_with_it() {
     let key = "Q7w3E9r2T5y8U4i6O1p0Z9x8";
     let text = format!("ABYSSALE_API_KEY={key} ok; echo {key}\nnext line {key}");
     let out = redact(&text);
-    assert!(!out.lines().next().is_some_and(|line| line.contains(key)), "{out}");
+    assert!(
+        !out.lines().next().is_some_and(|line| line.contains(key)),
+        "{out}"
+    );
     assert!(out.ends_with(&format!("next line {key}")), "{out}");
 }
