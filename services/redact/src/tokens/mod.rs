@@ -23,6 +23,13 @@
 //! regex a JWT's failed start would be read on past every token inside its run, once per
 //! token.
 
+mod checks;
+mod nearby;
+
+use checks::{
+    base64_of_a_jwt, challenge_param, gitlab_width_reads, jwt_header_names_its_alg, kebab,
+    slack_body_reads,
+};
 use std::sync::LazyLock;
 
 use memchr::memmem;
@@ -248,78 +255,6 @@ const JWT_SHAPES: &[Shape] = &[
     },
 ];
 
-/// Whether a base64 run decodes to a JWT's header and claims (`eyJ….eyJ…`). Only a whole
-/// number of quads is decoded, so a run cut short still reads.
-fn base64_of_a_jwt(run: &str) -> bool {
-    use base64::Engine as _;
-    let run = run.trim_end_matches('=');
-    let whole = &run[..run.len() - run.len() % 4];
-    base64::engine::general_purpose::STANDARD_NO_PAD
-        .decode(whole)
-        .is_ok_and(|decoded| {
-            decoded.starts_with(b"eyJ") && memchr::memmem::find(&decoded, b".eyJ").is_some()
-        })
-}
-
-/// Whether a JWT's header (before its first `.`) decodes, as base64url, to a JSON object that
-/// names its `"alg"`, which RFC 7515 §4.1.1 requires of every JWS and JWE header: `eyJ` only
-/// says it opens with `{"`, and a header cut short (`…IkpXVCJ`) or typed over
-/// (`eyJhbasdGciOiJIUadd…`) is no token's. The bytes between are not read as UTF-8 and the
-/// trailing bits are not held to zero: what a careless encoder wrote is still a credential.
-fn jwt_header_names_its_alg(token: &str) -> bool {
-    use base64::Engine as _;
-    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
-    const LENIENT: GeneralPurpose = GeneralPurpose::new(
-        &base64::alphabet::URL_SAFE,
-        GeneralPurposeConfig::new()
-            .with_decode_padding_mode(DecodePaddingMode::Indifferent)
-            .with_decode_allow_trailing_bits(true),
-    );
-    let header = token.split('.').next().unwrap_or("");
-    LENIENT.decode(header).is_ok_and(|decoded| {
-        let object = decoded.trim_ascii();
-        object.starts_with(b"{")
-            && object.ends_with(b"}")
-            && memchr::memmem::find(object, b"\"alg\"").is_some()
-    })
-}
-
-/// Whether what follows a Slack token's prefix (`xoxb-`, `xapp-`) reads as a token's body, as
-/// Slack's documented shapes write it (team and user ids in digits, then the secret in letters
-/// and digits; `xapp-1-A…`, `xoxe.xoxp-1-…`). Not one: a body without a digit
-/// (`xoxb-abcdef-abcdef`, `xoxb-xoxb-my-bot-token`); a body that is one run of digits, an id
-/// with no secret after it (`xoxp-1234567890`, `xoxr-833485595373?…`); a token whose secret was
-/// masked (`…-572331691188-####`, `…-****`); and a word of a hyphenated name
-/// (`2018-250-xoxo-indieweb-1.jpg`), which a `-` or `.` before it says.
-fn slack_body_reads(text: &str, from: usize, to: usize) -> bool {
-    let bytes = text.as_bytes();
-    let token = &text[from..to];
-    let body = token.split_once('-').map_or("", |(_, body)| body);
-    let has_digit = body.bytes().any(|b| b.is_ascii_digit());
-    let one_id = body
-        .trim_end_matches('-')
-        .bytes()
-        .all(|b| b.is_ascii_digit());
-    let masked = matches!(bytes.get(to), Some(b'#' | b'*'));
-    let in_a_name =
-        from > 0 && matches!(bytes[from - 1], b'-' | b'.') && !text[..from].ends_with("xoxe.");
-    has_digit && !one_id && !masked && !in_a_name
-}
-
-/// The GitLab tokens whose body has one width (GitLab's token-prefix docs; gitleaks' and
-/// detect-secrets' rules hold them to it): a pipeline trigger token's 40, an OAuth
-/// application secret's 64, an incoming mail token's 25. A run longer or shorter is some other
-/// text that opens the same way (`gloas-checking_Length-Is-…`). The others are 20 or more.
-const GITLAB_WIDTHS: &[(&str, usize)] = &[("glptt-", 40), ("gloas-", 64), ("glimt-", 25)];
-
-/// Whether a GitLab token is as wide as its prefix says ([`GITLAB_WIDTHS`]).
-fn gitlab_width_reads(token: &str) -> bool {
-    GITLAB_WIDTHS
-        .iter()
-        .find(|(prefix, _)| token.starts_with(prefix))
-        .is_none_or(|(prefix, width)| token.len() - prefix.len() == *width)
-}
-
 /// A compiled set of shapes: the regex of their alternatives, in order.
 struct Compiled {
     regex: Regex,
@@ -476,32 +411,6 @@ impl Compiled {
     }
 }
 
-/// Whether an OpenAI body reads as a list of lower-case words (`learn-contrib-imbalanced`):
-/// no digit, no upper case, and a dash.
-fn kebab(body: &str) -> bool {
-    body.contains('-')
-        && !body
-            .bytes()
-            .any(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
-}
-
-/// Whether what follows `Bearer` is a challenge's parameter (`WWW-Authenticate: Bearer
-/// resource_metadata="…"`, RFC 6750 §3 and RFC 9728 §5.1), not a credential.
-fn challenge_param(credential: &str) -> bool {
-    const PARAMS: &[&str] = &[
-        "realm=",
-        "scope=",
-        "error=",
-        "error_description=",
-        "error_uri=",
-        "resource_metadata=",
-        "charset=",
-    ];
-    PARAMS
-        .iter()
-        .any(|param| credential.eq_ignore_ascii_case(param))
-}
-
 /// Whether a URL's password is a variable's reference (`$(PGPASSWORD)`, `$DB_PASS`,
 /// `%(password)s`): a make file's, a shell's or a format's, to be filled in later.
 fn reference(password: &str) -> bool {
@@ -571,7 +480,7 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
     crate::infix::find(text, out);
     crate::command_line::find(text, out);
     crate::xml_element::find(text, out);
-    secrets_beside_key_ids(text, out);
+    nearby::secrets_beside_key_ids(text, out);
     // a stand-in in a token's shape is no token (placeholder.rs); URL credentials have their own;
     // a vendor's published example is no secret (published.rs)
     out.retain(|claim| {
@@ -580,100 +489,7 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
             && (matches!(claim.kind, Kind::Token("url_credentials"))
                 || !crate::placeholder::is_stand_in(claimed))
     });
-    copies_on_their_line(text, out);
-}
-
-/// How far from a claimed token, on its line, a copy of it is looked for.
-const COPY_WINDOW: usize = 256;
-
-/// The shortest token whose copies are redacted with it.
-const MIN_COPIED: usize = 12;
-
-/// A token read once is the same secret wherever it appears again beside it: a copy of it on
-/// its line, within [`COPY_WINDOW`] either way (`token = 'X' | 'X'`, `--key X … echo X`), is
-/// claimed too, though no rule would read the copy where it stands. Only on its line, so a
-/// stream's settled lines read it as the whole text does; only within the window, so a line
-/// of many tokens costs no more than its length.
-fn copies_on_their_line(text: &str, out: &mut Vec<Claim>) {
-    let bytes = text.as_bytes();
-    let mut copies = Vec::new();
-    for claim in out.iter() {
-        if !matches!(claim.kind, Kind::Token(_) | Kind::Named(_))
-            || claim.end - claim.start < MIN_COPIED
-        {
-            continue;
-        }
-        let line_start = memchr::memrchr(b'\n', &bytes[..claim.start]).map_or(0, |at| at + 1);
-        let line_end =
-            memchr::memchr(b'\n', &bytes[claim.end..]).map_or(bytes.len(), |at| claim.end + at);
-        let from = line_start.max(claim.start.saturating_sub(COPY_WINDOW));
-        let to = line_end.min(claim.end + COPY_WINDOW);
-        let token = &bytes[claim.start..claim.end];
-        for at in memchr::memmem::find_iter(&bytes[from..to], token) {
-            let start = from + at;
-            if start != claim.start {
-                copies.push(Claim {
-                    start,
-                    end: start + token.len(),
-                    kind: claim.kind,
-                });
-            }
-        }
-    }
-    out.extend(copies);
-}
-
-/// How far after an AWS access key id, on its line, a bare secret key is looked for.
-const AWS_PAIR_WINDOW: usize = 256;
-
-/// An AWS secret access key written bare beside its key id (`AKIA… wJalr…`, a CSV's
-/// `AKIA…,wJalr…`, `--access-key AKIA… --secret-key wJalr…`): after an access key id, on its
-/// line and within [`AWS_PAIR_WINDOW`], a word of exactly 40 characters of the secret's
-/// alphabet (`A–Z a–z 0–9 / +`) in both cases with a digit — a hex digest is one case, a path
-/// has no 40-character word. Only after the id, and on its line, so the live tail's settled
-/// lines read it exactly as the whole text does.
-fn secrets_beside_key_ids(text: &str, out: &mut Vec<Claim>) {
-    let is_secret_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'/' || b == b'+';
-    let ids: Vec<usize> = out
-        .iter()
-        .filter(|c| c.kind == Kind::Token("aws_access_key_id"))
-        .map(|c| c.end)
-        .collect();
-    let bytes = text.as_bytes();
-    let mut scanned_to = 0;
-    for id_end in ids {
-        let line_end = memchr::memchr(b'\n', &bytes[id_end..]).map_or(text.len(), |at| id_end + at);
-        // each byte is read once however many ids share a line
-        let mut at = id_end.max(scanned_to);
-        let end = line_end.min(id_end + AWS_PAIR_WINDOW);
-        while at < end {
-            if !is_secret_byte(bytes[at]) {
-                at += 1;
-                continue;
-            }
-            let word_start = at;
-            while at < text.len() && is_secret_byte(bytes[at]) {
-                at += 1;
-            }
-            let word = &bytes[word_start..at];
-            let after_ok = bytes.get(at).is_none_or(|&b| b != b'=' && b != b'[');
-            let before_ok = word_start == 0 || !matches!(bytes[word_start - 1], b'_' | b'-' | b'.');
-            if word.len() == 40
-                && after_ok
-                && before_ok
-                && word.iter().any(u8::is_ascii_lowercase)
-                && word.iter().any(u8::is_ascii_uppercase)
-                && word.iter().any(u8::is_ascii_digit)
-            {
-                out.push(Claim {
-                    start: word_start,
-                    end: at,
-                    kind: Kind::Token("aws_secret_access_key"),
-                });
-            }
-        }
-        scanned_to = scanned_to.max(at);
-    }
+    nearby::copies_on_their_line(text, out);
 }
 
 #[cfg(test)]
