@@ -56,6 +56,9 @@ const PROGRAMS: &[(&str, Program)] = &[
     ("mariadb", Program::Mysql),
 ];
 
+/// How far after its program's name a command's options are read.
+const MAX_COMMAND: usize = 4096;
+
 /// One search for every program's name.
 fn program_names() -> &'static aho_corasick::AhoCorasick {
     static NAMES: std::sync::OnceLock<aho_corasick::AhoCorasick> = std::sync::OnceLock::new();
@@ -70,19 +73,30 @@ fn program_names() -> &'static aho_corasick::AhoCorasick {
 /// Every command-line password in `text`.
 pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
     let bytes = text.as_bytes();
-    for found in program_names().find_iter(bytes) {
-        let (name, program) = PROGRAMS[found.pattern().as_usize()];
-        let at = found.start();
-        let starts_a_word = at == 0
-            || matches!(
-                bytes[at - 1],
-                b' ' | b'\t' | b'\n' | b'$' | b';' | b'|' | b'&' | b'(' | b'\'' | b'"' | b'`'
-            );
-        let after = at + name.len();
-        if !starts_a_word || !matches!(bytes.get(after), Some(b' ' | b'\t')) {
-            continue;
-        }
-        let line_end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |n| at + n);
+    // each program's name where it runs: a word of its own, a blank after it
+    let commands: Vec<(usize, usize, Program)> = program_names()
+        .find_iter(bytes)
+        .filter_map(|found| {
+            let (name, program) = PROGRAMS[found.pattern().as_usize()];
+            let at = found.start();
+            let starts_a_word = at == 0
+                || matches!(
+                    bytes[at - 1],
+                    b' ' | b'\t' | b'\n' | b'$' | b';' | b'|' | b'&' | b'(' | b'\'' | b'"' | b'`'
+                );
+            let after = at + name.len();
+            (starts_a_word && matches!(bytes.get(after), Some(b' ' | b'\t')))
+                .then_some((at, after, program))
+        })
+        .collect();
+    for (i, &(at, after, program)) in commands.iter().enumerate() {
+        // a command is read up to the next one, its line's end or MAX_COMMAND bytes on, so
+        // every byte of a line of many commands is read once
+        let next = commands
+            .get(i + 1)
+            .map_or(bytes.len(), |&(start, _, _)| start);
+        let window = &bytes[at..next.min(after + MAX_COMMAND)];
+        let line_end = memchr::memchr(b'\n', window).map_or(at + window.len(), |n| at + n);
         match program {
             Program::Curl => read_options(text, after, line_end, out),
             other => read_password_options(text, after, line_end, other, out),
@@ -369,6 +383,7 @@ mod tests {
             ),
             ("$ curl -uadmin:s3cr3tPw https://h", "s3cr3tPw"),
             ("curl -su admin:s3cr3tPw https://h", "s3cr3tPw"),
+            ("curl https://curl.se/x -u admin:s3cr3tPw", "s3cr3tPw"),
         ] {
             assert_eq!(claimed(text), [password], "{text}");
         }

@@ -28,6 +28,9 @@ const NAME_ENDS: &[&str] = &[
     "credentials",
 ];
 
+/// The widest setting element read (`<add key="…" value="…" />`).
+const MAX_TAG: usize = 1024;
+
 /// The longest value read.
 const MAX_VALUE: usize = 512;
 
@@ -112,9 +115,12 @@ fn setting_value(text: &str, at: usize) -> Option<(usize, usize)> {
     if !secret_name(&text[name_start..name_start + name_len]) {
         return None;
     }
-    // the element this attribute is in: back to its `<`, on to its `>`
-    let open = memchr::memrchr(b'<', &bytes[..at])?;
-    let close = name_start + memchr::memchr(b'>', &bytes[name_start..])?;
+    // the element this attribute is in: back to its `<`, on to its `>`, each within
+    // MAX_TAG, so a line of many `key="` costs no more than its length times that
+    let back = at.saturating_sub(MAX_TAG);
+    let open = back + memchr::memrchr(b'<', &bytes[back..at])?;
+    let ahead = &bytes[name_start..bytes.len().min(name_start + MAX_TAG)];
+    let close = name_start + memchr::memchr(b'>', ahead)?;
     if memchr::memchr(b'\n', &bytes[open..close]).is_some() {
         return None;
     }

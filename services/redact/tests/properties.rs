@@ -76,6 +76,23 @@ fn a_megabyte_without_a_line_break_redacts_in_linear_time() {
         256 * 1024,
     );
     assert_linear("passwords on one line", |n| "password=x ".repeat(n), 20_000);
+    // the command lines' and the settings' reads are bounded on a line of many of them
+    assert_linear("curl on one line", |n| "curl -H x ".repeat(n), 20_000);
+    assert_linear(
+        "docker logins on one line",
+        |n| "docker login -u a ".repeat(n),
+        20_000,
+    );
+    assert_linear(
+        "setting keys on one line",
+        |n| "key=\"ApiKey\" ".repeat(n),
+        20_000,
+    );
+    assert_linear(
+        "one token copied along a line",
+        |n| "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5 ".repeat(n),
+        5_000,
+    );
     assert_linear(
         "minified text naming the armour",
         |n| {

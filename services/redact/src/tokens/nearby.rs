@@ -23,11 +23,13 @@ pub(super) fn copies_on_their_line(text: &str, out: &mut Vec<Claim>) {
         {
             continue;
         }
-        let line_start = memchr::memrchr(b'\n', &bytes[..claim.start]).map_or(0, |at| at + 1);
-        let line_end =
-            memchr::memchr(b'\n', &bytes[claim.end..]).map_or(bytes.len(), |at| claim.end + at);
-        let from = line_start.max(claim.start.saturating_sub(COPY_WINDOW));
-        let to = line_end.min(claim.end + COPY_WINDOW);
+        // the window, cut at the line's breaks: each read no wider than the window, so a line
+        // of many tokens costs its length times the window, not its length squared
+        let back = claim.start.saturating_sub(COPY_WINDOW);
+        let from =
+            memchr::memrchr(b'\n', &bytes[back..claim.start]).map_or(back, |at| back + at + 1);
+        let ahead = bytes.len().min(claim.end + COPY_WINDOW);
+        let to = memchr::memchr(b'\n', &bytes[claim.end..ahead]).map_or(ahead, |at| claim.end + at);
         let token = &bytes[claim.start..claim.end];
         for at in memchr::memmem::find_iter(&bytes[from..to], token) {
             let start = from + at;
