@@ -60,6 +60,8 @@ struct Outcome {
     not_serving_seen: bool,
     /// whether dropping seats was the expected outcome (a quorum lost past the TTL)
     drops_expected: bool,
+    /// how long the quorum was lost, measured (the kill to the quorum regained)
+    outage: Option<Duration>,
     refusals: Vec<String>,
 }
 
@@ -174,6 +176,7 @@ impl Bench {
             to_next_launch,
             not_serving_seen,
             drops_expected,
+            outage: outage.map(|(from, to)| to - from),
             refusals,
         };
         (outcome, attempts)
@@ -255,18 +258,19 @@ async fn settled(fleet: &Fleet, accepted: &[String]) -> BTreeMap<String, Announc
 
 fn print_table(outcomes: &[Outcome]) {
     println!(
-        "{:<18} {:>5} {:>8} {:>16} {:>13} {:>16} {:>12}",
+        "{:<18} {:>5} {:>8} {:>16} {:>13} {:>16} {:>12} {:>10}",
         "scenario",
         "sent",
         "accepted",
         "with quorum",
         "seats dropped",
         "kill→launch",
-        "NOT_SERVING"
+        "NOT_SERVING",
+        "no quorum"
     );
     for o in outcomes {
         println!(
-            "{:<18} {:>5} {:>8} {:>16} {:>13} {:>16} {:>12}",
+            "{:<18} {:>5} {:>8} {:>16} {:>13} {:>16} {:>12} {:>10}",
             o.name,
             o.sent,
             o.accepted,
@@ -276,6 +280,9 @@ fn print_table(outcomes: &[Outcome]) {
                 .map(|d| format!("{:.2} s", d.as_secs_f64()))
                 .unwrap_or_else(|| "-".into()),
             if o.not_serving_seen { "seen" } else { "-" },
+            o.outage
+                .map(|d| format!("{:.1} s", d.as_secs_f64()))
+                .unwrap_or_else(|| "-".into()),
         );
     }
 }
@@ -397,8 +404,24 @@ fn judge(
                 o.refusals
             ));
         }
-        if !o.drops_expected && o.seats_dropped > 0 {
+        // a quorum meant to be lost for less than the TTL that took longer to come back (a
+        // loaded machine restarting two members) may have outlived a session renewed every
+        // third of its TTL (`Session::renew`): past two thirds of it, its seats may lapse
+        let past_the_ttl = o
+            .outage
+            .is_some_and(|d| d >= Duration::from_secs(TTL * 2 / 3));
+        if !o.drops_expected && o.seats_dropped > 0 && !past_the_ttl {
             unmet.push(format!("{}: {} seats dropped", o.name, o.seats_dropped));
+        }
+        if !o.drops_expected && past_the_ttl {
+            println!(
+                "note: {}: the quorum came back after {:.1} s, past two thirds of the {TTL} s \
+                 TTL (a session renews every third), so its {} dropped seats are not counted \
+                 against it",
+                o.name,
+                o.outage.unwrap_or_default().as_secs_f64(),
+                o.seats_dropped
+            );
         }
         if o.drops_expected && !o.not_serving_seen {
             unmet.push(format!("{}: n1 never reported NOT_SERVING", o.name));
