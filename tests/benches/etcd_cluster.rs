@@ -347,8 +347,8 @@ async fn run(phase: Duration) -> bool {
     outcomes.push(outcome);
     attempts.extend(sent);
 
-    // a third of the TTL: with the members' restart and election the quorum is back well
-    // before two thirds of it, where a session renewed every third could lapse
+    // a third of the TTL: the members' restart and election take seconds more (5.4 s from the
+    // kill to the quorum, measured), which must stay short of the TTL
     let short = Duration::from_secs(TTL / 3);
     let (outcome, sent) = bench
         .scenario("quorum lost < TTL", false, async |b: &Bench| {
@@ -406,20 +406,16 @@ fn judge(
                 o.refusals
             ));
         }
-        // a quorum meant to be lost for less than the TTL that took longer to come back (a
-        // loaded machine restarting two members) may have outlived a session renewed every
-        // third of its TTL (`Session::renew`): past two thirds of it, its seats may lapse
-        let past_the_ttl = o
-            .outage
-            .is_some_and(|d| d >= Duration::from_secs(TTL * 2 / 3));
+        // a quorum meant to be lost for less than the TTL that took longer than the TTL to come
+        // back (a loaded machine restarting two members) was lost past it: its seats may lapse
+        let past_the_ttl = o.outage.is_some_and(|d| d >= Duration::from_secs(TTL));
         if !o.drops_expected && o.seats_dropped > 0 && !past_the_ttl {
             unmet.push(format!("{}: {} seats dropped", o.name, o.seats_dropped));
         }
         if !o.drops_expected && past_the_ttl {
             println!(
-                "note: {}: the quorum came back after {:.1} s, past two thirds of the {TTL} s \
-                 TTL (a session renews every third), so its {} dropped seats are not counted \
-                 against it",
+                "note: {}: the quorum came back after {:.1} s, past the {TTL} s TTL, so its {} \
+                 dropped seats are not counted against it",
                 o.name,
                 o.outage.unwrap_or_default().as_secs_f64(),
                 o.seats_dropped
