@@ -108,27 +108,18 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
 /// the password.
 fn read_password_options(
     text: &str,
-    mut pos: usize,
+    pos: usize,
     end: usize,
     program: Program,
     out: &mut Vec<Claim>,
 ) {
-    let bytes = text.as_bytes();
     let mut logging_in = program != Program::RegistryLogin;
     let mut value_next = false;
-    while pos < end {
-        while pos < end && matches!(bytes[pos], b' ' | b'\t') {
-            pos += 1;
-        }
-        if pos >= end || matches!(bytes[pos], b';' | b'|' | b'&' | b'>' | b'#') {
-            return;
-        }
-        let word = shell_word(bytes, pos, end);
-        let raw = &text[pos..word.end];
+    for (raw, word) in words(text, pos, end) {
         if value_next {
             value_next = false;
             if !raw.starts_with('-') {
-                claim_value(text, &word.content, out);
+                claim_value(text, &word, out);
             }
         } else if raw == "login" {
             logging_in = true;
@@ -137,51 +128,44 @@ fn read_password_options(
                 Program::RegistryLogin | Program::Sshpass if raw == "-p" => value_next = true,
                 Program::RegistryLogin if raw == "--password" => value_next = true,
                 Program::RegistryLogin | Program::Mysql if raw.starts_with("--password=") => {
-                    claim_value(text, &word.content["--password=".len()..], out);
+                    claim_value(text, &word["--password=".len()..], out);
                 }
                 Program::Sshpass | Program::Mysql if raw.len() > 2 && raw.starts_with("-p") => {
-                    claim_value(text, &word.content[2..], out);
+                    claim_value(text, &word[2..], out);
                 }
                 _ => {}
             }
         }
-        pos = word.end;
     }
 }
 
 /// Claims a password read whole from a word's characters, unless it stands in for one.
-fn claim_value(text: &str, content: &[(u8, usize)], out: &mut Vec<Claim>) {
-    let (Some(&(_, first)), Some(&(_, last))) = (content.first(), content.last()) else {
+fn claim_value(text: &str, chars: &[(u8, usize)], out: &mut Vec<Claim>) {
+    let Some((start, end, value)) = as_written(text, chars) else {
         return;
     };
-    let bytes: Vec<u8> = content.iter().map(|&(b, _)| b).collect();
-    let Ok(value) = std::str::from_utf8(&bytes) else {
-        return;
-    };
-    if text[first..=last].len() != value.len() || stands_in(value, b"") {
-        return;
+    if !stands_in(value, b"") {
+        out.push(Claim {
+            start,
+            end,
+            kind: Kind::Password,
+        });
     }
-    out.push(Claim {
-        start: first,
-        end: last + 1,
-        kind: Kind::Password,
-    });
+}
+
+/// Where a word's characters were written, and what they spell, when that span holds them
+/// alone: a quote inside it (`a'b'c`) would be taken with them.
+fn as_written<'t>(text: &'t str, chars: &[(u8, usize)]) -> Option<(usize, usize, &'t str)> {
+    let (&(_, first), &(_, last)) = (chars.first()?, chars.last()?);
+    let span = &text[first..=last];
+    (span.len() == chars.len()).then_some((first, last + 1, span))
 }
 
 /// Reads the words of a curl command from `pos` to `end` for `-u`/`--user` and its argument.
-fn read_options(text: &str, mut pos: usize, end: usize, out: &mut Vec<Claim>) {
-    let bytes = text.as_bytes();
+fn read_options(text: &str, pos: usize, end: usize, out: &mut Vec<Claim>) {
     let mut argument_next = false;
     let mut header_next = false;
-    while pos < end {
-        while pos < end && matches!(bytes[pos], b' ' | b'\t') {
-            pos += 1;
-        }
-        if pos >= end || matches!(bytes[pos], b';' | b'|' | b'&' | b'>' | b'#') {
-            return;
-        }
-        let word = shell_word(bytes, pos, end);
-        let raw = &text[pos..word.end];
+    for (raw, word) in words(text, pos, end) {
         if header_next {
             claim_header_credential(text, &word, out);
             header_next = false;
@@ -194,11 +178,7 @@ fn read_options(text: &str, mut pos: usize, end: usize, out: &mut Vec<Claim>) {
             argument_next = true;
         } else if raw.len() > 2 && raw.starts_with("-u") {
             // `-uuser:password`: the argument glued to the option
-            let rest = ShellWord {
-                end: word.end,
-                content: word.content[2..].to_vec(),
-            };
-            claim_password(text, &rest, out);
+            claim_password(text, &word[2..], out);
         } else if raw.len() > 2
             && raw.starts_with('-')
             && !raw.starts_with("--")
@@ -208,77 +188,78 @@ fn read_options(text: &str, mut pos: usize, end: usize, out: &mut Vec<Claim>) {
             // flags run together, the last one taking the argument (`-su user:pw`)
             argument_next = true;
         }
-        pos = word.end;
     }
 }
 
-/// One shell word: where it ends, and its characters with their quotes removed, each with
-/// the byte offset it was written at.
-struct ShellWord {
-    end: usize,
-    content: Vec<(u8, usize)>,
+/// The words of a command from `pos` to `end`, each as written and as its characters with
+/// their quotes removed; the command ends at a separator (`;`, `|`, `&`), a redirection or a
+/// comment.
+fn words(text: &str, mut pos: usize, end: usize) -> impl Iterator<Item = (&str, Vec<(u8, usize)>)> {
+    let bytes = text.as_bytes();
+    std::iter::from_fn(move || {
+        while pos < end && matches!(bytes[pos], b' ' | b'\t') {
+            pos += 1;
+        }
+        if pos >= end || matches!(bytes[pos], b';' | b'|' | b'&' | b'>' | b'#') {
+            return None;
+        }
+        let start = pos;
+        let (word_end, chars) = shell_word(bytes, start, end);
+        pos = word_end;
+        Some((&text[start..word_end], chars))
+    })
 }
 
-fn shell_word(bytes: &[u8], start: usize, end: usize) -> ShellWord {
-    let mut content = Vec::new();
+/// One shell word from `start`: where it ends, and its characters with their quotes removed,
+/// each with the byte offset it was written at.
+fn shell_word(bytes: &[u8], start: usize, end: usize) -> (usize, Vec<(u8, usize)>) {
+    let mut chars = Vec::new();
     let mut pos = start;
     let mut quote: Option<u8> = None;
     while pos < end {
         let b = bytes[pos];
         match quote {
             Some(q) if b == q => quote = None,
-            Some(_) => content.push((b, pos)),
+            Some(_) => chars.push((b, pos)),
             None if b == b'\'' || b == b'"' => quote = Some(b),
             None if b == b' ' || b == b'\t' => break,
-            None => content.push((b, pos)),
+            None => chars.push((b, pos)),
         }
         pos += 1;
     }
-    ShellWord { end: pos, content }
+    (pos, chars)
 }
 
 /// Claims the password of a `user:password` argument, unless it is none (the module's text).
-fn claim_password(text: &str, word: &ShellWord, out: &mut Vec<Claim>) {
-    let Some(colon) = word.content.iter().position(|&(b, _)| b == b':') else {
+fn claim_password(text: &str, word: &[(u8, usize)], out: &mut Vec<Claim>) {
+    let Some(colon) = word.iter().position(|&(b, _)| b == b':') else {
         return;
     };
     // the whole argument a placeholder (`<user:password>`)
-    if word.content.first().is_some_and(|&(b, _)| b == b'<')
-        && word.content.last().is_some_and(|&(b, _)| b == b'>')
+    if word.first().is_some_and(|&(b, _)| b == b'<') && word.last().is_some_and(|&(b, _)| b == b'>')
     {
         return;
     }
-    let user: Vec<u8> = word.content[..colon].iter().map(|&(b, _)| b).collect();
-    let password = &word.content[colon + 1..];
-    let (Some(&(_, first)), Some(&(_, last))) = (password.first(), password.last()) else {
+    let user: Vec<u8> = word[..colon].iter().map(|&(b, _)| b).collect();
+    let Some((start, end, value)) = as_written(text, &word[colon + 1..]) else {
         return;
     };
-    let value: Vec<u8> = password.iter().map(|&(b, _)| b).collect();
-    let Ok(value) = std::str::from_utf8(&value) else {
-        return;
-    };
-    // the span must hold the password alone: a quote inside it (`a'b'c`) would be taken with it
-    let span = &text[first..=last];
-    if span.len() != value.len() || stands_in(value, &user) {
-        return;
+    if !stands_in(value, &user) {
+        out.push(Claim {
+            start,
+            end,
+            kind: Kind::Password,
+        });
     }
-    out.push(Claim {
-        start: first,
-        end: last + 1,
-        kind: Kind::Password,
-    });
 }
 
 /// Claims the credential of a header argument (`Authorization: Bearer …`, `Api-Token: …`),
 /// unless it stands in for one or its name says no credential.
-fn claim_header_credential(text: &str, word: &ShellWord, out: &mut Vec<Claim>) {
-    let Some(colon) = word.content.iter().position(|&(b, _)| b == b':') else {
+fn claim_header_credential(text: &str, word: &[(u8, usize)], out: &mut Vec<Claim>) {
+    let Some(colon) = word.iter().position(|&(b, _)| b == b':') else {
         return;
     };
-    let name: String = word.content[..colon]
-        .iter()
-        .map(|&(b, _)| b as char)
-        .collect();
+    let name: String = word[..colon].iter().map(|&(b, _)| b as char).collect();
     let name = name.trim().to_ascii_lowercase();
     let names_a_credential = CREDENTIAL_HEADER_ENDS.iter().any(|end| name.ends_with(end))
         && !name.ends_with("-public-key")
@@ -287,7 +268,7 @@ fn claim_header_credential(text: &str, word: &ShellWord, out: &mut Vec<Claim>) {
         return;
     }
     // the value's words; the credential is the last (`Bearer x`, `Api-Token x`, `x`)
-    let value = &word.content[colon + 1..];
+    let value = &word[colon + 1..];
     let words: Vec<&[(u8, usize)]> = value
         .split(|&(b, _)| b == b' ' || b == b'\t')
         .filter(|piece| !piece.is_empty())
@@ -307,26 +288,23 @@ fn claim_header_credential(text: &str, word: &ShellWord, out: &mut Vec<Claim>) {
         }
         _ => return,
     };
-    let (&(_, first), &(_, last)) = (&credential[0], &credential[credential.len() - 1]);
-    let bytes: Vec<u8> = credential.iter().map(|&(b, _)| b).collect();
-    let Ok(value) = std::str::from_utf8(&bytes) else {
+    let Some((start, end, value)) = as_written(text, credential) else {
         return;
     };
-    let span = &text[first..=last];
-    if value.starts_with(crate::MARKER_PREFIX) {
-        return;
-    }
     let reads_as_a_key = value.len() >= 8
         && (value.bytes().any(|b| b.is_ascii_digit())
             || (value.bytes().any(|b| b.is_ascii_uppercase())
                 && value.bytes().any(|b| b.is_ascii_lowercase())));
-    if span.len() != value.len() || !reads_as_a_key || stands_in(value, b"") || value.contains('(')
+    if value.starts_with(crate::MARKER_PREFIX)
+        || !reads_as_a_key
+        || stands_in(value, b"")
+        || value.contains('(')
     {
         return;
     }
     out.push(Claim {
-        start: first,
-        end: last + 1,
+        start,
+        end,
         kind: Kind::Token(HEADER_CREDENTIAL),
     });
 }
