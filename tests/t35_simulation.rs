@@ -37,6 +37,15 @@ const REGRESSION_SEEDS: &[u64] = &[
     210, 5104,
     // the same launch's ending refused for want of a claim to guard it (a `launching` row has none)
     4226, 6880,
+    // seeds 20,001–30,000: a retry the run's driver had scheduled on its own timer (a kept
+    // ending, a claim's hand-back) died with the driver when another message, handled
+    // meanwhile, found nothing more owed and stopped it: a run left `ending` or `resumed`
+    24767, 26380, 29672,
+    // seeds 40,001–50,000: the simulation's seat-actor restart ran the recovery pass without
+    // the pump a real restart does after it; once it did, seed 16145 (1–20,000) found a check
+    // of the run's driver that failed on a refusal, restarting the driver and losing the
+    // claim's hand-back queued in its mailbox
+    48095, 16145,
 ];
 
 fn failed(outcome: &Outcome) -> String {

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use tracing::info;
 
 use crate::lifecycle::Coordinator;
 
@@ -42,16 +41,8 @@ impl Actor for SeatActor {
         args: SeatArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         if args.started.swap(true, Ordering::SeqCst) {
-            // a restart: the seat's truth is the store's; recover it again
-            info!(seat = %args.seat, "seat_recovered_after_restart");
-            if let Err(error) = args.coordinator.recover_held(&args.seat).await {
-                // the store cannot be read now: this node stops acting for the seat until a
-                // recovery pass succeeds (the placement pass and the next pump both re-run it,
-                // re-acquiring on this node's own lease), rather than failing into a restart
-                // loop that would take the node down
-                tracing::warn!(seat = %args.seat, %error, "seat_recovery_failed");
-                args.coordinator.lose_seat(&args.seat);
-            }
+            // a restart: the recovery pass again
+            args.coordinator.recover_after_restart(&args.seat).await;
         }
         let _ = myself.cast(SeatMsg::Pump);
         Ok(args)

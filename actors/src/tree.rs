@@ -4,9 +4,10 @@
 //! supervisor when it is not running.
 
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use async_trait::async_trait;
-use ractor::ActorRef;
+use ractor::{ActorRef, MessagingErr};
 use tracing::warn;
 
 use crate::boxes::{BoxArgs, BoxMsg, BoxOp, BoxReply};
@@ -16,6 +17,12 @@ use crate::ports::Provider;
 use crate::run::{RunActor, RunArgs, RunMsg};
 use crate::seat::{SeatActor, SeatArgs, SeatMsg};
 use crate::supervisor::{self, ChildSpec, Restart, SupervisorMsg};
+
+/// How many times a message for a run's driver meets one that is finishing before it is
+/// given up (each time, the finishing driver is waited out and a new one started).
+const DRIVER_STARTS: usize = 3;
+/// How long a finishing driver is waited for before a new one is tried.
+const DRIVER_EXIT_WAIT: Duration = Duration::from_secs(2);
 
 /// The follow-ups of one node's lifecycle, carried out by its actors.
 #[derive(Debug)]
@@ -56,8 +63,9 @@ impl NodeTree {
     }
 
     /// Pokes the run's driver (`{node}/run/{turn}`), starting it under the node's `runs`
-    /// supervisor when it is not running.
-    async fn drive(&self, turn_id: &str, message: RunMsg) {
+    /// supervisor when it is not running. A driver that is finishing (draining its mailbox)
+    /// refuses the message: once it is gone, a new one is started for it.
+    async fn drive(&self, turn_id: &str, mut message: RunMsg) {
         let Some(coordinator) = self.coordinator.upgrade() else {
             return;
         };
@@ -66,21 +74,37 @@ impl NodeTree {
             turn_id: turn_id.to_owned(),
             started: Default::default(),
         };
-        let driver = self
-            .child(
-                &self.refs.runs(),
-                ("run", turn_id),
-                self.refs.run(turn_id),
-                Restart::Transient,
-                move || (RunActor, args.clone()),
-            )
-            .await;
-        match driver {
-            Some(actor) => {
-                let _ = actor.cast(message);
+        for _ in 0..DRIVER_STARTS {
+            let make = {
+                let args = args.clone();
+                move || (RunActor, args.clone())
+            };
+            let driver = self
+                .child(
+                    &self.refs.runs(),
+                    ("run", turn_id),
+                    self.refs.run(turn_id),
+                    Restart::Transient,
+                    make,
+                )
+                .await;
+            let Some(actor) = driver else {
+                warn!(turn_id, "run_driver_not_started");
+                return;
+            };
+            match actor.cast(message) {
+                Ok(()) => return,
+                Err(MessagingErr::SendErr(refused)) => {
+                    message = refused;
+                    let _ = actor.wait(Some(DRIVER_EXIT_WAIT)).await;
+                }
+                Err(error) => {
+                    warn!(turn_id, %error, "run_driver_refused");
+                    return;
+                }
             }
-            None => warn!(turn_id, "run_driver_not_started"),
         }
+        warn!(turn_id, "run_driver_not_started");
     }
 }
 

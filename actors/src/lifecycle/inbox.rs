@@ -41,10 +41,18 @@ impl Coordinator {
     /// Works the seat's inbox while nothing holds it: each delivery is offered to a parked
     /// run first, and becomes a turn otherwise. One turn at a time is out at the engine.
     pub async fn pump(&self, seat: &str) {
-        if let Err(error) = self.try_pump(seat).await {
-            // the inbox stops here; the node's next session renew pumps it again
-            self.offers.stall(seat);
-            warn!(seat, %error, "seat_pump_failed");
+        match self.try_pump(seat).await {
+            Ok(()) => {}
+            // another node holds the seat, or will: its holder pumps it as it takes it (a
+            // stall here would try again after every renew for as long as the seat is away)
+            Err(error @ Error::SeatHeldElsewhere { .. }) => {
+                info!(seat, node = %self.node, %error, "seat_pump_elsewhere");
+            }
+            Err(error) => {
+                // the inbox stops here; the node's next session renew pumps it again
+                self.offers.stall(seat);
+                warn!(seat, node = %self.node, %error, "seat_pump_failed");
+            }
         }
     }
 

@@ -184,6 +184,12 @@ pub struct Coordinator {
 }
 
 impl Coordinator {
+    /// What the steps leave to the node's actors (the run's driver comes back to a run
+    /// through it, so a retry outlives the driver that scheduled it).
+    pub fn follow_ups(&self) -> Arc<dyn FollowUps> {
+        self.follow_ups.clone()
+    }
+
     /// A lifecycle for a node whose session is already open; `follow_ups` is the node's tree
     /// (or [`Detached`]).
     pub fn new(parts: Parts, follow_ups: Arc<dyn FollowUps>) -> Self {

@@ -385,6 +385,20 @@ impl Coordinator {
         }
     }
 
+    /// A seat actor's restart: the seat's truth is the store's, so its recovery pass runs
+    /// again. When the store cannot be read, this node stops acting for the seat until a pass
+    /// succeeds (the placement pass and the next pump both re-run it, re-acquiring on this
+    /// node's own lease) rather than failing into a restart loop that would take the node
+    /// down. The seat's actor pumps its inbox next, whatever came of it: mail that waited
+    /// behind a run the pass finished flows then.
+    pub async fn recover_after_restart(&self, seat: &str) {
+        info!(seat, "seat_recovered_after_restart");
+        if let Err(error) = self.recover_held(seat).await {
+            warn!(seat, %error, "seat_recovery_failed");
+            self.lose_seat(seat);
+        }
+    }
+
     /// Re-runs the recovery pass of a seat this node holds (a seat actor's restart).
     pub async fn recover_held(&self, seat: &str) -> Result<(), Error> {
         // under the seat's lock: never beside a launch in progress, which it would read as

@@ -436,8 +436,13 @@ impl Sim {
                     let id = self.nodes[i].id.clone();
                     if self.chance(0.7) {
                         self.note(format!("{id}: seat {seat}'s actor restarts"));
+                        // what a seat actor's restart does (`SeatActor::pre_start`): the
+                        // recovery pass again, then its inbox pumped (seed 48095: a restart
+                        // without the pump finished a run's ending and left an answer that
+                        // waited behind it in the inbox for good)
                         tokio::spawn(async move {
-                            let _ = coordinator.recover_held(&seat).await;
+                            coordinator.recover_after_restart(&seat).await;
+                            coordinator.pump(&seat).await;
                         });
                     } else {
                         self.note(format!("{id}: seat {seat} handed over"));
