@@ -135,6 +135,32 @@ impl Member {
         }
     }
 
+    /// Whether every thread of the member's process is stopped (SIGSTOP taken): each task's
+    /// state in `/proc/PID/task/*/stat` is `T`. Not running, or unreadable: `false`.
+    pub(crate) fn stopped(&self) -> bool {
+        let Some(pid) = self.pid() else {
+            return false;
+        };
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return false;
+        };
+        let mut any = false;
+        for task in tasks.flatten() {
+            let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+                return false;
+            };
+            // "PID (comm) STATE …": the state follows the last ')' (comm may hold one)
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next());
+            if !matches!(state, Some('T' | 't')) {
+                return false;
+            }
+            any = true;
+        }
+        any
+    }
+
     fn child(&self) -> MutexGuard<'_, Option<Child>> {
         self.child
             .lock()

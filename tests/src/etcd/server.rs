@@ -154,6 +154,13 @@ impl EtcdServer {
     pub fn pause(&self) {
         self.assert_dedicated("pause");
         self.member.signal("-STOP");
+        // a thread running on a busy machine stops only when next scheduled: until every one
+        // of them is stopped, a call could still be answered (CI saw a get answered after the
+        // signal)
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !self.member.stopped() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
 
     /// Thaws a paused dedicated etcd (SIGCONT).
