@@ -92,6 +92,64 @@ async fn a_repeated_launch_of_a_turn_gets_the_first_outcome_and_never_a_second_j
     assert_eq!(count("turn_replied"), 1, "{events:#?}");
 }
 
+/// A launch's reply lost while its run asked, was answered and relaunched (simulation seed
+/// 47760): the engine's repeat of that launch is told the job it started — the row now holds
+/// the relaunch's — and starts nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_launch_after_the_run_was_answered_gets_the_job_it_started() {
+    let fleet = Fleet::start(&["n1"], 3);
+    let turn = format!("turn-repeat-asked-{}", uuid::Uuid::new_v4().simple());
+    let job = r#"if [ -z "$BOXFLEET_ANSWER" ]; then boxfleet-ask "go on?" --to requester; else sleep 6; echo "Delivered: fix/asked" > "$BOXFLEET_REPORT"; fi"#;
+    let (code, first) = launch(&fleet, "rep-asked", &turn, job);
+    assert_eq!(code, 0, "{first}");
+    let first_launch = launch_id_in(&first);
+    eventually(
+        &fleet,
+        "the run to ask",
+        Duration::from_secs(40),
+        async || {
+            (status_of(&fleet, &turn).await.as_deref() == Some("awaiting_clarification"))
+                .then_some(())
+        },
+    )
+    .await;
+    let (code, out, err) = fleet.node("n1").cli(&[
+        "answer",
+        &turn,
+        "--launch",
+        &first_launch,
+        "--text",
+        "go on",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let relaunch = eventually(
+        &fleet,
+        "the answered job to run",
+        Duration::from_secs(40),
+        async || {
+            let record = fleet.record("n1", &turn).await?;
+            let launch_id = record["launch_id"].as_str()?.to_owned();
+            (record["status"] == "running" && launch_id != first_launch).then_some(launch_id)
+        },
+    )
+    .await;
+
+    let (code, again) = launch(&fleet, "rep-asked", &turn, job);
+    assert_eq!(code, 0, "{again}");
+    assert_eq!(
+        launch_id_in(&again),
+        first_launch,
+        "the repeat names the job it started, not the relaunch {relaunch}: {again}"
+    );
+    fleet
+        .until_settled("n1", &turn, "the run to settle", Duration::from_secs(60))
+        .await;
+    let events = fleet.events_of("n1", &turn).await;
+    let count = |kind: &str| events.iter().filter(|e| e["type"] == kind).count();
+    assert_eq!(count("sandbox_run_started"), 2, "{events:#?}");
+    assert_eq!(count("turn_replied"), 1, "{events:#?}");
+}
+
 /// The run's status as the node reports it (`None`: gone).
 async fn status_of(fleet: &Fleet, turn: &str) -> Option<String> {
     let record = fleet.record("n1", turn).await?;

@@ -46,6 +46,9 @@ const REGRESSION_SEEDS: &[u64] = &[
     // of the run's driver that failed on a refusal, restarting the driver and losing the
     // claim's hand-back queued in its mailbox
     48095, 16145,
+    // a launch whose reply was lost while its run asked, was answered and relaunched: its
+    // repeat was answered with the relaunch's job (the row's latest), not the one it started
+    47760,
 ];
 
 fn failed(outcome: &Outcome) -> String {

@@ -289,10 +289,25 @@ impl Coordinator {
                     record.seat
                 )));
             }
-            info!(turn_id, launch_id = %record.launch_id, "sandbox_launch_repeated");
+            // the row's job is its latest iteration's: a repeat of an earlier iteration's
+            // launch (its reply lost while the run asked, was answered and relaunched) gets
+            // the job that launch started, which the ledger remembers (seed 47760)
+            let launch_id = if record.iteration == request.iteration {
+                record.launch_id
+            } else {
+                boxfleet_cluster::ledger::earlier_launch(
+                    self.store.as_ref(),
+                    &self.keys,
+                    turn_id,
+                    request.iteration,
+                )
+                .await?
+                .unwrap_or(record.launch_id)
+            };
+            info!(turn_id, launch_id, "sandbox_launch_repeated");
             return Ok(Some(LaunchOutcome::Launched {
                 turn_id: turn_id.to_owned(),
-                launch_id: record.launch_id,
+                launch_id,
                 sandbox_id: record.sandbox_id.unwrap_or_default(),
             }));
         }
