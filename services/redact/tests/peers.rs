@@ -292,7 +292,7 @@ fn markdown(report: &Report) -> String {
 
 /// Claimed recall, claimed precision, all recall, all precision, as last measured (rounded
 /// down): a change that lowers one fails.
-const FLOORS: [f64; 4] = [0.955, 0.835, 0.925, 0.88];
+const FLOORS: [f64; 4] = [0.955, 0.845, 0.925, 0.885];
 
 #[test]
 fn the_peers_fixtures_are_redacted_and_their_negatives_left_alone() {

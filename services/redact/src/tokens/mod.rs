@@ -349,6 +349,16 @@ impl Compiled {
         out.append(&mut users);
     }
 
+    /// Claims a token of these shapes starting exactly at `at` (what the text after a claim
+    /// reads as once the claim is a marker), in the armour-free `text[at..end]`.
+    fn read_at(&self, text: &str, at: usize, end: usize, out: &mut Vec<Claim>) {
+        let mut users = Vec::new();
+        if let Some(found) = self.anchored.find(&text[at..end]) {
+            self.claim(text, at + found.start(), at + found.end(), out, &mut users);
+        }
+        out.append(&mut users);
+    }
+
     /// Claims the match at `start..end`, read as the shape it opens with: where the search
     /// goes on from.
     fn claim(
@@ -481,15 +491,57 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
     crate::command_line::find(text, out);
     crate::xml_element::find(text, out);
     nearby::secrets_beside_key_ids(text, out);
-    // a stand-in in a token's shape is no token (placeholder.rs); URL credentials have their own;
-    // a vendor's published example is no secret (published.rs)
-    out.retain(|claim| {
-        let claimed = &text[claim.start..claim.end];
-        !crate::published::is_published_example(claimed)
-            && (matches!(claim.kind, Kind::Token("url_credentials"))
-                || !crate::placeholder::is_stand_in(claimed))
-    });
-    nearby::copies_on_their_line(text, out);
+    glued_after_claims(text, out, 0);
+    out.retain(|claim| kept(text, claim));
+    // the copies of a token, and a token glued after a copy, until none is new
+    loop {
+        let before = out.len();
+        nearby::copies_on_their_line(text, out);
+        if out.len() == before {
+            break;
+        }
+        let copied = out.len();
+        glued_after_claims(text, out, before);
+        let mut index = 0;
+        out.retain(|claim| {
+            index += 1;
+            index <= copied || kept(text, claim)
+        });
+        if out.len() == copied {
+            break;
+        }
+    }
+}
+
+/// Whether a claim stands: a stand-in in a token's shape is no token (placeholder.rs); URL
+/// credentials have their own; a vendor's published example is no secret (published.rs).
+fn kept(text: &str, claim: &Claim) -> bool {
+    let claimed = &text[claim.start..claim.end];
+    !crate::published::is_published_example(claimed)
+        && (matches!(claim.kind, Kind::Token("url_credentials"))
+            || !crate::placeholder::is_stand_in(claimed))
+}
+
+/// A token glued to the end of a claim (`…[claimed]ghp_…`): once the claim is a marker, the
+/// token starts a word after its `]`, and a second redaction would read it. It is read now,
+/// from each claim's end from `out[from..]` on (and from the ends of what it finds), so
+/// redacting twice reads as once. Each place is read once.
+fn glued_after_claims(text: &str, out: &mut Vec<Claim>, from: usize) {
+    let tokens = &*TOKENS;
+    let bytes = text.as_bytes();
+    let mut work: Vec<usize> = out[from..].iter().map(|claim| claim.end).collect();
+    let mut read = std::collections::HashSet::new();
+    while let Some(at) = work.pop() {
+        if at >= text.len() || !bytes[at].is_ascii_alphanumeric() || !read.insert(at) {
+            continue;
+        }
+        let end = ARMOUR
+            .find(&bytes[at..])
+            .map_or(text.len(), |armour| at + armour);
+        let found = out.len();
+        tokens.read_at(text, at, end, out);
+        work.extend(out[found..].iter().map(|claim| claim.end));
+    }
 }
 
 #[cfg(test)]

@@ -16,13 +16,23 @@ const MIN_COPIED: usize = 12;
 /// of many tokens costs no more than its length.
 pub(super) fn copies_on_their_line(text: &str, out: &mut Vec<Claim>) {
     let bytes = text.as_bytes();
+    // a copy is a claim too, whose own window is read in turn: a copy past the first claim's
+    // window but within a copy's is claimed in the same pass, as it would be on the second
+    // (where the first is a marker and the copy beside it a token at a word's start), so
+    // redacting twice reads as once; each place is claimed once, so the pass stays linear in
+    // the copies found
+    let mut work: Vec<Claim> = out
+        .iter()
+        .filter(|claim| {
+            matches!(claim.kind, Kind::Token(_) | Kind::Named(_))
+                && claim.end - claim.start >= MIN_COPIED
+        })
+        .copied()
+        .collect();
+    let mut claimed: std::collections::HashSet<usize> =
+        work.iter().map(|claim| claim.start).collect();
     let mut copies = Vec::new();
-    for claim in out.iter() {
-        if !matches!(claim.kind, Kind::Token(_) | Kind::Named(_))
-            || claim.end - claim.start < MIN_COPIED
-        {
-            continue;
-        }
+    while let Some(claim) = work.pop() {
         // the window, cut at the line's breaks: each read no wider than the window, so a line
         // of many tokens costs its length times the window, not its length squared
         let back = claim.start.saturating_sub(COPY_WINDOW);
@@ -33,12 +43,14 @@ pub(super) fn copies_on_their_line(text: &str, out: &mut Vec<Claim>) {
         let token = &bytes[claim.start..claim.end];
         for at in memchr::memmem::find_iter(&bytes[from..to], token) {
             let start = from + at;
-            if start != claim.start {
-                copies.push(Claim {
+            if claimed.insert(start) {
+                let copy = Claim {
                     start,
                     end: start + token.len(),
                     kind: claim.kind,
-                });
+                };
+                copies.push(copy);
+                work.push(copy);
             }
         }
     }

@@ -179,6 +179,12 @@ fn starts_word(bytes: &[u8], at: usize) -> bool {
     matches!(before, b'n' | b't' | b'r') && at >= 2 && bytes[at - 2] == b'\\'
 }
 
+/// Whether a keyword at `at` follows a word and a dot: a file's extension or a member's name
+/// (`video_box.ico-7a38….png`), not a token standing on its own.
+fn after_a_dotted_name(bytes: &[u8], at: usize) -> bool {
+    at >= 2 && bytes[at - 1] == b'.' && word_starts::WORD[bytes[at - 2] as usize]
+}
+
 /// Pushes one claim per vendor token in the text, and one per secret-named key's random
 /// value ([`crate::context`]), in one search.
 pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
@@ -218,7 +224,10 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
                         .find(|(r, _)| *r == row)
                         .map_or(0, |(_, to)| *to);
                     // a checksum is evidence enough: such a token is read even glued to a word
-                    if start < until || (!word_starts && rule.checksum == Checksum::None) {
+                    if start < until
+                        || (rule.checksum == Checksum::None
+                            && (!word_starts || after_a_dotted_name(bytes, start)))
+                    {
                         continue;
                     }
                     if let Some(claim) = read_row(compiled, row, text, start) {
@@ -417,6 +426,16 @@ mod tests {
         assert_eq!(base62_padded(0, 6), "000000");
         assert_eq!(base62_padded(61, 2), "0z");
         assert_eq!(base62_padded(62, 2), "10");
+    }
+
+    #[test]
+    fn a_keyword_after_a_dotted_name_is_a_files_or_a_members_name() {
+        let file = "http://assets.r7.com/media/video_box.ico-7a388b69018576d24b59331fd60aab0c.png";
+        assert_eq!(crate::redact(file), file);
+        let key = "INFRACOST_API_KEY=ico-7a388b69018576d24b59331fd60aab0c";
+        assert!(crate::redact(key).contains("[REDACTED:"), "{key}");
+        let sentence = "the key. ico-7a388b69018576d24b59331fd60aab0c";
+        assert!(crate::redact(sentence).contains("[REDACTED:"), "{sentence}");
     }
 
     #[test]

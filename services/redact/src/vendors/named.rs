@@ -171,6 +171,12 @@ pub(crate) fn read(row: usize, text: &str, start: usize, end: usize) -> Option<C
     if end + key.end() == until && bytes.get(until).is_some_and(u8::is_ascii_alphanumeric) {
         return None;
     }
+    // a run that goes on past the key is some longer string: the shape's `\b` is met between
+    // a hyphen and a digit (a UUID's first 24 characters read as a 24-character key)
+    let key_end = end + key.end();
+    if key.as_str().ends_with('-') && bytes.get(key_end).is_some_and(u8::is_ascii_alphanumeric) {
+        return None;
+    }
     // a marker is no key (redacting twice changes nothing)
     if text[..key_start].ends_with(crate::MARKER_PREFIX) || key.as_str().contains("REDACTED") {
         return None;
@@ -230,6 +236,14 @@ mod tests {
                 row.kind
             );
         }
+    }
+
+    #[test]
+    fn a_uuids_first_groups_are_no_key() {
+        let macro_id = r#"<a href="https://example.atlassian.net/wiki">x</a> <ac:structured-macro ac:macro-id="11112222-3333-4444-5555-666677778888">"#;
+        assert_eq!(crate::redact(macro_id), macro_id);
+        let key = "ATLASSIAN_API_KEY=H9N5Qo5EwowT1JO3CkOzYvnk";
+        assert!(crate::redact(key).contains("[REDACTED:"), "{key}");
     }
 
     #[test]
