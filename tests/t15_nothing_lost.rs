@@ -103,16 +103,7 @@ async fn a_repeated_launch_after_the_run_was_answered_gets_the_job_it_started() 
     let (code, first) = launch(&fleet, "rep-asked", &turn, job);
     assert_eq!(code, 0, "{first}");
     let first_launch = launch_id_in(&first);
-    eventually(
-        &fleet,
-        "the run to ask",
-        Duration::from_secs(40),
-        async || {
-            (status_of(&fleet, &turn).await.as_deref() == Some("awaiting_clarification"))
-                .then_some(())
-        },
-    )
-    .await;
+    until_parked(&fleet, &turn).await;
     let (code, out, err) = fleet.node("n1").cli(&[
         "answer",
         &turn,
@@ -150,6 +141,20 @@ async fn a_repeated_launch_after_the_run_was_answered_gets_the_job_it_started() 
     assert_eq!(count("turn_replied"), 1, "{events:#?}");
 }
 
+/// Waits until `turn`'s run has asked and parked on its question.
+async fn until_parked(fleet: &Fleet, turn: &str) {
+    eventually(
+        fleet,
+        "the asking run to park",
+        Duration::from_secs(40),
+        async || {
+            (status_of(fleet, turn).await.as_deref() == Some("awaiting_clarification"))
+                .then_some(())
+        },
+    )
+    .await;
+}
+
 /// The run's status as the node reports it (`None`: gone).
 async fn status_of(fleet: &Fleet, turn: &str) -> Option<String> {
     let record = fleet.record("n1", turn).await?;
@@ -165,16 +170,7 @@ async fn an_answer_given_by_naming_a_run_waits_while_its_seat_runs_another_job()
     let ask = r#"if [ -z "$BOXFLEET_ANSWER" ]; then boxfleet-ask "go on?" --to requester; else echo "Delivered: fix/answered" > "$BOXFLEET_REPORT"; fi"#;
     let (code, out) = launch(&fleet, seat, &asking, ask);
     assert_eq!(code, 0, "{out}");
-    eventually(
-        &fleet,
-        "the asking run to park",
-        Duration::from_secs(40),
-        async || {
-            (status_of(&fleet, &asking).await.as_deref() == Some("awaiting_clarification"))
-                .then_some(())
-        },
-    )
-    .await;
+    until_parked(&fleet, &asking).await;
     // a parked run frees its seat: another job starts there
     let (code, out) = launch(
         &fleet,

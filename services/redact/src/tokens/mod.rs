@@ -491,23 +491,15 @@ pub(crate) fn find(text: &str, out: &mut Vec<Claim>) {
     crate::command_line::find(text, out);
     crate::xml_element::find(text, out);
     nearby::secrets_beside_key_ids(text, out);
-    glued_after_claims(text, out, 0);
-    out.retain(|claim| kept(text, claim));
-    // the copies of a token, and a token glued after a copy, until none is new
+    // a token glued after a claim, then the copies of a token, until neither finds one more
+    // (a claim kept once is kept again: its copies are its text)
+    let mut from = 0;
     loop {
-        let before = out.len();
+        glued_after_claims(text, out, from);
+        out.retain(|claim| kept(text, claim));
+        from = out.len();
         nearby::copies_on_their_line(text, out);
-        if out.len() == before {
-            break;
-        }
-        let copied = out.len();
-        glued_after_claims(text, out, before);
-        let mut index = 0;
-        out.retain(|claim| {
-            index += 1;
-            index <= copied || kept(text, claim)
-        });
-        if out.len() == copied {
+        if out.len() == from {
             break;
         }
     }

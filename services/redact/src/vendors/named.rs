@@ -168,12 +168,12 @@ pub(crate) fn read(row: usize, text: &str, start: usize, end: usize) -> Option<C
         return None;
     }
     // the word ends where the window was cut: a longer run is another string
-    if end + key.end() == until && bytes.get(until).is_some_and(u8::is_ascii_alphanumeric) {
+    let key_end = end + key.end();
+    if key_end == until && bytes.get(until).is_some_and(u8::is_ascii_alphanumeric) {
         return None;
     }
     // a run that goes on past the key is some longer string: the shape's `\b` is met between
     // a hyphen and a digit (a UUID's first 24 characters read as a 24-character key)
-    let key_end = end + key.end();
     if key.as_str().ends_with('-') && bytes.get(key_end).is_some_and(u8::is_ascii_alphanumeric) {
         return None;
     }
